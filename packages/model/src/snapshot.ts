@@ -1,2 +1,126 @@
-// Placeholder: the node config snapshot schema (control-channel vocabulary) is defined by the L4-node work.
-export {};
+import { type Static, Type } from '@sinclair/typebox';
+import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
+
+// The node config snapshot: what the control plane compiles for one forwarding node and pushes over the
+// control channel, and what a node reads from `--config` or its last-known-good file. Everything a node
+// needs is resolved in it (addresses, weights, health), so a node never calls back to ask.
+// Strict objects everywhere: a node that silently ignored a misspelt field would forward wrongly.
+// Enums are unions of literals, not common.ts's StringEnum (Type.Unsafe), because nodes validate with
+// Value.Check, which only understands standard TypeBox kinds. The values are the listener resource's.
+
+export const SnapshotProtocol = Type.Union([
+  Type.Literal('tcp'),
+  Type.Literal('udp'),
+  Type.Literal('http'),
+  Type.Literal('https'),
+]);
+export const SnapshotScheduler = Type.Union([
+  Type.Literal('wrr'),
+  Type.Literal('wlc'),
+  Type.Literal('rr'),
+  Type.Literal('sch'),
+  Type.Literal('tch'),
+]);
+export const SnapshotProxyProtocol = Type.Union([Type.Literal('off'), Type.Literal('v1'), Type.Literal('v2')], {
+  description: 'PROXY protocol header toward backends',
+});
+
+/** IPv4 or IPv6 CIDR (or a bare address, meaning a single host); the node checks it parses. */
+export const SnapshotCidr = Type.String({
+  minLength: 2,
+  maxLength: 49,
+  pattern: '^[0-9a-fA-F:.]+(/[0-9]{1,3})?$',
+  description: 'IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8',
+});
+
+export const SnapshotAcl = StrictObject(
+  {
+    mode: Type.Union([Type.Literal('allow'), Type.Literal('deny')], {
+      description: 'allow: only these sources; deny: all but these',
+    }),
+    cidrs: Type.Array(SnapshotCidr, { maxItems: 1000 }),
+  },
+  { title: 'SnapshotAcl' },
+);
+export type SnapshotAcl = Static<typeof SnapshotAcl>;
+
+export const SnapshotBackend = StrictObject(
+  {
+    serverId: ResourceId('server'),
+    address: IpAddress,
+    port: Port,
+    weight: Weight,
+    healthy: Type.Boolean({ description: 'latest health-check verdict; unhealthy servers take no new flows' }),
+  },
+  { title: 'SnapshotBackend' },
+);
+export type SnapshotBackend = Static<typeof SnapshotBackend>;
+
+export const SnapshotListener = StrictObject(
+  {
+    id: ResourceId('listener'),
+    loadBalancerId: ResourceId('loadBalancer'),
+    tenantId: ResourceId('tenant'),
+    protocol: SnapshotProtocol,
+    port: Port,
+    bindAddresses: Type.Array(IpAddress, {
+      minItems: 1,
+      maxItems: 16,
+      uniqueItems: true,
+      description: 'addresses of this node the listener serves on',
+    }),
+    scheduler: SnapshotScheduler,
+    persistenceTimeout: Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds; 0 = off' }),
+    proxyProtocol: SnapshotProxyProtocol,
+    connectionDrainTimeout: Type.Integer({
+      minimum: 0,
+      maximum: 900,
+      description: 'seconds a removed or weight-0 server keeps its connections; 0 closes them at once',
+    }),
+    idleTimeout: Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds; also the UDP flow timeout' }),
+    connectTimeout: Type.Optional(
+      Type.Number({
+        minimum: 0.05,
+        maximum: 60,
+        description: 'seconds before a backend connect attempt is given up and retried elsewhere; default 2',
+      }),
+    ),
+    maxConnectAttempts: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 16, description: 'backends tried per client connection; default 3' }),
+    ),
+    acl: Type.Optional(SnapshotAcl),
+    sessionSync: Type.Boolean({ description: 'publish conntrack/persistence entries to peer nodes' }),
+    backends: Type.Array(SnapshotBackend, { maxItems: 1000 }),
+  },
+  { title: 'SnapshotListener' },
+);
+export type SnapshotListener = Static<typeof SnapshotListener>;
+
+export const SnapshotL7Node = StrictObject(
+  {
+    nodeId: Type.String({ minLength: 1, maxLength: 64 }),
+    address: IpAddress,
+    port: Port,
+    healthy: Type.Boolean(),
+  },
+  { title: 'SnapshotL7Node' },
+);
+export type SnapshotL7Node = Static<typeof SnapshotL7Node>;
+
+export const NodeSnapshot = StrictObject(
+  {
+    version: Type.Integer({ minimum: 0, description: 'increases with every change; nodes ack it' }),
+    generatedAt: Type.String({
+      // A pattern rather than `format: date-time`, so Value.Check works without a format registry.
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$',
+      description: 'RFC 3339 timestamp',
+    }),
+    listeners: Type.Array(SnapshotListener, { maxItems: 10_000 }),
+    l7Nodes: Type.Array(SnapshotL7Node, {
+      maxItems: 1000,
+      description: 'the L7 pool http/https listeners are spread across (PROXY v2)',
+    }),
+  },
+  { title: 'NodeSnapshot' },
+);
+export type NodeSnapshot = Static<typeof NodeSnapshot>;

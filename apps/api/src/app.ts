@@ -1,0 +1,155 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import { ApiError } from './errors.js';
+import { installErrorHandling } from './plugins/errors.js';
+import { installMetrics } from './plugins/metrics.js';
+import { installValidation } from './plugins/validation.js';
+import { registerRoutes } from './routes/index.js';
+import { ProblemSchema } from './routes/shared.js';
+import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
+import { IdempotencyStore } from './services/idempotency.js';
+import { createServices, type Services } from './services/index.js';
+
+export interface AppOptions {
+  /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
+  dbPath: string;
+  /** When set, readiness also requires this Redis to answer. */
+  redisUrl?: string;
+  /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
+  adminToken?: string;
+  onAdminTokenGenerated?: (token: string) => void;
+  /** A pino logger; silent when absent. */
+  logger?: FastifyBaseLogger;
+  migrationsFolder?: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    store: OpenDatabase;
+    services: Services;
+    authenticator: Authenticator;
+    idempotency: IdempotencyStore;
+    metricsRegistry: Registry;
+  }
+  interface FastifyRequest {
+    auth: AuthContext;
+  }
+  interface FastifyContextConfig {
+    /** Route is for admin tokens only (cluster-wide resources). */
+    adminOnly?: boolean;
+  }
+}
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // One compact line per request from our own onResponse hook instead of two from fastify.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const store = openDatabase(options.dbPath);
+  const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
+  app.log.info({ applied }, 'database migrations checked');
+  const { generatedToken } = bootstrapAdmin(store.db, options.adminToken);
+  if (generatedToken) options.onAdminTokenGenerated?.(generatedToken);
+
+  const redis = options.redisUrl
+    ? new Redis(options.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+    : null;
+  redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
+
+  app.decorate('store', store);
+  app.decorate(
+    'services',
+    createServices(store.db, () => app.authenticator),
+  );
+  app.decorate('authenticator', new Authenticator(store.db));
+  app.decorate('idempotency', new IdempotencyStore(store.db));
+  app.decorate('metricsRegistry', installMetrics(app));
+  app.decorateRequest('auth', null as unknown as AuthContext);
+  app.addHook('onClose', async () => {
+    redis?.disconnect();
+    store.close();
+  });
+
+  installValidation(app);
+  installErrorHandling(app);
+
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+      'request',
+    );
+    done();
+  });
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!request.url.startsWith('/v1/')) return done();
+    const header = request.headers.authorization;
+    const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
+    const auth = match?.[1] ? app.authenticator.authenticate(match[1]) : null;
+    if (!auth) return done(new ApiError('unauthorized', 'a valid bearer token is required'));
+    if (request.routeOptions.config?.adminOnly && auth.role !== 'admin') {
+      return done(new ApiError('forbidden', 'this route needs an admin token'));
+    }
+    request.auth = auth;
+    done();
+  });
+
+  await app.register(swagger, {
+    // Shared schemas become components named by their $id.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'SLB control plane API',
+        version: '1.0.0',
+        description: 'Load balancers, listeners, server groups, certificates, ACLs, nodes and tenants.',
+      },
+      servers: [{ url: 'http://127.0.0.1:8080' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    const checks: Record<string, string> = {};
+    try {
+      store.sqlite.prepare('SELECT 1').get();
+      checks.database = 'ok';
+    } catch {
+      checks.database = 'unreachable';
+    }
+    if (redis) {
+      try {
+        if (redis.status === 'wait' || redis.status === 'end') await redis.connect().catch(() => {});
+        await Promise.race([redis.ping(), new Promise((_, reject) => setTimeout(reject, 1000).unref())]);
+        checks.redis = 'ok';
+      } catch {
+        checks.redis = 'unreachable';
+      }
+    }
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(app.metricsRegistry.contentType).send(await app.metricsRegistry.metrics());
+  });
+
+  app.addSchema(ProblemSchema);
+  await app.register(registerRoutes, { prefix: '/v1' });
+  return app;
+}

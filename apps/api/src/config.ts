@@ -1,0 +1,36 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const Env = Type.Object({
+  /** Interface to listen on; loopback by default so a dev machine does not expose the API. */
+  HOST: Type.String({ default: '127.0.0.1' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  /** The control plane's database; WAL files sit beside it. */
+  SLB_DB_PATH: Type.String({ minLength: 1, default: './data/slb.db' }),
+  /** Readiness checks Redis: the health fleet and session sync depend on it. */
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  /** Bootstrap admin token; when unset one is generated and printed once on first start. */
+  SLB_ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /** Shared secret nodes present on the control channel. */
+  SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+});
+export type Config = Static<typeof Env>;
+
+/** Parses the environment once; a bad value is a one-line reason naming the variable (never its value). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(Env.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const withDefaults = Value.Default(Env, Value.Convert(Env, raw));
+  const firstError = Value.Errors(Env, withDefaults).First();
+  if (firstError) {
+    throw new Error(`invalid environment: ${firstError.path.slice(1) || 'value'} ${firstError.message}`);
+  }
+  return withDefaults as Config;
+}

@@ -1,0 +1,39 @@
+import closeWithGrace from 'close-with-grace';
+import pino from 'pino';
+import { buildApp } from './app.js';
+import { loadConfig } from './config.js';
+
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig();
+} catch (err) {
+  process.stderr.write(`slb-api: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+
+const logger = pino({
+  level: config.LOG_LEVEL,
+  name: 'slb-api',
+  redact: { paths: ['req.headers.authorization', '*.token', '*.privateKey', '*.secret'], censor: '[redacted]' },
+});
+
+try {
+  const app = await buildApp({
+    dbPath: config.SLB_DB_PATH,
+    redisUrl: config.REDIS_URL,
+    adminToken: config.SLB_ADMIN_TOKEN,
+    logger,
+    // Shown once, on the first start of a new database, and never logged.
+    onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),
+  });
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'shutting down after an error');
+    else logger.info({ signal }, 'shutting down');
+    await app.close();
+  });
+  await app.listen({ host: config.HOST, port: config.PORT });
+} catch (err) {
+  logger.fatal({ err: { message: (err as Error).message, name: (err as Error).name } }, 'cannot start');
+  process.stderr.write(`slb-api: cannot start: ${(err as Error).message}\n`);
+  process.exit(1);
+}

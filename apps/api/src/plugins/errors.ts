@@ -1,0 +1,47 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ApiError, type ErrorCode, problem } from '../errors.js';
+import { fieldErrors } from './validation.js';
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
+};
+
+/** Every error leaves as problem+json; 5xx bodies say nothing about internals. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    let body: ReturnType<typeof problem>;
+    if (err instanceof ApiError) {
+      body = problem(err.code, err.detail, err.errors);
+    } else if ('validation' in err && err.validation) {
+      const part = err.validationContext ?? 'body';
+      const errors = fieldErrors(part, err.validation as never);
+      body = problem('validation_failed', errors.map((e) => `${e.path} ${e.message}`).join('; '), errors);
+    } else if (err.code && FASTIFY_CODES[err.code]) {
+      body = problem(FASTIFY_CODES[err.code]!, err.message);
+    } else if (err instanceof SyntaxError || err.statusCode === 400) {
+      body = problem('bad_request', 'request body is not valid JSON');
+    } else if (err.statusCode === 415) {
+      body = problem('unsupported_media_type', err.message);
+    } else if (err.statusCode === 413) {
+      body = problem('payload_too_large', err.message);
+    } else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      body = problem('bad_request', err.message);
+    } else {
+      request.log.error({ err }, 'unhandled error');
+      body = problem('internal', 'internal error; see the server log for the request id');
+    }
+    if (body.status === 401) reply.header('www-authenticate', 'Bearer realm="slb"');
+    reply.code(body.status).type('application/problem+json').send(body);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .code(404)
+      .type('application/problem+json')
+      .send(problem('not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
+  });
+}

@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** Prometheus metrics for this app instance, on its own registry so several apps can live in one process. */
+export function installMetrics(app: FastifyInstance): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'slb_api_' });
+  const requests = new Counter({
+    name: 'slb_api_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'slb_api_http_request_duration_seconds',
+    help: 'HTTP request latency',
+    labelNames: ['method', 'route'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unknown';
+    requests.inc({ method: request.method, route, status: reply.statusCode });
+    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    done();
+  });
+  return registry;
+}

@@ -1,0 +1,20 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { aclRoutes } from './acls.js';
+import { certificateRoutes } from './certificates.js';
+import { listenerRoutes } from './listeners.js';
+import { loadBalancerRoutes } from './load-balancers.js';
+import { nodeRoutes } from './nodes.js';
+import { ruleRoutes } from './rules.js';
+import { serverGroupRoutes } from './server-groups.js';
+import { tenantRoutes } from './tenants.js';
+
+export const registerRoutes: FastifyPluginAsync = async (app) => {
+  await app.register(loadBalancerRoutes);
+  await app.register(serverGroupRoutes);
+  await app.register(listenerRoutes);
+  await app.register(ruleRoutes);
+  await app.register(certificateRoutes);
+  await app.register(aclRoutes);
+  await app.register(nodeRoutes);
+  await app.register(tenantRoutes);
+};

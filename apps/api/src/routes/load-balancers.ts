@@ -1,0 +1,103 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  CreateLoadBalancer,
+  ListLoadBalancersQuery,
+  LoadBalancer,
+  LoadBalancerHealth,
+  LoadBalancerPage,
+  UpdateLoadBalancer,
+} from '@slb/model';
+import {
+  AUTH_PROBLEMS,
+  created,
+  IdempotencyHeaders,
+  IfMatchHeaders,
+  LbParams,
+  NoContent,
+  problems,
+  scope,
+  withEtag,
+} from './shared.js';
+
+const tags = ['load-balancers'];
+
+export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const lbs = app.services.loadBalancers;
+
+  app.get('/load-balancers', {
+    schema: {
+      tags,
+      operationId: 'listLoadBalancers',
+      querystring: ListLoadBalancersQuery,
+      response: { 200: LoadBalancerPage, ...problems(...AUTH_PROBLEMS) },
+    },
+    handler: (request) => lbs.list(scope(request), request.query),
+  });
+
+  app.post('/load-balancers', {
+    schema: {
+      tags,
+      operationId: 'createLoadBalancer',
+      headers: IdempotencyHeaders,
+      body: CreateLoadBalancer,
+      response: { 201: LoadBalancer, ...problems(...AUTH_PROBLEMS, 413, 415, 422) },
+    },
+    handler: (request, reply) =>
+      created(app, request, reply, () => {
+        const row = lbs.create(request.auth, request.body);
+        return { body: lbs.toApi(row), revision: row.revision };
+      }),
+  });
+
+  app.get('/load-balancers/:lbId', {
+    schema: {
+      tags,
+      operationId: 'getLoadBalancer',
+      params: LbParams,
+      response: { 200: LoadBalancer, ...problems(...AUTH_PROBLEMS, 404) },
+    },
+    handler: (request, reply) => {
+      const row = lbs.find(scope(request), request.params.lbId);
+      return withEtag(reply, row.revision, lbs.toApi(row));
+    },
+  });
+
+  app.patch('/load-balancers/:lbId', {
+    schema: {
+      tags,
+      operationId: 'updateLoadBalancer',
+      params: LbParams,
+      headers: IfMatchHeaders,
+      body: UpdateLoadBalancer,
+      response: { 200: LoadBalancer, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415, 422) },
+    },
+    handler: (request, reply) => {
+      const row = lbs.update(scope(request), request.params.lbId, request.body, request.headers['if-match']);
+      return withEtag(reply, row.revision, lbs.toApi(row));
+    },
+  });
+
+  app.delete('/load-balancers/:lbId', {
+    schema: {
+      tags,
+      operationId: 'deleteLoadBalancer',
+      params: LbParams,
+      headers: IfMatchHeaders,
+      response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
+    },
+    handler: (request, reply) => {
+      lbs.remove(scope(request), request.params.lbId, request.headers['if-match']);
+      reply.code(204).send(null);
+    },
+  });
+
+  app.get('/load-balancers/:lbId/health', {
+    schema: {
+      tags,
+      operationId: 'getLoadBalancerHealth',
+      params: LbParams,
+      response: { 200: LoadBalancerHealth, ...problems(...AUTH_PROBLEMS, 404) },
+    },
+    handler: (request) => ({ items: app.services.health.forLoadBalancer(scope(request), request.params.lbId) }),
+  });
+};

@@ -1,0 +1,165 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import {
+  AddedServers,
+  AddServers,
+  CreateServerGroup,
+  ListQuery,
+  PathId,
+  Server,
+  ServerGroup,
+  ServerGroupPage,
+  UpdateServer,
+  UpdateServerGroup,
+} from '@slb/model';
+import { toServer } from '../services/server-groups.js';
+import {
+  AUTH_PROBLEMS,
+  created,
+  IdempotencyHeaders,
+  IfMatchHeaders,
+  LbParams,
+  NoContent,
+  problems,
+  scope,
+  withEtag,
+} from './shared.js';
+
+const tags = ['server-groups'];
+const SgParams = Type.Object({ lbId: PathId, sgId: PathId });
+const SrvParams = Type.Object({ lbId: PathId, sgId: PathId, srvId: PathId });
+
+export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const groups = app.services.serverGroups;
+
+  app.get('/load-balancers/:lbId/server-groups', {
+    schema: {
+      tags,
+      operationId: 'listServerGroups',
+      params: LbParams,
+      querystring: ListQuery,
+      response: { 200: ServerGroupPage, ...problems(...AUTH_PROBLEMS, 404) },
+    },
+    handler: (request) => groups.list(scope(request), request.params.lbId, request.query),
+  });
+
+  app.post('/load-balancers/:lbId/server-groups', {
+    schema: {
+      tags,
+      operationId: 'createServerGroup',
+      params: LbParams,
+      headers: IdempotencyHeaders,
+      body: CreateServerGroup,
+      response: { 201: ServerGroup, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
+    },
+    handler: (request, reply) =>
+      created(app, request, reply, () => {
+        const row = groups.create(scope(request), request.params.lbId, request.body);
+        return { body: groups.toApi(row), revision: row.revision };
+      }),
+  });
+
+  app.get('/load-balancers/:lbId/server-groups/:sgId', {
+    schema: {
+      tags,
+      operationId: 'getServerGroup',
+      params: SgParams,
+      response: { 200: ServerGroup, ...problems(...AUTH_PROBLEMS, 404) },
+    },
+    handler: (request, reply) => {
+      const row = groups.find(scope(request), request.params.lbId, request.params.sgId);
+      return withEtag(reply, row.revision, groups.toApi(row));
+    },
+  });
+
+  app.patch('/load-balancers/:lbId/server-groups/:sgId', {
+    schema: {
+      tags,
+      operationId: 'updateServerGroup',
+      params: SgParams,
+      headers: IfMatchHeaders,
+      body: UpdateServerGroup,
+      response: { 200: ServerGroup, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415) },
+    },
+    handler: (request, reply) => {
+      const { lbId, sgId } = request.params;
+      const row = groups.update(scope(request), lbId, sgId, request.body, request.headers['if-match']);
+      return withEtag(reply, row.revision, groups.toApi(row));
+    },
+  });
+
+  app.delete('/load-balancers/:lbId/server-groups/:sgId', {
+    schema: {
+      tags,
+      operationId: 'deleteServerGroup',
+      params: SgParams,
+      headers: IfMatchHeaders,
+      response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
+    },
+    handler: (request, reply) => {
+      groups.remove(scope(request), request.params.lbId, request.params.sgId, request.headers['if-match']);
+      reply.code(204).send(null);
+    },
+  });
+
+  app.post('/load-balancers/:lbId/server-groups/:sgId/servers', {
+    schema: {
+      tags,
+      operationId: 'addServers',
+      params: SgParams,
+      headers: IdempotencyHeaders,
+      body: AddServers,
+      response: { 201: AddedServers, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
+    },
+    handler: (request, reply) =>
+      created(app, request, reply, () => {
+        const rows = groups.addServers(scope(request), request.params.lbId, request.params.sgId, request.body.servers);
+        return { body: { items: rows.map(toServer) } };
+      }),
+  });
+
+  app.get('/load-balancers/:lbId/server-groups/:sgId/servers/:srvId', {
+    schema: {
+      tags,
+      operationId: 'getServer',
+      params: SrvParams,
+      response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404) },
+    },
+    handler: (request, reply) => {
+      const { lbId, sgId, srvId } = request.params;
+      const row = groups.findServer(scope(request), lbId, sgId, srvId);
+      return withEtag(reply, row.revision, toServer(row));
+    },
+  });
+
+  app.patch('/load-balancers/:lbId/server-groups/:sgId/servers/:srvId', {
+    schema: {
+      tags,
+      operationId: 'updateServer',
+      params: SrvParams,
+      headers: IfMatchHeaders,
+      body: UpdateServer,
+      response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415) },
+    },
+    handler: (request, reply) => {
+      const { lbId, sgId, srvId } = request.params;
+      const row = groups.updateServer(scope(request), lbId, sgId, srvId, request.body, request.headers['if-match']);
+      return withEtag(reply, row.revision, toServer(row));
+    },
+  });
+
+  app.delete('/load-balancers/:lbId/server-groups/:sgId/servers/:srvId', {
+    schema: {
+      tags,
+      operationId: 'deleteServer',
+      params: SrvParams,
+      headers: IfMatchHeaders,
+      response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 412) },
+    },
+    handler: (request, reply) => {
+      const { lbId, sgId, srvId } = request.params;
+      groups.removeServer(scope(request), lbId, sgId, srvId, request.headers['if-match']);
+      reply.code(204).send(null);
+    },
+  });
+};

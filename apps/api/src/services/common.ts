@@ -1,0 +1,52 @@
+import { eq, gt, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { ApiError } from '../errors.js';
+
+/** Whose resources a request may touch: one tenant, or every tenant (null) for an admin. */
+export interface Scope {
+  tenantId: string | null;
+}
+
+export const nowIso = () => new Date().toISOString();
+
+export function tenantFilter(column: SQLiteColumn, scope: Scope): SQL | undefined {
+  return scope.tenantId === null ? undefined : eq(column, scope.tenantId);
+}
+
+export function encodeCursor(lastId: string): string {
+  return Buffer.from(lastId, 'utf8').toString('base64url');
+}
+
+/** The cursor is the last id of the previous page; ids sort by creation time. */
+export function cursorFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
+  if (cursor === undefined) return undefined;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[a-z]{2,4}-[0-9a-z]{20}$/.test(id)) {
+    throw new ApiError('invalid_cursor', 'cursor is not one this API returned', [
+      { path: '/querystring/cursor', message: 'invalid cursor' },
+    ]);
+  }
+  return gt(column, id);
+}
+
+/** Rows were fetched with limit + 1: the extra row only says there is a next page. */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, map: (row: R) => T) {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { items: page.map(map), nextCursor: rows.length > limit && last ? encodeCursor(last.id) : null };
+}
+
+export const etagOf = (revision: number) => `"r${revision}"`;
+
+/** Optimistic concurrency: a stale If-Match is 412 and the write does not happen. */
+export function checkIfMatch(ifMatch: string | undefined, revision: number): void {
+  if (ifMatch === undefined) return;
+  const current = etagOf(revision);
+  const candidates = ifMatch.split(',').map((s) => s.trim().replace(/^W\//, ''));
+  if (candidates.includes('*') || candidates.includes(current)) return;
+  throw new ApiError('precondition_failed', `If-Match ${ifMatch} does not match the current ETag ${current}`);
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}

@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { type Db, idempotencyKeys } from '@slb/db';
+import { and, eq, lt } from 'drizzle-orm';
+import { ApiError } from '../errors.js';
+
+export interface CreateResult {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Runs a create at most once per (tenant, Idempotency-Key): the create and the stored response commit in
+ * one transaction, so a retry after a lost response gets the first response and never a second resource.
+ */
+export class IdempotencyStore {
+  private lastPurge = 0;
+  constructor(private readonly db: Db) {}
+
+  run(
+    tenantId: string,
+    key: string | undefined,
+    request: string,
+    create: () => CreateResult,
+  ): CreateResult & { replayed: boolean } {
+    if (key === undefined) return { ...create(), replayed: false };
+    if (!KEY_PATTERN.test(key)) {
+      throw new ApiError('bad_request', 'Idempotency-Key must be 1-255 visible ASCII characters', [
+        { path: '/headers/idempotency-key', message: 'invalid' },
+      ]);
+    }
+    const fingerprint = createHash('sha256').update(request).digest('hex');
+    this.purgeExpired();
+    return this.db.transaction((tx) => {
+      const previous = tx
+        .select()
+        .from(idempotencyKeys)
+        .where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key)))
+        .get();
+      if (previous) {
+        if (previous.requestFingerprint !== fingerprint) {
+          throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used with a different request');
+        }
+        return {
+          status: previous.statusCode,
+          body: JSON.parse(previous.responseBody),
+          headers: previous.responseHeaders,
+          replayed: true,
+        };
+      }
+      const result = create();
+      tx.insert(idempotencyKeys)
+        .values({
+          tenantId,
+          key,
+          requestFingerprint: fingerprint,
+          statusCode: result.status,
+          responseBody: JSON.stringify(result.body),
+          responseHeaders: result.headers,
+          createdAt: new Date().toISOString(),
+        })
+        .run();
+      return { ...result, replayed: false };
+    });
+  }
+
+  private purgeExpired(): void {
+    const now = Date.now();
+    if (now - this.lastPurge < 60_000) return;
+    this.lastPurge = now;
+    this.db
+      .delete(idempotencyKeys)
+      .where(lt(idempotencyKeys.createdAt, new Date(now - RETENTION_MS).toISOString()))
+      .run();
+  }
+}

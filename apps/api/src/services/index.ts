@@ -1,0 +1,29 @@
+import type { Db } from '@slb/db';
+import { AclService } from './acls.js';
+import type { Authenticator } from './auth.js';
+import { CertificateService } from './certificates.js';
+import { HealthService } from './health.js';
+import { ListenerService } from './listeners.js';
+import { LoadBalancerService } from './load-balancers.js';
+import { NodeService } from './nodes.js';
+import { RuleService } from './rules.js';
+import { ServerGroupService } from './server-groups.js';
+import { TenantService } from './tenants.js';
+
+export function createServices(db: Db, authenticator: () => Authenticator) {
+  const loadBalancers = new LoadBalancerService(db);
+  const serverGroups = new ServerGroupService(db, loadBalancers);
+  const listeners = new ListenerService(db, loadBalancers, serverGroups);
+  return {
+    loadBalancers,
+    serverGroups,
+    listeners,
+    rules: new RuleService(db, loadBalancers, listeners, serverGroups),
+    certificates: new CertificateService(db),
+    acls: new AclService(db),
+    nodes: new NodeService(db),
+    tenants: new TenantService(db, authenticator),
+    health: new HealthService(db, loadBalancers),
+  };
+}
+export type Services = ReturnType<typeof createServices>;

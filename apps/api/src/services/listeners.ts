@@ -1,0 +1,199 @@
+import { acls, certificates, type Db, listeners, newId } from '@slb/db';
+import { type CreateListener, type Listener, type ListQuery, transportOf, type UpdateListener } from '@slb/model';
+import { and, asc, eq, inArray } from 'drizzle-orm';
+import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
+import { ApiError, notFound, unprocessable } from '../errors.js';
+import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
+import type { LoadBalancerService } from './load-balancers.js';
+import type { ServerGroupService } from './server-groups.js';
+
+export type ListenerRow = typeof listeners.$inferSelect;
+
+function settingsOf(row: ListenerRow): ListenerSettings {
+  return {
+    backendPort: row.backendPort,
+    scheduler: row.scheduler,
+    persistenceTimeout: row.persistenceTimeout,
+    stickySession: row.stickySession,
+    healthCheck: row.healthCheck,
+    proxyProtocol: row.proxyProtocol,
+    xForwardedFor: row.xForwardedFor,
+    idleTimeout: row.idleTimeout,
+    requestTimeout: row.requestTimeout,
+    connectionDrainTimeout: row.connectionDrainTimeout,
+    certificateId: row.certificateId,
+    additionalCertificateIds: row.additionalCertificateIds,
+    acl: row.aclId && row.aclMode ? { aclId: row.aclId, mode: row.aclMode } : null,
+    description: row.description,
+  };
+}
+
+function settingsColumns(s: ListenerSettings) {
+  const { acl, ...rest } = s;
+  return { ...rest, aclId: acl?.aclId ?? null, aclMode: acl?.mode ?? null };
+}
+
+export class ListenerService {
+  constructor(
+    private readonly db: Db,
+    private readonly lbs: LoadBalancerService,
+    private readonly groups: ServerGroupService,
+  ) {}
+
+  toApi(row: ListenerRow): Listener {
+    return {
+      id: row.id,
+      loadBalancerId: row.loadBalancerId,
+      protocol: row.protocol,
+      port: row.port,
+      serverGroupId: row.serverGroupId,
+      status: row.status,
+      ...settingsOf(row),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    };
+  }
+
+  find(scope: Scope, lbId: string, id: string): ListenerRow {
+    this.lbs.find(scope, lbId);
+    const row = this.db
+      .select()
+      .from(listeners)
+      .where(and(eq(listeners.id, id), eq(listeners.loadBalancerId, lbId)))
+      .get();
+    if (!row) throw notFound('listener', id);
+    return row;
+  }
+
+  list(scope: Scope, lbId: string, query: ListQuery) {
+    this.lbs.find(scope, lbId);
+    const limit = query.limit ?? 50;
+    const rows = this.db
+      .select()
+      .from(listeners)
+      .where(and(eq(listeners.loadBalancerId, lbId), cursorFilter(listeners.id, query.cursor)))
+      .orderBy(asc(listeners.id))
+      .limit(limit + 1)
+      .all();
+    return toPage(rows, limit, (r) => this.toApi(r));
+  }
+
+  /** Certificates and ACLs are tenant resources: one the tenant does not own is simply not found. */
+  private checkReferences(tenantId: string, s: ListenerSettings): void {
+    const certIds = [...(s.certificateId ? [s.certificateId] : []), ...s.additionalCertificateIds];
+    if (certIds.length > 0) {
+      const found = new Set(
+        this.db
+          .select({ id: certificates.id })
+          .from(certificates)
+          .where(and(inArray(certificates.id, certIds), eq(certificates.tenantId, tenantId)))
+          .all()
+          .map((c) => c.id),
+      );
+      if (s.certificateId && !found.has(s.certificateId)) {
+        throw unprocessable('/certificateId', `certificate ${s.certificateId} not found`);
+      }
+      const missing = s.additionalCertificateIds.findIndex((id) => !found.has(id));
+      if (missing >= 0) {
+        throw unprocessable(
+          `/additionalCertificateIds/${missing}`,
+          `certificate ${s.additionalCertificateIds[missing]} not found`,
+        );
+      }
+    }
+    if (s.acl) {
+      const acl = this.db
+        .select({ id: acls.id })
+        .from(acls)
+        .where(and(eq(acls.id, s.acl.aclId), eq(acls.tenantId, tenantId)))
+        .get();
+      if (!acl) throw unprocessable('/acl/aclId', `acl ${s.acl.aclId} not found`);
+    }
+  }
+
+  private portConflict(lbId: string, protocol: ListenerRow['protocol'], port: number): ApiError {
+    return new ApiError('conflict', `port ${port}/${transportOf(protocol)} is already used by a listener of ${lbId}`, [
+      { path: '/body/port', message: 'already in use on this load balancer' },
+    ]);
+  }
+
+  create(scope: Scope, lbId: string, input: CreateListener): ListenerRow {
+    return this.db.transaction(() => {
+      const lb = this.lbs.find(scope, lbId);
+      const { protocol, port, serverGroupId, ...options } = input;
+      const settings = resolveSettings(protocol, options, defaultSettings(protocol));
+      this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
+      this.checkReferences(lb.tenantId, settings);
+      const transport = transportOf(protocol);
+      const clash = this.db
+        .select({ id: listeners.id })
+        .from(listeners)
+        .where(and(eq(listeners.loadBalancerId, lbId), eq(listeners.transport, transport), eq(listeners.port, port)))
+        .get();
+      if (clash) throw this.portConflict(lbId, protocol, port);
+      const now = nowIso();
+      const row: ListenerRow = {
+        id: newId('listener'),
+        tenantId: lb.tenantId,
+        loadBalancerId: lbId,
+        protocol,
+        transport,
+        port,
+        serverGroupId,
+        status: 'running',
+        ...settingsColumns(settings),
+        revision: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
+      try {
+        this.db.insert(listeners).values(row).run();
+      } catch (err) {
+        if (isUniqueViolation(err)) throw this.portConflict(lbId, protocol, port);
+        throw err;
+      }
+      this.lbs.bumpConfig(lbId);
+      return row;
+    });
+  }
+
+  update(scope: Scope, lbId: string, id: string, input: UpdateListener, ifMatch?: string): ListenerRow {
+    return this.db.transaction(() => {
+      const row = this.find(scope, lbId, id);
+      checkIfMatch(ifMatch, row.revision);
+      const { serverGroupId, ...options } = input;
+      const settings = resolveSettings(row.protocol, options, settingsOf(row));
+      if (serverGroupId !== undefined) this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
+      this.checkReferences(row.tenantId, settings);
+      const next = {
+        serverGroupId: serverGroupId ?? row.serverGroupId,
+        ...settingsColumns(settings),
+        revision: row.revision + 1,
+        updatedAt: nowIso(),
+      };
+      this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
+      this.lbs.bumpConfig(lbId);
+      return { ...row, ...next };
+    });
+  }
+
+  setStatus(scope: Scope, lbId: string, id: string, status: ListenerRow['status']): ListenerRow {
+    return this.db.transaction(() => {
+      const row = this.find(scope, lbId, id);
+      if (row.status === status) return row;
+      const next = { status, revision: row.revision + 1, updatedAt: nowIso() };
+      this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
+      this.lbs.bumpConfig(lbId);
+      return { ...row, ...next };
+    });
+  }
+
+  remove(scope: Scope, lbId: string, id: string, ifMatch?: string): void {
+    this.db.transaction(() => {
+      const row = this.find(scope, lbId, id);
+      checkIfMatch(ifMatch, row.revision);
+      this.db.delete(listeners).where(eq(listeners.id, id)).run();
+      this.lbs.bumpConfig(lbId);
+    });
+  }
+}

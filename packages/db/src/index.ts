@@ -1,0 +1,4 @@
+export { newId } from './ids.js';
+export { DEFAULT_MIGRATIONS_FOLDER, runMigrations, SchemaTooNewError } from './migrate.js';
+export { type Db, type OpenDatabase, openDatabase } from './open.js';
+export * from './schema/index.js';

@@ -1,0 +1,49 @@
+import type { HealthCheck, StickySession } from '@slb/model';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { acls } from './acls.js';
+import { certificates } from './certificates.js';
+import { revision, timestamps } from './columns.js';
+import { loadBalancers } from './load-balancers.js';
+import { serverGroups } from './server-groups.js';
+
+export const listeners = sqliteTable(
+  'listeners',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull(),
+    loadBalancerId: text('load_balancer_id')
+      .notNull()
+      .references(() => loadBalancers.id, { onDelete: 'cascade' }),
+    protocol: text('protocol', { enum: ['tcp', 'udp', 'http', 'https'] }).notNull(),
+    /** tcp or udp: a frontend port is unique per load balancer and transport. */
+    transport: text('transport', { enum: ['tcp', 'udp'] }).notNull(),
+    port: integer('port').notNull(),
+    backendPort: integer('backend_port'),
+    // No ON DELETE action: a referenced group, certificate or ACL cannot go while a listener uses it,
+    // yet deleting the whole LB (which cascades to both) is checked only at the end of the statement.
+    serverGroupId: text('server_group_id')
+      .notNull()
+      .references(() => serverGroups.id),
+    scheduler: text('scheduler', { enum: ['wrr', 'wlc', 'rr', 'sch', 'tch'] }).notNull(),
+    persistenceTimeout: integer('persistence_timeout').notNull(),
+    stickySession: text('sticky_session', { mode: 'json' }).$type<StickySession | null>(),
+    healthCheck: text('health_check', { mode: 'json' }).$type<HealthCheck>().notNull(),
+    proxyProtocol: text('proxy_protocol', { enum: ['off', 'v1', 'v2'] }).notNull(),
+    xForwardedFor: integer('x_forwarded_for', { mode: 'boolean' }).notNull(),
+    idleTimeout: integer('idle_timeout').notNull(),
+    requestTimeout: integer('request_timeout'),
+    connectionDrainTimeout: integer('connection_drain_timeout').notNull(),
+    certificateId: text('certificate_id').references(() => certificates.id),
+    additionalCertificateIds: text('additional_certificate_ids', { mode: 'json' }).$type<string[]>().notNull(),
+    aclId: text('acl_id').references(() => acls.id),
+    aclMode: text('acl_mode', { enum: ['allow', 'deny'] }),
+    description: text('description').notNull(),
+    status: text('status', { enum: ['running', 'stopped'] }).notNull(),
+    ...revision,
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('listeners_port_uq').on(t.loadBalancerId, t.transport, t.port),
+    index('listeners_sg_idx').on(t.serverGroupId),
+  ],
+);

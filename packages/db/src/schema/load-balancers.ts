@@ -1,0 +1,24 @@
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { revision, timestamps } from './columns.js';
+import { tenants } from './tenants.js';
+
+export const loadBalancers = sqliteTable(
+  'load_balancers',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    name: text('name').notNull(),
+    addressType: text('address_type', { enum: ['internet', 'intranet'] }).notNull(),
+    placementMode: text('placement_mode', { enum: ['all', 'spread'] }).notNull(),
+    placementNodeCount: integer('placement_node_count'),
+    deletionProtection: integer('deletion_protection', { mode: 'boolean' }).notNull(),
+    tags: text('tags', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    /** Bumped by any change to the LB or anything under it; nodes ack the version they applied. */
+    configVersion: integer('config_version').notNull().default(1),
+    ...revision,
+    ...timestamps,
+  },
+  (t) => [index('load_balancers_tenant_idx').on(t.tenantId, t.id)],
+);

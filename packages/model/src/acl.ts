@@ -1,0 +1,35 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Description, Name, Page, ResourceId, StrictObject, Timestamps } from './common.js';
+
+export const MAX_ACL_ENTRIES = 1000;
+
+export const AclEntryInput = StrictObject({
+  cidr: Type.String({ minLength: 1, maxLength: 49, description: 'IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32' }),
+  description: Type.Optional(Description),
+});
+export type AclEntryInput = Static<typeof AclEntryInput>;
+
+export const Acl = Type.Object(
+  {
+    id: ResourceId('acl'),
+    name: Type.String(),
+    entries: Type.Array(Type.Object({ cidr: Type.String(), description: Type.String() })),
+    ...Timestamps,
+  },
+  { title: 'Acl' },
+);
+export type Acl = Static<typeof Acl>;
+
+export const CreateAcl = StrictObject(
+  { name: Name, entries: Type.Optional(Type.Array(AclEntryInput, { maxItems: MAX_ACL_ENTRIES })) },
+  { title: 'CreateAcl' },
+);
+export type CreateAcl = Static<typeof CreateAcl>;
+
+export const UpdateAcl = Type.Object(
+  { name: Type.Optional(Name), entries: Type.Optional(Type.Array(AclEntryInput, { maxItems: MAX_ACL_ENTRIES })) },
+  { title: 'UpdateAcl', additionalProperties: false, minProperties: 1 },
+);
+export type UpdateAcl = Static<typeof UpdateAcl>;
+
+export const AclPage = Page(Acl, 'AclPage');

@@ -1,0 +1,93 @@
+import { type Static, type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+
+/** Prefixes of every resource id: the prefix tells a reader (and a log line) what an id names. */
+export const ID_PREFIX = {
+  tenant: 'tnt',
+  token: 'tok',
+  loadBalancer: 'lb',
+  listener: 'lsn',
+  serverGroup: 'sg',
+  server: 'srv',
+  rule: 'rule',
+  certificate: 'cert',
+  acl: 'acl',
+  node: 'node',
+} as const;
+export type IdKind = keyof typeof ID_PREFIX;
+
+/** An object schema that rejects unknown fields: a misspelt field is an error, never silently ignored. */
+export function StrictObject<T extends TProperties>(
+  properties: T,
+  options: { description?: string; title?: string } = {},
+) {
+  return Type.Object(properties, { ...options, additionalProperties: false });
+}
+
+export function Nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}
+
+/** Path parameter id. No pattern on purpose: a malformed id is simply not found (404), like any unknown id. */
+export const PathId = Type.String({ minLength: 1, maxLength: 64 });
+
+export const ResourceId = (kind: IdKind) =>
+  Type.String({ pattern: `^${ID_PREFIX[kind]}-[0-9a-z]{20}$`, description: `${ID_PREFIX[kind]}- id` });
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp' });
+export const Name = Type.String({ minLength: 1, maxLength: 80, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+export const Description = Type.String({ maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });
+export const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+export const Weight = Type.Integer({ minimum: 0, maximum: 100, description: '0 takes no new connections (drain)' });
+export const IpAddress = Type.String({ minLength: 2, maxLength: 45, description: 'IPv4 or IPv6 address' });
+export const Tags = Type.Record(
+  Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
+  Type.String({ maxLength: 256 }),
+  { maxProperties: 20, description: 'free key/value labels' },
+);
+
+export const Timestamps = {
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+};
+
+export const ListQuery = StrictObject({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+});
+export type ListQuery = Static<typeof ListQuery>;
+
+export function Page<T extends TSchema>(item: T, name: string) {
+  return Type.Object(
+    { items: Type.Array(item), nextCursor: Nullable(Type.String()) },
+    { title: name, additionalProperties: false },
+  );
+}
+
+/** A field path and what is wrong with it, as in a validation problem's `errors`. */
+export const FieldError = Type.Object({
+  path: Type.String({ description: 'JSON pointer into the request, e.g. /body/port' }),
+  message: Type.String(),
+});
+export type FieldError = Static<typeof FieldError>;
+
+/** RFC 9457 problem details: the one error body of every route. */
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: 'stable machine-readable error code' }),
+    instance: Type.Optional(Type.String()),
+    errors: Type.Optional(Type.Array(FieldError)),
+  },
+  { title: 'Problem' },
+);
+export type Problem = Static<typeof Problem>;
+
+export type ObjectSchema = TObject;
+
+/** A string enum as JSON Schema `enum`: one clear validation message and a plain enum in the OpenAPI document. */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string } = {}) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}

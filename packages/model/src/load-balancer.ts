@@ -1,0 +1,58 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { ListQuery, Name, Nullable, Page, ResourceId, StrictObject, StringEnum, Tags, Timestamps } from './common.js';
+
+export const AddressType = StringEnum(['internet', 'intranet']);
+export const PlacementMode = StringEnum(['all', 'spread']);
+
+export const Placement = StrictObject({
+  mode: PlacementMode,
+  nodeCount: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'with mode spread only' })),
+});
+export type Placement = Static<typeof Placement>;
+
+export const LoadBalancerStatus = StringEnum(['provisioning', 'active']);
+
+export const LoadBalancer = Type.Object(
+  {
+    id: ResourceId('loadBalancer'),
+    tenantId: ResourceId('tenant'),
+    name: Type.String(),
+    addressType: AddressType,
+    placement: Type.Object({ mode: PlacementMode, nodeCount: Nullable(Type.Integer()) }),
+    deletionProtection: Type.Boolean(),
+    tags: Type.Record(Type.String(), Type.String()),
+    status: LoadBalancerStatus,
+    configVersion: Type.Integer({ description: 'bumped by every change to the LB or anything under it' }),
+    addresses: Type.Array(Type.String(), { description: 'addresses of the L4 nodes hosting it' }),
+    dnsName: Type.String(),
+    ...Timestamps,
+  },
+  { title: 'LoadBalancer' },
+);
+export type LoadBalancer = Static<typeof LoadBalancer>;
+
+export const CreateLoadBalancer = StrictObject(
+  {
+    name: Name,
+    addressType: Type.Optional(AddressType),
+    placement: Type.Optional(Placement),
+    deletionProtection: Type.Optional(Type.Boolean()),
+    tags: Type.Optional(Tags),
+  },
+  { title: 'CreateLoadBalancer' },
+);
+export type CreateLoadBalancer = Static<typeof CreateLoadBalancer>;
+
+export const UpdateLoadBalancer = Type.Object(
+  {
+    name: Type.Optional(Name),
+    placement: Type.Optional(Placement),
+    deletionProtection: Type.Optional(Type.Boolean()),
+    tags: Type.Optional(Tags),
+  },
+  { title: 'UpdateLoadBalancer', additionalProperties: false, minProperties: 1 },
+);
+export type UpdateLoadBalancer = Static<typeof UpdateLoadBalancer>;
+
+export const ListLoadBalancersQuery = ListQuery;
+export const LoadBalancerPage = Page(LoadBalancer, 'LoadBalancerPage');
