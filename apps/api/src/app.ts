@@ -59,9 +59,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const store = openDatabase(options.dbPath);
-  const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
-  app.log.info({ applied }, 'database migrations checked');
-  const { generatedToken } = bootstrapAdmin(store.db, options.adminToken);
+  let generatedToken: string | null;
+  try {
+    const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
+    app.log.info({ applied }, 'database migrations checked');
+    ({ generatedToken } = bootstrapAdmin(store.db, options.adminToken));
+  } catch (err) {
+    store.close();
+    throw err;
+  }
   if (generatedToken) options.onAdminTokenGenerated?.(generatedToken);
 
   const redis = options.redisUrl
@@ -83,6 +89,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     store.close();
   });
 
+  // JSON only: a text/plain body is 415, not a string that fails validation.
+  app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandling(app);
 
