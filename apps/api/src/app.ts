@@ -94,13 +94,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installValidation(app);
   installErrorHandling(app);
 
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
-      'request',
-    );
-    done();
-  });
+  // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
+  if (app.log.isLevelEnabled('info')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.info(
+        { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+        'request',
+      );
+      done();
+    });
+  }
 
   app.addHook('onRequest', (request, _reply, done) => {
     if (!request.url.startsWith('/v1/')) return done();

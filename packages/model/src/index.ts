@@ -2,6 +2,7 @@ export * from './acl.js';
 export * from './certificate.js';
 export * from './common.js';
 export * from './health.js';
+export * from './l7-snapshot.js';
 export * from './listener.js';
 export * from './load-balancer.js';
 export * from './node.js';

@@ -18,16 +18,40 @@ export function checkPlacement(placement: Placement): void {
 }
 
 export class LoadBalancerService {
-  constructor(private readonly db: Db) {}
+  // Reads are the hot path of the API: prepared once, not rebuilt by the query builder per request.
+  private readonly byId;
+  private readonly byIdInTenant;
+  private readonly l4Addresses;
 
-  /** Addresses of the online L4 nodes; until the control channel places LBs, every LB is on all of them. */
-  private hostingAddresses(): string[] {
-    return this.db
+  constructor(private readonly db: Db) {
+    this.byId = db
+      .select()
+      .from(loadBalancers)
+      .where(eq(loadBalancers.id, sql.placeholder('id')))
+      .prepare();
+    this.byIdInTenant = db
+      .select()
+      .from(loadBalancers)
+      .where(and(eq(loadBalancers.id, sql.placeholder('id')), eq(loadBalancers.tenantId, sql.placeholder('tenantId'))))
+      .prepare();
+    this.l4Addresses = db
       .select({ address: nodes.address })
       .from(nodes)
       .where(and(eq(nodes.kind, 'l4'), eq(nodes.drain, false)))
-      .all()
-      .map((n) => n.address);
+      .prepare();
+  }
+
+  private addressCache = { at: 0, addresses: [] as string[] };
+
+  /**
+   * Addresses of the L4 nodes; until the control channel places LBs, every LB is on all of them.
+   * Cached for a second: node membership moves at heartbeat pace, reads come thousands per second.
+   */
+  private hostingAddresses(now = Date.now()): string[] {
+    if (now - this.addressCache.at > 1000) {
+      this.addressCache = { at: now, addresses: this.l4Addresses.all().map((n) => n.address) };
+    }
+    return this.addressCache.addresses;
   }
 
   toApi(row: LoadBalancerRow, addresses = this.hostingAddresses()): LoadBalancer {
@@ -50,11 +74,7 @@ export class LoadBalancerService {
   }
 
   find(scope: Scope, id: string): LoadBalancerRow {
-    const row = this.db
-      .select()
-      .from(loadBalancers)
-      .where(and(eq(loadBalancers.id, id), tenantFilter(loadBalancers.tenantId, scope)))
-      .get();
+    const row = scope.tenantId === null ? this.byId.get({ id }) : this.byIdInTenant.get({ id, tenantId: scope.tenantId });
     if (!row) throw notFound('load balancer', id);
     return row;
   }

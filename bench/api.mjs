@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// Measures the API beside a bare fastify route returning the same JSON, in one run, and prints ratios.
+//   npm run build && node bench/api.mjs            (DURATION=10 CONNECTIONS=50 to change the load)
+// Servers are pinned to CPU 1 and the load generator to CPU 0 when `taskset` exists (2-core machines).
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const DURATION = Number(process.env.DURATION ?? 10);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const TOKEN = 'bench-admin-token-0123456789';
+
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (hasTaskset) execFileSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+function start(script, env) {
+  const cmd = hasTaskset ? 'taskset' : process.execPath;
+  const args = hasTaskset ? ['-c', '1', process.execPath, ...script] : script;
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return child;
+}
+
+async function waitFor(url) {
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+const run = (opts) =>
+  new Promise((resolve, reject) => {
+    const instance = autocannon({ duration: DURATION, connections: CONNECTIONS, ...opts }, (err, res) =>
+      err ? reject(err) : resolve(res),
+    );
+    autocannon.track(instance, { renderProgressBar: process.stderr.isTTY, renderResultsTable: false });
+  });
+
+const dir = mkdtempSync(join(tmpdir(), 'slb-bench-'));
+const apiPort = await freePort();
+const barePort = await freePort();
+const api = start([join(root, 'apps/api/dist/main.js')], {
+  PORT: String(apiPort),
+  SLB_DB_PATH: join(dir, 'slb.db'),
+  SLB_ADMIN_TOKEN: TOKEN,
+  LOG_LEVEL: 'warn',
+});
+const apiUrl = `http://127.0.0.1:${apiPort}`;
+try {
+  await waitFor(`${apiUrl}/healthz`);
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const lb = await (await fetch(`${apiUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })).json();
+  const bare = start([join(root, 'bench/bare-fastify.mjs')], { PORT: String(barePort), BODY: JSON.stringify(lb) });
+  const bareUrl = `http://127.0.0.1:${barePort}`;
+  try {
+    await waitFor(`${bareUrl}/healthz`);
+    console.error(`warming up, then ${DURATION}s per case with ${CONNECTIONS} connections`);
+    await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers, duration: 2 });
+    const results = {
+      readApi: await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers }),
+      readBare: await run({ url: `${bareUrl}/lb` }),
+      createApi: await run({ url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' }),
+      createBare: await run({ url: `${bareUrl}/lb`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"bench"}' }),
+    };
+    const row = (name, r) =>
+      `${name.padEnd(34)} ${String(Math.round(r.requests.average)).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
+    console.log(`\nAPI benchmark (${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`);
+    console.log(row('GET /v1/load-balancers/{id}', results.readApi));
+    console.log(row('bare fastify GET (same JSON)', results.readBare));
+    console.log(row('POST /v1/load-balancers', results.createApi));
+    console.log(row('bare fastify POST (same JSON)', results.createBare));
+    const ratio = (a, b) => (a.requests.average / b.requests.average).toFixed(2);
+    console.log(`\nread ratio   (API / bare): ${ratio(results.readApi, results.readBare)}   goal >= 0.50`);
+    console.log(`create ratio (API / bare): ${ratio(results.createApi, results.createBare)}`);
+  } finally {
+    bare.kill('SIGTERM');
+  }
+} finally {
+  api.kill('SIGTERM');
+  await new Promise((r) => api.once('exit', r));
+  rmSync(dir, { recursive: true, force: true });
+}
