@@ -95,7 +95,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
 
   // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
-  if (app.log.isLevelEnabled('info')) {
+  if (options.logger && ['trace', 'debug', 'info'].includes(options.logger.level)) {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.info(
         { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },

@@ -1,1 +1,75 @@
-export {};
+import { watchFile } from 'node:fs';
+import { pino } from 'pino';
+import { L4Node } from './app.js';
+import { parseConfig } from './config.js';
+import { startMetricsServer } from './metrics-server.js';
+import { loadSnapshotFile } from './snapshot-loader.js';
+
+const parsed = parseConfig(process.argv.slice(2), process.env);
+if (!parsed.ok) {
+  process.stderr.write(`l4-node: ${parsed.reason}\n`);
+  process.exit(2);
+}
+const config = parsed.config;
+const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: process.pid } });
+const node = new L4Node({ logger });
+
+const first = await loadSnapshotFile(config.configPath);
+if (!first.ok) {
+  logger.fatal({ path: config.configPath, reason: first.reason }, `config rejected: ${first.reason}`);
+  process.stderr.write(`l4-node: config rejected: ${first.reason}\n`);
+  process.exit(1);
+}
+node.metrics.reloads.inc({ result: 'applied' });
+await node.apply(first.snapshot);
+const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
+logger.info({ metricsPort: metrics.address.port, metricsHost: metrics.address.address }, 'metrics listening');
+
+let lastText = '';
+/** Re-reads the file; a bad file is reported and the last good config keeps serving. */
+async function reload(trigger: string): Promise<void> {
+  const r = await loadSnapshotFile(config.configPath);
+  if (!r.ok) {
+    node.metrics.reloads.inc({ result: 'rejected' });
+    logger.warn(
+      { trigger, reason: r.reason },
+      `config rejected, keeping version ${node.current?.version}: ${r.reason}`,
+    );
+    return;
+  }
+  const text = JSON.stringify(r.snapshot);
+  if (trigger === 'poll' && text === lastText) return;
+  lastText = text;
+  node.metrics.reloads.inc({ result: 'applied' });
+  await node.apply(r.snapshot);
+}
+lastText = JSON.stringify(first.snapshot);
+
+process.on('SIGHUP', () => void reload('SIGHUP'));
+if (config.SLB_CONFIG_POLL_MS > 0) {
+  // watchFile (stat polling) survives editors that replace the file by rename, unlike fs.watch.
+  watchFile(config.configPath, { interval: config.SLB_CONFIG_POLL_MS, persistent: false }, (cur, prev) => {
+    if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('poll');
+  });
+}
+
+let stopping = false;
+/**
+ * First signal: stop accepting and let established connections finish within their drain timeout
+ * (what an operator removing a node from service expects). A second signal cuts everything at once.
+ */
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) {
+    logger.warn({ signal }, 'second signal: closing all connections now');
+    await node.close();
+    process.exit(0);
+  }
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  await node.shutdown();
+  metrics.server.close();
+  logger.info('stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
