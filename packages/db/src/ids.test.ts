@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { newId } from './ids.js';
+
+describe('newId', () => {
+  it('has the prefix and 20 base32 characters', () => {
+    expect(newId('loadBalancer')).toMatch(/^lb-[0-9a-z]{20}$/);
+    expect(newId('server')).toMatch(/^srv-[0-9a-z]{20}$/);
+  });
+
+  it('is strictly increasing, also within one millisecond and when the clock steps back', () => {
+    const fixed = 1_800_000_000_000;
+    const ids = [
+      ...Array.from({ length: 1000 }, () => newId('listener', fixed)),
+      ...Array.from({ length: 10 }, () => newId('listener', fixed - 5)),
+      newId('listener', fixed + 1),
+    ];
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
