@@ -1,4 +1,4 @@
-import { type Static, type TObject, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { Kind, type Static, type TObject, type TProperties, type TSchema, Type, TypeRegistry } from '@sinclair/typebox';
 
 /** Prefixes of every resource id: the prefix tells a reader (and a log line) what an id names. */
 export const ID_PREFIX = {
@@ -87,7 +87,16 @@ export type Problem = Static<typeof Problem>;
 
 export type ObjectSchema = TObject;
 
+// Registered so TypeBox's own Value.Check (used by the nodes and the control channel) knows the kind;
+// Ajv (the API) reads the plain `enum` keyword.
+if (!TypeRegistry.Has('StringEnum')) {
+  TypeRegistry.Set<{ enum: string[] }>(
+    'StringEnum',
+    (schema, value) => typeof value === 'string' && schema.enum.includes(value),
+  );
+}
+
 /** A string enum as JSON Schema `enum`: one clear validation message and a plain enum in the OpenAPI document. */
 export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string } = {}) {
-  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+  return Type.Unsafe<T[number]>({ [Kind]: 'StringEnum', type: 'string', enum: [...values], ...options });
 }

@@ -1,12 +1,12 @@
-import { type Db, listeners, rules, servers } from '@slb/db';
+import { type Db, listeners, rules, serverHealth, servers } from '@slb/db';
 import type { ServerHealth } from '@slb/model';
 import { asc, eq, inArray } from 'drizzle-orm';
 import type { Scope } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
 
 /**
- * Health of every (listener, server) pair of an LB. Until the health-check fleet reports, no server has
- * been checked, so every one is `unavailable` since it (or its listener) appeared.
+ * Health of every (listener, server) pair of an LB, from what the health-check fleet reported.
+ * `unavailable`: the listener is stopped, its health check is off, or the target was not checked yet.
  */
 export class HealthService {
   constructor(
@@ -38,10 +38,33 @@ export class HealthService {
       .where(inArray(servers.serverGroupId, groupIds))
       .orderBy(asc(servers.id))
       .all();
+    const reports = new Map(
+      this.db
+        .select()
+        .from(serverHealth)
+        .where(inArray(serverHealth.listenerId, listenerIds))
+        .all()
+        .map((h) => [`${h.listenerId}/${h.serverId}`, h]),
+    );
     const items: ServerHealth[] = [];
     for (const listener of lbListeners) {
+      const checked = listener.status === 'running' && listener.healthCheck.enabled;
       for (const groupId of groupsOf.get(listener.id) ?? []) {
         for (const server of members.filter((m) => m.serverGroupId === groupId)) {
+          const report = checked ? reports.get(`${listener.id}/${server.id}`) : undefined;
+          if (report) {
+            items.push({
+              listenerId: listener.id,
+              serverGroupId: groupId,
+              serverId: server.id,
+              address: server.address,
+              port: listener.backendPort ?? server.port,
+              status: report.status,
+              since: report.since,
+              lastError: report.lastError,
+            });
+            continue;
+          }
           items.push({
             listenerId: listener.id,
             serverGroupId: groupId,

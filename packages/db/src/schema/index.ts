@@ -8,3 +8,4 @@ export * from './rules.js';
 export * from './server-groups.js';
 export * from './tenants.js';
 export * from './tokens.js';
+export * from './server-health.js';

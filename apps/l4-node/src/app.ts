@@ -1,0 +1,132 @@
+import type { NodeSnapshot, SnapshotListener } from '@slb/model';
+import type { Logger } from 'pino';
+import { compileAcl } from './acl.js';
+import type { BackendSpec } from './backend-pool.js';
+import { L4Metrics } from './metrics.js';
+import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
+import { UdpListener } from './udp-listener.js';
+
+export interface L4NodeOptions {
+  readonly logger: Logger;
+  /** Default: a fresh registry with default process metrics. */
+  readonly metrics?: L4Metrics;
+  /** ms clock for the conntrack and persistence tables. Default Date.now. */
+  readonly now?: () => number;
+}
+
+type AnyListener = TcpListener | UdpListener;
+
+/** What decides whether a listener can be updated in place or must be re-bound. */
+function bindSpec(l: SnapshotListener): string {
+  const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
+  return `${transport}|${l.port}|${[...l.bindAddresses].sort().join(',')}`;
+}
+
+/** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
+function resolve(l: SnapshotListener, s: NodeSnapshot): ResolvedListener {
+  const acl = compileAcl(l.acl);
+  if (!acl.ok) throw new Error(acl.reason); // parseSnapshot already rejected this
+  const l7 = l.protocol === 'http' || l.protocol === 'https';
+  const backends: BackendSpec[] = l7
+    ? s.l7Nodes.map((n) => ({ id: n.nodeId, address: n.address, port: n.port, weight: 100, healthy: n.healthy }))
+    : l.backends.map((b) => ({
+        id: b.serverId,
+        address: b.address,
+        port: b.port,
+        weight: b.weight,
+        healthy: b.healthy,
+      }));
+  return { config: l, backends, proxyProtocol: l7 ? 'v2' : l.proxyProtocol, acl: acl.check };
+}
+
+/**
+ * The L4 node as a program without a process: applies snapshots (adding, updating and removing listeners
+ * live) and owns the metrics. `main.ts` wires it to a config file, signals and a metrics port.
+ */
+export class L4Node {
+  readonly metrics: L4Metrics;
+  readonly listeners = new Map<string, AnyListener>();
+  private readonly specs = new Map<string, string>();
+  private readonly deps: ListenerDeps;
+  private queue: Promise<unknown> = Promise.resolve();
+  current: NodeSnapshot | undefined;
+
+  constructor(private readonly options: L4NodeOptions) {
+    this.metrics = options.metrics ?? new L4Metrics();
+    this.deps = { logger: options.logger, metrics: this.metrics, now: options.now ?? Date.now };
+  }
+
+  /** Applies a validated snapshot. Calls are serialised; a listener that fails to bind is logged and skipped. */
+  apply(snapshot: NodeSnapshot): Promise<void> {
+    const run = this.queue.then(() => this.applyNow(snapshot));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyNow(s: NodeSnapshot): Promise<void> {
+    const log = this.options.logger;
+    const wanted = new Map(s.listeners.map((l) => [l.id, l]));
+    // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
+    for (const [id, listener] of this.listeners) {
+      const next = wanted.get(id);
+      if (next !== undefined && bindSpec(next) === this.specs.get(id)) continue;
+      listener.stop(listener.cfg.config.connectionDrainTimeout * 1000);
+      this.listeners.delete(id);
+      this.specs.delete(id);
+      log.info({ listener: id }, next ? 'listener re-binding' : 'listener removed');
+    }
+    for (const l of s.listeners) {
+      const resolved = resolve(l, s);
+      const existing = this.listeners.get(l.id);
+      if (existing !== undefined) {
+        existing.update(resolved);
+        continue;
+      }
+      const listener =
+        l.protocol === 'udp' ? new UdpListener(resolved, this.deps) : new TcpListener(resolved, this.deps);
+      try {
+        await listener.start();
+        this.listeners.set(l.id, listener);
+        this.specs.set(l.id, bindSpec(l));
+        log.info({ listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses }, 'listener started');
+      } catch (err) {
+        listener.stop(0);
+        log.error({ err, listener: l.id }, 'listener failed to start');
+      }
+    }
+    this.current = s;
+    this.metrics.configVersion.set(s.version);
+    log.info({ version: s.version, listeners: this.listeners.size }, 'config applied');
+  }
+
+  /**
+   * Graceful stop: no new connections anywhere, established ones get up to their listener's drain timeout
+   * (capped by `maxWaitMs`), then whatever is left is cut. Resolves when nothing is open any more.
+   */
+  async shutdown(maxWaitMs = Number.POSITIVE_INFINITY): Promise<void> {
+    await this.queue;
+    const all = [...this.listeners.values()];
+    let wait = 0;
+    for (const l of all) {
+      const ms = l.cfg.config.connectionDrainTimeout * 1000;
+      wait = Math.max(wait, ms);
+      l.stop(ms);
+    }
+    this.listeners.clear();
+    this.specs.clear();
+    this.options.logger.info({ drainMs: Math.min(wait, maxWaitMs) }, 'listeners closed, draining connections');
+    const deadline = Date.now() + Math.min(wait, maxWaitMs);
+    while (Date.now() < deadline && all.some((l) => l.openCount > 0)) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const l of all) l.stop(0);
+  }
+
+  /** Stops every listener and cuts their connections at once. */
+  async close(): Promise<void> {
+    await this.queue;
+    for (const l of this.listeners.values()) l.stop(0);
+    this.listeners.clear();
+    this.specs.clear();
+  }
+}

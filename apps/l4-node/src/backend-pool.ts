@@ -1,0 +1,175 @@
+import { createScheduler, type FlowKey, PersistenceTable, type Scheduler, type SchedulerKind } from '@slb/balancing';
+import type { BackendMetrics, L4Metrics, ListenerMetrics } from './metrics.js';
+
+/** Something forwarded to a backend that draining may have to cut: a TCP session or a UDP flow. */
+export interface TrackedConn {
+  /** Closes it now because its drain timeout passed. */
+  drainClose(): void;
+}
+
+/** The pool's view of a backend as the snapshot describes it (TCP/UDP servers or, for HTTP, L7 nodes). */
+export interface BackendSpec {
+  readonly id: string;
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+  readonly healthy: boolean;
+}
+
+/** A backend and its live state; kept across reloads while its id, address and port stay the same. */
+export class BackendState {
+  weight: number;
+  healthy: boolean;
+  /** Takes new flows (part of the scheduler's candidate list). */
+  candidate = false;
+  active = 0;
+  readonly conns = new Set<TrackedConn>();
+  drainTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly address: string,
+    readonly port: number,
+    spec: BackendSpec,
+    readonly metrics: BackendMetrics,
+  ) {
+    this.weight = spec.weight;
+    this.healthy = spec.healthy;
+  }
+}
+
+export interface PoolSettings {
+  readonly scheduler: SchedulerKind;
+  /** ms; 0 closes a drained backend's connections at once. */
+  readonly drainTimeoutMs: number;
+  /** ms; 0 = persistence off. */
+  readonly persistenceTimeoutMs: number;
+}
+
+/**
+ * A listener's backends: which take new flows, the scheduler over them, client persistence, and draining of
+ * backends that were removed or set to weight 0. Updated in place on reload so counters and live
+ * connections carry over; the scheduler (and its Maglev table) is rebuilt here, never per flow.
+ */
+export class BackendPool {
+  private readonly byId = new Map<string, BackendState>();
+  private candidates: BackendState[] = [];
+  private scheduler: Scheduler = createScheduler('rr', { backends: [] });
+  private persistence: PersistenceTable | undefined;
+  private persistenceMs = 0;
+  /** No backend was healthy, so new flows go to all positive-weight ones (counted per flow). */
+  failOpen = false;
+
+  constructor(
+    private readonly listenerId: string,
+    private readonly metrics: L4Metrics,
+    private readonly lm: ListenerMetrics,
+  ) {}
+
+  update(specs: readonly BackendSpec[], settings: PoolSettings): void {
+    const next = new Map<string, BackendState>();
+    for (const spec of specs) {
+      let b = this.byId.get(spec.id);
+      if (b !== undefined && (b.address !== spec.address || b.port !== spec.port)) b = undefined; // a new server
+      if (b === undefined) {
+        b = new BackendState(spec.id, spec.address, spec.port, spec, this.metrics.forBackend(this.listenerId, spec.id));
+      }
+      b.weight = spec.weight;
+      b.healthy = spec.healthy;
+      next.set(spec.id, b);
+    }
+    for (const [id, old] of this.byId) {
+      if (next.get(id) !== old) this.startDrain(old, settings.drainTimeoutMs);
+    }
+    for (const b of next.values()) {
+      if (b.weight === 0) this.startDrain(b, settings.drainTimeoutMs);
+      else this.stopDrain(b);
+    }
+    this.byId.clear();
+    for (const [id, b] of next) this.byId.set(id, b);
+
+    const weighted = [...next.values()].filter((b) => b.weight > 0);
+    const healthy = weighted.filter((b) => b.healthy);
+    this.failOpen = healthy.length === 0 && weighted.length > 0;
+    this.candidates = this.failOpen ? weighted : healthy;
+    for (const b of next.values()) b.candidate = false;
+    for (const b of this.candidates) b.candidate = true;
+    const candidates = this.candidates;
+    this.scheduler = createScheduler(settings.scheduler, {
+      backends: candidates,
+      load: (i) => candidates[i]!.active,
+    });
+
+    if (settings.persistenceTimeoutMs !== this.persistenceMs) {
+      this.persistenceMs = settings.persistenceTimeoutMs;
+      this.persistence =
+        settings.persistenceTimeoutMs > 0
+          ? new PersistenceTable({ timeoutMs: settings.persistenceTimeoutMs })
+          : undefined;
+    }
+  }
+
+  /** A backend by id if it is still configured (draining ones that were removed are not). */
+  get(id: string): BackendState | undefined {
+    return this.byId.get(id);
+  }
+
+  get candidateCount(): number {
+    return this.candidates.length;
+  }
+
+  /**
+   * The backend for a new flow: the client's persistent backend if it still takes flows, else the
+   * scheduler's choice; backends in `tried` (failed connects of this flow) are skipped.
+   */
+  pick(flow: FlowKey, now: number, tried: readonly BackendState[] | undefined): BackendState | undefined {
+    if (this.persistence !== undefined) {
+      const id = this.persistence.get(flow.srcAddr, now);
+      const b = id === undefined ? undefined : this.byId.get(id);
+      if (b?.candidate && !tried?.includes(b)) return b;
+    }
+    const n = this.candidates.length;
+    const i = this.scheduler.pick(flow);
+    if (i < 0) return undefined;
+    if (this.failOpen) this.lm.failOpen.inc();
+    for (let k = 0; k < n; k++) {
+      const b = this.candidates[(i + k) % n]!;
+      if (!tried?.includes(b)) return b;
+    }
+    return undefined;
+  }
+
+  /** Records where a client went, for persistence. */
+  remember(clientAddr: string, b: BackendState, now: number): void {
+    this.persistence?.set(clientAddr, b.id, now);
+  }
+
+  sweep(now: number): void {
+    this.persistence?.sweep(now);
+  }
+
+  /** Drains every backend (the listener is going away). */
+  drainAll(drainTimeoutMs: number): void {
+    for (const b of this.byId.values()) this.startDrain(b, drainTimeoutMs);
+    this.byId.clear();
+  }
+
+  private startDrain(b: BackendState, ms: number): void {
+    if (b.drainTimer !== undefined) return;
+    const cut = (): void => {
+      b.drainTimer = undefined;
+      for (const c of [...b.conns]) {
+        this.lm.drained.inc();
+        c.drainClose();
+      }
+    };
+    if (ms === 0) cut();
+    else b.drainTimer = setTimeout(cut, ms);
+  }
+
+  private stopDrain(b: BackendState): void {
+    if (b.drainTimer === undefined) return;
+    clearTimeout(b.drainTimer);
+    b.drainTimer = undefined;
+  }
+}

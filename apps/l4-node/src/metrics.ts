@@ -1,0 +1,133 @@
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+
+const LB = ['listener', 'backend'] as const;
+
+/** Per-backend metric children, resolved once so the forwarding path never looks labels up. */
+export interface BackendMetrics {
+  readonly active: Gauge.Internal<'listener' | 'backend'>;
+  readonly opened: Counter.Internal;
+  readonly bytesIn: Counter.Internal;
+  readonly bytesOut: Counter.Internal;
+  readonly connectFailures: Counter.Internal;
+}
+
+/** Per-listener metric children. */
+export interface ListenerMetrics {
+  readonly retries: Counter.Internal;
+  readonly failOpen: Counter.Internal;
+  readonly aclDenied: Counter.Internal;
+  readonly noBackend: Counter.Internal;
+  readonly untracked: Counter.Internal;
+  readonly udpDropped: Counter.Internal;
+  readonly drained: Counter.Internal;
+}
+
+/**
+ * The node's Prometheus metrics in its own registry (not prom-client's global one), so several nodes can
+ * live in one test process. "in" is client → backend, "out" is backend → client.
+ */
+export class L4Metrics {
+  readonly registry = new Registry();
+  private readonly active = new Gauge({
+    name: 'slb_l4_connections_active',
+    help: 'Open client connections (TCP) or flows (UDP) per listener and backend',
+    labelNames: LB,
+    registers: [this.registry],
+  });
+  private readonly opened = new Counter({
+    name: 'slb_l4_connections_total',
+    help: 'Connections (TCP) or flows (UDP) established to a backend',
+    labelNames: LB,
+    registers: [this.registry],
+  });
+  private readonly bytesIn = new Counter({
+    name: 'slb_l4_bytes_in_total',
+    help: 'Bytes from clients to a backend (open connections are added every second)',
+    labelNames: LB,
+    registers: [this.registry],
+  });
+  private readonly bytesOut = new Counter({
+    name: 'slb_l4_bytes_out_total',
+    help: 'Bytes from a backend to clients (open connections are added every second)',
+    labelNames: LB,
+    registers: [this.registry],
+  });
+  private readonly connectFailures = new Counter({
+    name: 'slb_l4_connect_failures_total',
+    help: 'Backend connect attempts that were refused, timed out or failed',
+    labelNames: LB,
+    registers: [this.registry],
+  });
+  private readonly listenerCounter = (name: string, help: string) =>
+    new Counter({ name, help, labelNames: ['listener'] as const, registers: [this.registry] });
+  private readonly retries = this.listenerCounter(
+    'slb_l4_connect_retries_total',
+    'Connects retried on another backend',
+  );
+  private readonly failOpen = this.listenerCounter(
+    'slb_l4_fail_open_total',
+    'New flows sent to unhealthy backends because no backend was healthy',
+  );
+  private readonly aclDenied = this.listenerCounter('slb_l4_acl_denied_total', 'Connections or flows refused by ACL');
+  private readonly noBackend = this.listenerCounter(
+    'slb_l4_no_backend_total',
+    'Client connections closed because no backend could be reached',
+  );
+  private readonly untracked = this.listenerCounter(
+    'slb_l4_conntrack_untracked_total',
+    'Flows not tracked because the conntrack insert rate cap was hit (compute-only mode)',
+  );
+  private readonly udpDropped = this.listenerCounter(
+    'slb_l4_udp_dropped_total',
+    'UDP datagrams dropped (no backend, flow table refusing, or queue full)',
+  );
+  private readonly drained = this.listenerCounter(
+    'slb_l4_drain_closed_total',
+    'Connections closed when their backend or listener reached the drain timeout',
+  );
+  readonly configVersion = new Gauge({
+    name: 'slb_l4_config_version',
+    help: 'Version of the applied config snapshot',
+    registers: [this.registry],
+  });
+  readonly reloads = new Counter({
+    name: 'slb_l4_config_reloads_total',
+    help: 'Config snapshot loads by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly conntrackEntries = new Gauge({
+    name: 'slb_l4_conntrack_entries',
+    help: 'Entries in the connection-tracking tables',
+    labelNames: ['listener'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  forBackend(listener: string, backend: string): BackendMetrics {
+    const l = { listener, backend };
+    return {
+      active: this.active.labels(l),
+      opened: this.opened.labels(l),
+      bytesIn: this.bytesIn.labels(l),
+      bytesOut: this.bytesOut.labels(l),
+      connectFailures: this.connectFailures.labels(l),
+    };
+  }
+
+  forListener(listener: string): ListenerMetrics {
+    const l = { listener };
+    return {
+      retries: this.retries.labels(l),
+      failOpen: this.failOpen.labels(l),
+      aclDenied: this.aclDenied.labels(l),
+      noBackend: this.noBackend.labels(l),
+      untracked: this.untracked.labels(l),
+      udpDropped: this.udpDropped.labels(l),
+      drained: this.drained.labels(l),
+    };
+  }
+}

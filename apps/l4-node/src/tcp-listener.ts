@@ -1,0 +1,176 @@
+import net from 'node:net';
+import { ConnTrackTable, type FlowKey, flowKeyString } from '@slb/balancing';
+import type { SnapshotListener } from '@slb/model';
+import type { Logger } from 'pino';
+import type { AclCheck } from './acl.js';
+import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
+import type { L4Metrics, ListenerMetrics } from './metrics.js';
+import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
+import { TcpSession } from './tcp-session.js';
+
+export interface ListenerDeps {
+  readonly logger: Logger;
+  readonly metrics: L4Metrics;
+  /** ms clock; injected so tables can be driven in tests. */
+  readonly now: () => number;
+}
+
+/** What a listener runs with after the snapshot is resolved (HTTP listeners point at L7 nodes). */
+export interface ResolvedListener {
+  readonly config: SnapshotListener;
+  readonly backends: readonly BackendSpec[];
+  readonly proxyProtocol: 'off' | 'v1' | 'v2';
+  readonly acl: AclCheck | undefined;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_S = 2;
+export const DEFAULT_MAX_CONNECT_ATTEMPTS = 3;
+
+/**
+ * One TCP listener: a server per bind address, ACL at accept, and a {@link TcpSession} per client that
+ * connects to a backend (with retries) and pipes both ways.
+ */
+export class TcpListener {
+  readonly pool: BackendPool;
+  readonly lm: ListenerMetrics;
+  readonly conntrack = new ConnTrackTable<string>();
+  readonly sessions = new Set<TcpSession>();
+  private readonly servers: net.Server[] = [];
+  private sweepTimer: NodeJS.Timeout | undefined;
+  cfg!: ResolvedListener;
+  connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_S * 1000;
+  maxAttempts = DEFAULT_MAX_CONNECT_ATTEMPTS;
+  idleTimeoutMs = 0;
+
+  constructor(
+    resolved: ResolvedListener,
+    readonly deps: ListenerDeps,
+  ) {
+    this.lm = deps.metrics.forListener(resolved.config.id);
+    this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
+    this.update(resolved);
+  }
+
+  get id(): string {
+    return this.cfg.config.id;
+  }
+
+  /** Applies a new config of the same bind spec; live sessions keep their backends. */
+  update(resolved: ResolvedListener): void {
+    const c = resolved.config;
+    this.cfg = resolved;
+    this.connectTimeoutMs = (c.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000;
+    // More attempts than backends would only retry the same ones.
+    this.maxAttempts = c.maxConnectAttempts ?? DEFAULT_MAX_CONNECT_ATTEMPTS;
+    this.idleTimeoutMs = c.idleTimeout * 1000;
+    this.pool.update(resolved.backends, {
+      scheduler: c.scheduler,
+      drainTimeoutMs: c.connectionDrainTimeout * 1000,
+      persistenceTimeoutMs: c.persistenceTimeout * 1000,
+    });
+  }
+
+  async start(): Promise<void> {
+    const c = this.cfg.config;
+    for (const host of c.bindAddresses) {
+      // pauseOnConnect: nothing is read from the client until a backend is connected, so a refused or
+      // timed-out connect can be retried elsewhere without having consumed (and lost) client bytes.
+      const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true }, (s) =>
+        this.onConnection(s),
+      );
+      this.servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host, port: c.port, backlog: 4096 }, () => {
+          server.off('error', reject);
+          server.on('error', (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'));
+          resolve();
+        });
+      });
+    }
+    this.sweepTimer = setInterval(() => this.sweep(), 1000);
+    this.sweepTimer.unref();
+  }
+
+  /** Client connections still open (shutdown waits for 0). */
+  get openCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Addresses actually bound (for logs and tests). */
+  addresses(): net.AddressInfo[] {
+    return this.servers.flatMap((s) => {
+      const a = s.address();
+      return a && typeof a === 'object' ? [a] : [];
+    });
+  }
+
+  /** Stops accepting; established sessions get the drain timeout, then are closed. */
+  stop(drainTimeoutMs: number): void {
+    // Idempotent: shutdown stops gracefully first and then again with 0 to cut what is left.
+    for (const s of this.servers) s.close();
+    this.servers.length = 0;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.pool.drainAll(drainTimeoutMs);
+    const cut = (): void => {
+      for (const s of [...this.sessions]) s.drainClose();
+    };
+    if (drainTimeoutMs === 0) cut();
+    else setTimeout(cut, drainTimeoutMs).unref();
+  }
+
+  private sweep(): void {
+    const now = this.deps.now();
+    this.conntrack.sweep(now);
+    this.pool.sweep(now);
+    for (const s of this.sessions) s.flushBytes();
+    this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
+  }
+
+  private onConnection(client: net.Socket): void {
+    const srcAddr = client.remoteAddress;
+    if (srcAddr === undefined) {
+      client.destroy();
+      return;
+    }
+    const acl = this.cfg.acl;
+    if (acl !== undefined && !acl(srcAddr)) {
+      this.lm.aclDenied.inc();
+      // RST rather than FIN: the client learns at once that it was refused, and no TIME_WAIT is left.
+      client.resetAndDestroy();
+      return;
+    }
+    const flow: FlowKey = {
+      srcAddr,
+      srcPort: client.remotePort ?? 0,
+      dstAddr: client.localAddress ?? '',
+      dstPort: client.localPort ?? 0,
+      protocol: 'tcp',
+    };
+    const session = new TcpSession(this, client, flow);
+    this.sessions.add(session);
+    session.start();
+  }
+
+  /** The backend recorded for a flow (e.g. synced from a peer), if it still takes flows. */
+  trackedBackend(key: string, now: number): BackendState | undefined {
+    const id = this.conntrack.lookup(key, now);
+    const b = id === undefined ? undefined : this.pool.get(id);
+    return b?.candidate ? b : undefined;
+  }
+
+  proxyHeader(flow: FlowKey): Buffer | undefined {
+    switch (this.cfg.proxyProtocol) {
+      case 'off':
+        return undefined;
+      case 'v1':
+        return encodeProxyV1(flow);
+      case 'v2':
+        return encodeProxyV2(flow, 'tcp');
+    }
+  }
+
+  flowKey(flow: FlowKey): string {
+    return flowKeyString(flow);
+  }
+}

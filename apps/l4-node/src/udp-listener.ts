@@ -1,0 +1,270 @@
+import dgram from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import { type ConnKey, ConnTrackTable, type FlowKey } from '@slb/balancing';
+import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
+import type { ListenerMetrics } from './metrics.js';
+import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
+
+/** Datagrams held per new flow while its upstream socket connects; more are dropped. */
+const MAX_QUEUED = 64;
+/** Default bound on UDP flows per listener (each holds a socket, i.e. a file descriptor). */
+export const DEFAULT_MAX_UDP_FLOWS = 16_384;
+
+/**
+ * A pseudo-connection: one client address:port on one listening socket, with its own connected upstream
+ * socket so the backend's replies come back to exactly this client.
+ */
+class UdpFlow implements TrackedConn {
+  private queue: Buffer[] | undefined = [];
+  private closed = false;
+  /** Bytes not yet added to the metrics (flushed every second and at close). */
+  bytesIn = 0;
+  bytesOut = 0;
+  readonly upstream: dgram.Socket;
+
+  constructor(
+    private readonly listener: UdpListener,
+    readonly key: ConnKey,
+    readonly backend: BackendState,
+    private readonly front: dgram.Socket,
+    private readonly clientAddr: string,
+    private readonly clientPort: number,
+  ) {
+    this.upstream = dgram.createSocket(isIPv6(backend.address) ? 'udp6' : 'udp4');
+    this.upstream.on('message', this.onReply);
+    this.upstream.on('error', this.onError);
+    this.upstream.connect(backend.port, backend.address, this.onConnected);
+    backend.active++;
+    backend.conns.add(this);
+    backend.metrics.active.inc();
+    backend.metrics.opened.inc();
+  }
+
+  send(msg: Buffer): void {
+    this.bytesIn += msg.length;
+    if (this.queue === undefined) this.upstream.send(msg);
+    else if (this.queue.length < MAX_QUEUED) this.queue.push(msg);
+    else this.listener.lm.udpDropped.inc();
+  }
+
+  private readonly onConnected = (): void => {
+    if (this.closed) return;
+    const q = this.queue!;
+    this.queue = undefined;
+    for (const m of q) this.upstream.send(m);
+  };
+
+  private readonly onReply = (msg: Buffer): void => {
+    if (this.closed) return;
+    this.bytesOut += msg.length;
+    this.listener.conntrack.lookup(this.key, this.listener.deps.now()); // replies keep the flow alive too
+    this.front.send(msg, this.clientPort, this.clientAddr);
+  };
+
+  private readonly onError = (): void => {
+    // ICMP port unreachable shows up here on a connected socket: forget the flow so the client's next
+    // datagram is scheduled afresh.
+    this.backend.metrics.connectFailures.inc();
+    this.listener.conntrack.delete(this.key);
+    this.close();
+  };
+
+  drainClose(): void {
+    this.listener.conntrack.delete(this.key);
+    this.close();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.upstream.close();
+    const b = this.backend;
+    b.active--;
+    b.conns.delete(this);
+    b.metrics.active.dec();
+    this.flushBytes();
+  }
+
+  flushBytes(): void {
+    const m = this.backend.metrics;
+    if (this.bytesIn > 0) m.bytesIn.inc(this.bytesIn);
+    if (this.bytesOut > 0) m.bytesOut.inc(this.bytesOut);
+    this.bytesIn = 0;
+    this.bytesOut = 0;
+  }
+}
+
+/** Parses dotted IPv4 into an integer without allocating; -1 if it is not plain IPv4. */
+function ipv4ToInt(s: string): number {
+  let v = 0;
+  let part = 0;
+  let dots = 0;
+  let digits = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0) return -1;
+      v = v * 256 + part;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57) {
+      part = part * 10 + (c - 48);
+      digits++;
+    } else return -1;
+  }
+  return dots === 3 && digits > 0 ? v * 256 + part : -1;
+}
+
+/**
+ * One UDP listener: flows keyed by 5-tuple in a bounded conntrack table with the listener's idle timeout.
+ * A listener's destination address and protocol are fixed per socket, so the key packs (socket, source IPv4,
+ * source port) into one number — no string per datagram; IPv6 sources use a string key.
+ */
+export class UdpListener {
+  readonly pool: BackendPool;
+  readonly lm: ListenerMetrics;
+  conntrack: ConnTrackTable<UdpFlow>;
+  private readonly sockets: dgram.Socket[] = [];
+  private sweepTimer: NodeJS.Timeout | undefined;
+  cfg!: ResolvedListener;
+
+  constructor(
+    resolved: ResolvedListener,
+    readonly deps: ListenerDeps,
+    private readonly maxFlows = DEFAULT_MAX_UDP_FLOWS,
+  ) {
+    this.lm = deps.metrics.forListener(resolved.config.id);
+    this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
+    this.conntrack = this.newTable(resolved.config.idleTimeout);
+    this.update(resolved);
+  }
+
+  get id(): string {
+    return this.cfg.config.id;
+  }
+
+  private newTable(idleTimeoutS: number): ConnTrackTable<UdpFlow> {
+    return new ConnTrackTable<UdpFlow>({
+      maxEntries: this.maxFlows,
+      timeouts: { udp: idleTimeoutS * 1000 },
+      onRemove: (_key, flow) => (flow as UdpFlow).close(),
+    });
+  }
+
+  update(resolved: ResolvedListener): void {
+    const c = resolved.config;
+    if (this.cfg !== undefined && c.idleTimeout !== this.cfg.config.idleTimeout) {
+      // Carry live flows into a table with the new timeout instead of dropping them.
+      const old = this.conntrack;
+      this.conntrack = this.newTable(c.idleTimeout);
+      const now = this.deps.now();
+      for (const [k, f] of old.values()) this.conntrack.insert(k, f, 'udp', now);
+    }
+    this.cfg = resolved;
+    this.pool.update(resolved.backends, {
+      scheduler: c.scheduler,
+      drainTimeoutMs: c.connectionDrainTimeout * 1000,
+      persistenceTimeoutMs: c.persistenceTimeout * 1000,
+    });
+  }
+
+  async start(): Promise<void> {
+    const c = this.cfg.config;
+    for (const [index, host] of c.bindAddresses.entries()) {
+      const socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
+      this.sockets.push(socket);
+      await new Promise<void>((resolve, reject) => {
+        socket.once('error', reject);
+        socket.bind(c.port, host, () => {
+          socket.off('error', reject);
+          socket.on('error', (err) => this.deps.logger.error({ err, listener: this.id }, 'udp socket error'));
+          resolve();
+        });
+      });
+      const dstAddr = host;
+      socket.on('message', (msg, rinfo) => this.onMessage(socket, index, dstAddr, msg, rinfo));
+    }
+    this.sweepTimer = setInterval(() => {
+      const now = this.deps.now();
+      this.conntrack.sweep(now);
+      this.pool.sweep(now);
+      for (const [, flow] of this.conntrack.values()) flow.flushBytes();
+      this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
+    }, 1000);
+    this.sweepTimer.unref();
+  }
+
+  /** Flows still open. */
+  get openCount(): number {
+    return this.conntrack.size;
+  }
+
+  addresses(): { address: string; port: number }[] {
+    return this.sockets.map((s) => s.address());
+  }
+
+  /**
+   * Closes the listening sockets and every flow at once: with the front socket gone a flow can neither
+   * receive from nor answer its client, so there is nothing left to drain.
+   */
+  stop(_drainTimeoutMs = 0): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.pool.drainAll(0);
+    for (const [key] of [...this.conntrack.values()]) this.conntrack.delete(key);
+    for (const s of this.sockets) s.close();
+    this.sockets.length = 0;
+  }
+
+  private onMessage(front: dgram.Socket, index: number, dstAddr: string, msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    const now = this.deps.now();
+    const ip = ipv4ToInt(rinfo.address);
+    // index < 32 keeps the packed key under 2^53.
+    const key: ConnKey =
+      ip >= 0 ? index * 2 ** 48 + ip * 65536 + rinfo.port : `${index}|${rinfo.address}|${rinfo.port}`;
+    const flow = this.conntrack.lookup(key, now);
+    if (flow !== undefined) {
+      flow.send(msg);
+      return;
+    }
+    this.newFlow(front, key, dstAddr, msg, rinfo, now);
+  }
+
+  private newFlow(
+    front: dgram.Socket,
+    key: ConnKey,
+    dstAddr: string,
+    msg: Buffer,
+    rinfo: dgram.RemoteInfo,
+    now: number,
+  ): void {
+    const acl = this.cfg.acl;
+    if (acl !== undefined && !acl(rinfo.address)) {
+      this.lm.aclDenied.inc();
+      return;
+    }
+    const fk: FlowKey = {
+      srcAddr: rinfo.address,
+      srcPort: rinfo.port,
+      dstAddr,
+      dstPort: this.cfg.config.port,
+      protocol: 'udp',
+    };
+    const backend = this.pool.pick(fk, now, undefined);
+    if (backend === undefined) {
+      this.lm.noBackend.inc();
+      this.lm.udpDropped.inc();
+      return;
+    }
+    const flow = new UdpFlow(this, key, backend, front, rinfo.address, rinfo.port);
+    if (this.conntrack.insert(key, flow, 'udp', now) === 'rate-limited') {
+      // Without an entry a reply could not find its client: refuse the flow rather than leak a socket.
+      flow.close();
+      this.lm.untracked.inc();
+      this.lm.udpDropped.inc();
+      return;
+    }
+    this.pool.remember(rinfo.address, backend, now);
+    flow.send(msg);
+  }
+}

@@ -1,0 +1,131 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backend, freePort, idServer, LineClient, listener, snapshot, whoAnswers } from './helpers.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const main = join(root, 'apps/l4-node/dist/main.js');
+
+type LogLine = Record<string, unknown> & { msg?: string };
+
+/** The process, its parsed JSON log lines, and a way to wait for one. */
+function start(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [main, ...args], {
+    env: { ...process.env, SLB_METRICS_PORT: '0', SLB_CONFIG_POLL_MS: '100', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: LogLine[] = [];
+  const waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
+  let buf = '';
+  let stderr = '';
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
+  child.stdout!.on('data', (d) => {
+    buf += d;
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = JSON.parse(buf.slice(0, i)) as LogLine;
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of [...waiters]) {
+        if (w.pred(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    }
+  });
+  const waitLog = (pred: (l: LogLine) => boolean, timeoutMs = 10_000): Promise<LogLine> => {
+    const seen = lines.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`log line not seen; stderr: ${stderr}`)), timeoutMs);
+      waiters.push({
+        pred,
+        resolve: (l) => {
+          clearTimeout(t);
+          resolve(l);
+        },
+      });
+    });
+  };
+  const exit = once(child, 'exit') as Promise<[number | null, string | null]>;
+  return { child, lines, waitLog, exit, stderr: () => stderr };
+}
+
+describe('l4-node process (dist/main.js)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'l4-node-'));
+  const file = join(dir, 'snapshot.json');
+  let server: Awaited<ReturnType<typeof idServer>>;
+  let running: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    execFileSync('npx', ['tsc', '-b', 'apps/l4-node'], { cwd: root, stdio: 'inherit' });
+    server = await idServer('main');
+  });
+
+  afterAll(async () => {
+    running?.kill('SIGKILL');
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses to start without --config, or with a bad file, with a one-line reason', async () => {
+    const none = start([]);
+    expect((await none.exit)[0]).toBe(2);
+    expect(none.stderr()).toMatch(/^l4-node: usage: .*\n$/);
+
+    writeFileSync(file, JSON.stringify({ ...snapshot(1, []), version: 'one' }));
+    const bad = start(['--config', file]);
+    expect((await bad.exit)[0]).toBe(1);
+    expect(bad.stderr()).toMatch(/^l4-node: config rejected: \/version: .*\n$/);
+  });
+
+  it('serves, exposes metrics, keeps its last good config on a bad reload, applies a good one live', async () => {
+    const port = await freePort();
+    const good = snapshot(1, [listener(1, port, { backends: [backend(1, server.port)] })]);
+    writeFileSync(file, JSON.stringify(good));
+    const p = start(['--config', file]);
+    running = p.child;
+    await p.waitLog((l) => l.msg === 'config applied' && l.version === 1);
+    const { metricsPort } = await p.waitLog((l) => l.msg === 'metrics listening');
+    expect(await whoAnswers(port)).toBe('main');
+
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    const text = await res.text();
+    expect(text).toMatch(/^slb_l4_config_version 1$/m);
+    expect(text).toMatch(/slb_l4_connections_total\{listener="lsn-0+1",backend="srv-0+1"\} 1/);
+    expect(text).toContain('process_cpu_seconds_total');
+
+    // A broken file (SIGHUP) is rejected; the node keeps forwarding with version 1.
+    writeFileSync(file, '{"version": 2,');
+    p.child.kill('SIGHUP');
+    const rejected = await p.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('config rejected'));
+    expect(rejected.reason).toMatch(/not JSON/);
+    expect(await whoAnswers(port)).toBe('main');
+
+    // A good new version is picked up by the file watch without a signal.
+    const port2 = await freePort();
+    writeFileSync(
+      file,
+      JSON.stringify(snapshot(2, [...good.listeners, listener(2, port2, { backends: [backend(1, server.port)] })])),
+    );
+    await p.waitLog((l) => l.msg === 'config applied' && l.version === 2);
+    expect(await whoAnswers(port2)).toBe('main');
+
+    // SIGTERM drains: the open connection keeps working, and the process exits once it is closed.
+    const open = await LineClient.connect(port);
+    expect(await open.line()).toBe('main');
+    p.child.kill('SIGTERM');
+    await p.waitLog((l) => l.msg === 'listeners closed, draining connections');
+    await expect(LineClient.connect(port)).rejects.toThrow(); // no longer accepting
+    expect(await open.echo('still served')).toBe('still served');
+    open.destroy();
+    expect((await p.exit)[0]).toBe(0);
+    running = undefined;
+  });
+});

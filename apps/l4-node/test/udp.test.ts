@@ -1,0 +1,121 @@
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { L4Metrics } from '../src/metrics.js';
+import { UdpListener } from '../src/udp-listener.js';
+import { backend, freePort, listener, newNode, snapshot } from './helpers.js';
+
+/** A UDP backend that answers `<name>:<payload>`. */
+async function udpServer(name: string) {
+  const s = dgram.createSocket('udp4');
+  s.on('message', (msg, r) => s.send(`${name}:${msg}`, r.port, r.address));
+  s.bind(0, '127.0.0.1');
+  await once(s, 'listening');
+  return { name, port: s.address().port, close: () => new Promise<void>((r) => s.close(() => r())) };
+}
+
+/** A client socket with a request/response helper. */
+async function udpClient(localAddress = '127.0.0.1') {
+  const s = dgram.createSocket('udp4');
+  s.bind(0, localAddress);
+  await once(s, 'listening');
+  return {
+    socket: s,
+    async ask(port: number, text: string, timeoutMs = 2000): Promise<string> {
+      const reply = new Promise<string>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`no UDP reply to ${text}`)), timeoutMs);
+        s.once('message', (m) => {
+          clearTimeout(t);
+          resolve(m.toString());
+        });
+      });
+      s.send(text, port, '127.0.0.1');
+      return reply;
+    },
+    close: () => s.close(),
+  };
+}
+
+async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('UDP forwarding (real sockets)', () => {
+  const node = newNode();
+  let servers: Awaited<ReturnType<typeof udpServer>>[];
+  let port = 0;
+  const base = () => listener(1, port, { protocol: 'udp', scheduler: 'tch', idleTimeout: 1 });
+
+  beforeAll(async () => {
+    servers = await Promise.all(['a', 'b', 'c'].map((n) => udpServer(n)));
+    port = await freePort();
+    await node.apply(snapshot(1, [{ ...base(), backends: [backend(1, servers[0]!.port)] }]));
+  });
+
+  afterAll(async () => {
+    await node.close();
+    await Promise.all(servers.map((s) => s.close()));
+  });
+
+  it('keeps a flow on its backend after the backend set changes (conntrack), new flows use the new set', async () => {
+    const c = await udpClient();
+    expect(await c.ask(port, 'one')).toBe('a:one');
+    await node.apply(snapshot(2, [{ ...base(), backends: servers.map((s, i) => backend(i + 1, s.port)) }]));
+    for (let i = 0; i < 5; i++) expect(await c.ask(port, `again${i}`)).toBe(`a:again${i}`);
+    // Fresh flows are hashed over a, b and c.
+    const seen = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const other = await udpClient();
+      seen.add((await other.ask(port, 'x')).split(':')[0]!);
+      other.close();
+    }
+    expect(seen.size).toBeGreaterThan(1);
+    c.close();
+  });
+
+  it('returns replies to the right client, and forgets a flow after the idle timeout', async () => {
+    const clients = await Promise.all([udpClient('127.0.0.7'), udpClient('127.0.0.8')]);
+    const replies = await Promise.all(clients.map((c, i) => c.ask(port, `from-${i}`)));
+    expect(replies.map((r) => r.split(':')[1])).toEqual(['from-0', 'from-1']);
+    const l = node.listeners.get(base().id) as UdpListener;
+    expect(l.conntrack.size).toBeGreaterThan(0);
+    for (const c of clients) c.close();
+    await until(() => l.conntrack.size === 0, 4000); // idleTimeout 1 s, swept every second
+  });
+});
+
+describe('UDP flow bound', () => {
+  it('never holds more flows than its bound; the least recently used flow is closed', async () => {
+    const server = await udpServer('z');
+    const port = await freePort();
+    const metrics = new L4Metrics({ defaultMetrics: false });
+    const l = listener(9, port, { protocol: 'udp', backends: [backend(1, server.port)] });
+    const udp = new UdpListener(
+      {
+        config: l,
+        backends: [{ id: 'srv-1', address: '127.0.0.1', port: server.port, weight: 1, healthy: true }],
+        proxyProtocol: 'off',
+        acl: undefined,
+      },
+      { logger: pino({ level: 'silent' }), metrics, now: Date.now },
+      4,
+    );
+    await udp.start();
+    const clients = await Promise.all(Array.from({ length: 10 }, () => udpClient()));
+    for (const [i, c] of clients.entries()) {
+      expect(await c.ask(port, `n${i}`)).toBe(`z:n${i}`);
+      expect(udp.conntrack.size).toBeLessThanOrEqual(4);
+    }
+    expect(udp.conntrack.evicted).toBe(6);
+    const active = await metrics.registry.getSingleMetricAsString('slb_l4_connections_active');
+    expect(active).toMatch(/\} 4$/m);
+    for (const c of clients) c.close();
+    udp.stop(0);
+    await server.close();
+  });
+});

@@ -1,0 +1,301 @@
+#!/usr/bin/env node
+// L4 node benchmark, loopback only: direct vs l4-node vs HAProxy (mode tcp), as ratios measured in one run.
+//
+//   node bench/l4.mjs                   # ~1 min: bulk (iperf3), new connections/s (wrk, Connection: close),
+//                                       # UDP request/response, Maglev build + lookup
+//   DUR=10 node bench/l4.mjs            # longer runs (default DUR=3 s per measurement)
+//   node bench/l4.mjs --serve LISTEN UPSTREAM
+//                                       # foreground l4-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
+//                                       # for ../shared/bench/anchors.sh EXTRA_L4
+//
+// Layout as in ../shared/bench/anchors.sh: load generators and backends on CPU 0, the proxy under test alone
+// on CPU 1 (haproxy nbthread 1, l4-node one process). The conn-rate backend is a second HAProxy answering
+// `ok` itself (a C server on CPU 0, so the client side is not the bottleneck). HAProxy has no UDP proxy, so
+// UDP compares direct and l4-node only. Installs haproxy, iperf3 and wrk with apt-get when missing (root).
+// Every process it starts is stopped by PID on exit.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
+// biome-ignore lint/suspicious/noUndeclaredEnvVars: a bench knob, not an input of any turbo task
+const DUR = Number(process.env.DUR ?? 3);
+const LOAD_CPU = '0';
+const PROXY_CPU = '1';
+const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
+const children = [];
+
+function id(prefix, n) {
+  return `${prefix}-${String(n).padStart(20, '0')}`;
+}
+
+function snapshot(listeners) {
+  return {
+    version: 1,
+    generatedAt: new Date().toISOString(),
+    l7Nodes: [],
+    listeners: listeners.map(([n, protocol, listen, upstream]) => ({
+      id: id('lsn', n),
+      loadBalancerId: id('lb', 1),
+      tenantId: id('tnt', 1),
+      protocol,
+      port: listen,
+      bindAddresses: ['127.0.0.1'],
+      scheduler: 'wrr',
+      persistenceTimeout: 0,
+      proxyProtocol: 'off',
+      connectionDrainTimeout: 0,
+      idleTimeout: 60,
+      sessionSync: false,
+      backends: [{ serverId: id('srv', 1), address: '127.0.0.1', port: upstream, weight: 100, healthy: true }],
+    })),
+  };
+}
+
+function startNode(listeners, cpu) {
+  const file = join(work, `snapshot-${listeners[0][2]}.json`);
+  writeFileSync(file, JSON.stringify(snapshot(listeners)));
+  const env = {
+    ...process.env,
+    SLB_METRICS_PORT: '0',
+    // biome-ignore lint/suspicious/noUndeclaredEnvVars: a bench knob, not an input of any turbo task
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    SLB_CONFIG_POLL_MS: '0',
+  };
+  return cpu === undefined
+    ? spawn(process.execPath, [MAIN, '--config', file], { env, stdio: 'inherit' })
+    : start('l4-node', cpu, process.execPath, [MAIN, '--config', file], env);
+}
+
+if (process.argv[2] === '--serve') {
+  const [listen, upstream] = process.argv.slice(3).map(Number);
+  const child = startNode([[1, 'tcp', listen, upstream]]);
+  const stop = () => child.kill('SIGTERM');
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  child.on('exit', (code) => {
+    rmSync(work, { recursive: true, force: true });
+    process.exit(code ?? 0);
+  });
+} else {
+  await bench().finally(() => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    rmSync(work, { recursive: true, force: true });
+  });
+}
+
+function start(name, cpu, cmd, args, env = process.env) {
+  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  c.name = name;
+  children.push(c);
+  return c;
+}
+
+function have(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+function install() {
+  const need = ['haproxy', 'iperf3', 'wrk'].filter((c) => !have(c));
+  if (need.length === 0) return;
+  console.error(`apt-get install ${need.join(' ')}`);
+  execFileSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
+  execFileSync('apt-get', ['install', '-y', '-q', ...need], {
+    stdio: 'ignore',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+}
+
+async function waitPort(port, proto = 'tcp') {
+  if (proto === 'udp') return new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((resolve) => {
+      const s = net.connect({ port, host: '127.0.0.1' });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing listening on ${port}`);
+}
+
+function iperf(port) {
+  const out = execFileSync('taskset', [
+    '-c',
+    LOAD_CPU,
+    'iperf3',
+    '-c',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-t',
+    String(DUR),
+    '-J',
+  ]);
+  return JSON.parse(out.toString()).end.sum_received.bits_per_second / 1e9;
+}
+
+function wrk(port) {
+  const out = execFileSync('taskset', [
+    '-c',
+    LOAD_CPU,
+    'wrk',
+    '-t1',
+    '-c32',
+    `-d${DUR}s`,
+    '-H',
+    'Connection: close',
+    `http://127.0.0.1:${port}/ok`,
+  ]).toString();
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
+  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? '';
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+  return { rps, note: [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ') };
+}
+
+/** UDP request/response: `window` requests in flight per flow over `flows` client sockets. */
+async function udpRate(port, flows = 4, window = 16) {
+  const sockets = await Promise.all(
+    Array.from({ length: flows }, async () => {
+      const s = dgram.createSocket('udp4');
+      await new Promise((r) => s.bind(0, '127.0.0.1', r));
+      return s;
+    }),
+  );
+  const payload = Buffer.alloc(64, 1);
+  let replies = 0;
+  let running = true;
+  for (const s of sockets) {
+    s.on('message', () => {
+      replies++;
+      if (running) s.send(payload, port, '127.0.0.1');
+    });
+  }
+  // Lost datagrams would stall a window slot; a top-up every 50 ms keeps the window full.
+  const topUp = setInterval(() => {
+    for (const s of sockets) s.send(payload, port, '127.0.0.1');
+  }, 50);
+  for (const s of sockets) for (let i = 0; i < window; i++) s.send(payload, port, '127.0.0.1');
+  await new Promise((r) => setTimeout(r, 500)); // warm-up
+  const r0 = replies;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, DUR * 1000));
+  const rate = ((replies - r0) * 1000) / (performance.now() - t0);
+  running = false;
+  clearInterval(topUp);
+  for (const s of sockets) s.close();
+  return rate;
+}
+
+async function maglev() {
+  const { buildMaglevTable, hashFourTuple } = await import(join(ROOT, 'packages/balancing/dist/index.js'));
+  const backends = Array.from({ length: 1000 }, (_, i) => ({ id: `srv-${i}`, weight: 100 }));
+  const times = [];
+  let table;
+  for (let i = 0; i < 15; i++) {
+    const t0 = performance.now();
+    table = buildMaglevTable(backends);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const flow = { srcAddr: '198.51.100.23', srcPort: 0, dstAddr: '127.0.0.11', dstPort: 443 };
+  const N = 2_000_000;
+  let sink = 0;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) {
+    flow.srcPort = i & 0xffff;
+    sink += table.slots[hashFourTuple(flow) % table.size];
+  }
+  const ns = Number(process.hrtime.bigint() - t0) / N;
+  return { buildMedianMs: times[7], buildMaxMs: times[14], lookupNs: ns, sink };
+}
+
+async function bench() {
+  execFileSync('npx', ['tsc', '-b', 'apps/l4-node'], { cwd: ROOT, stdio: 'inherit' });
+  const mg = await maglev();
+  console.log(
+    `Maglev M=65537 N=1000: build median ${mg.buildMedianMs.toFixed(2)} ms (max ${mg.buildMaxMs.toFixed(2)} ms, goal ≤ 20 ms); ` +
+      `4-tuple hash + lookup ${mg.lookupNs.toFixed(1)} ns`,
+  );
+  install();
+  const P = {
+    iperf: 18501,
+    http: 18502,
+    udp: 18503,
+    hIperf: 18511,
+    hHttp: 18512,
+    nIperf: 18521,
+    nHttp: 18522,
+    nUdp: 18523,
+  };
+  writeFileSync(
+    join(work, 'backend.cfg'),
+    `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n` +
+      `frontend ok\n  bind 127.0.0.1:${P.http}\n  http-request return status 200 content-type text/plain string ok\n`,
+  );
+  writeFileSync(
+    join(work, 'proxy.cfg'),
+    `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n` +
+      `listen iperf\n  bind 127.0.0.1:${P.hIperf}\n  server s 127.0.0.1:${P.iperf}\n` +
+      `listen http\n  bind 127.0.0.1:${P.hHttp}\n  server s 127.0.0.1:${P.http}\n`,
+  );
+  start('iperf3-s', LOAD_CPU, 'iperf3', ['-s', '-B', '127.0.0.1', '-p', String(P.iperf)]);
+  start('backend', LOAD_CPU, 'haproxy', ['-db', '-f', join(work, 'backend.cfg')]);
+  start('udp-echo', LOAD_CPU, process.execPath, [
+    '-e',
+    `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(${P.udp},'127.0.0.1')`,
+  ]);
+  start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]);
+  startNode(
+    [
+      [1, 'tcp', P.nIperf, P.iperf],
+      [2, 'tcp', P.nHttp, P.http],
+      [3, 'udp', P.nUdp, P.udp],
+    ],
+    PROXY_CPU,
+  );
+  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp]) await waitPort(p);
+  await waitPort(P.udp, 'udp');
+  // Warm-up: the node's JIT needs load before it reaches steady state.
+  wrkWarm(P.nHttp);
+  wrkWarm(P.hHttp);
+
+  const rows = [];
+  const bulk = { direct: iperf(P.iperf), haproxy: iperf(P.hIperf), 'l4-node': iperf(P.nIperf) };
+  const conn = { direct: wrk(P.http), haproxy: wrk(P.hHttp), 'l4-node': wrk(P.nHttp) };
+  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp) };
+  for (const t of ['direct', 'haproxy', 'l4-node']) {
+    rows.push({
+      target: t,
+      'bulk Gbit/s': bulk[t].toFixed(2),
+      'new conn/s': conn[t].rps.toFixed(0),
+      'UDP req/s': udp[t] === undefined ? '—' : udp[t].toFixed(0),
+      errors: conn[t].note,
+    });
+  }
+  console.table(rows);
+  console.log(
+    `l4-node / haproxy: bulk ${(bulk['l4-node'] / bulk.haproxy).toFixed(2)}× (goal ≥ 0.95), ` +
+      `new conn/s ${(conn['l4-node'].rps / conn.haproxy.rps).toFixed(2)}× (goal ≥ 0.5); ` +
+      `l4-node / direct: UDP req/s ${(udp['l4-node'] / udp.direct).toFixed(2)}×`,
+  );
+}
+
+function wrkWarm(port) {
+  execFileSync(
+    'taskset',
+    ['-c', LOAD_CPU, 'wrk', '-t1', '-c16', '-d2s', '-H', 'Connection: close', `http://127.0.0.1:${port}/ok`],
+    {
+      stdio: 'ignore',
+    },
+  );
+}
