@@ -23,7 +23,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
-// biome-ignore lint/suspicious/noUndeclaredEnvVars: a bench knob, not an input of any turbo task
 const DUR = Number(process.env.DUR ?? 3);
 const LOAD_CPU = '0';
 const PROXY_CPU = '1';
@@ -63,7 +62,6 @@ function startNode(listeners, cpu) {
   const env = {
     ...process.env,
     SLB_METRICS_PORT: '0',
-    // biome-ignore lint/suspicious/noUndeclaredEnvVars: a bench knob, not an input of any turbo task
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     SLB_CONFIG_POLL_MS: '0',
   };

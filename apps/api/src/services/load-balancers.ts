@@ -74,7 +74,8 @@ export class LoadBalancerService {
   }
 
   find(scope: Scope, id: string): LoadBalancerRow {
-    const row = scope.tenantId === null ? this.byId.get({ id }) : this.byIdInTenant.get({ id, tenantId: scope.tenantId });
+    const row =
+      scope.tenantId === null ? this.byId.get({ id }) : this.byIdInTenant.get({ id, tenantId: scope.tenantId });
     if (!row) throw notFound('load balancer', id);
     return row;
   }
