@@ -4,6 +4,8 @@ import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
+import { installChannelServer } from './control/channel-server.js';
+import { ControlHub } from './control/hub.js';
 import { ApiError } from './errors.js';
 import { installErrorHandling } from './plugins/errors.js';
 import { installMetrics } from './plugins/metrics.js';
@@ -22,6 +24,8 @@ export interface AppOptions {
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
   adminToken?: string;
   onAdminTokenGenerated?: (token: string) => void;
+  /** Shared secret nodes present on the control channel; without it no node can connect. */
+  nodeToken?: string;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -31,6 +35,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     store: OpenDatabase;
     services: Services;
+    controlHub: ControlHub;
     authenticator: Authenticator;
     idempotency: IdempotencyStore;
     metricsRegistry: Registry;
@@ -75,10 +80,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     : null;
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
 
+  const hub = new ControlHub(store.db, app.log);
   app.decorate('store', store);
+  app.decorate('controlHub', hub);
   app.decorate(
     'services',
-    createServices(store.db, () => app.authenticator),
+    createServices(
+      store.db,
+      () => app.authenticator,
+      (id, version) => hub.runtime(id, version),
+    ),
   );
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
@@ -104,6 +115,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       done();
     });
   }
+
+  // Every successful write may change what a node serves: recompile (coalesced per tick).
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.method !== 'GET' && reply.statusCode < 400 && request.url.startsWith('/v1/')) hub.changed();
+    done();
+  });
 
   app.addHook('onRequest', (request, _reply, done) => {
     if (!request.url.startsWith('/v1/')) return done();
@@ -160,6 +177,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.type(app.metricsRegistry.contentType).send(await app.metricsRegistry.metrics());
   });
 
+  installChannelServer(app, hub, options.nodeToken);
   app.addSchema(ProblemSchema);
   await app.register(registerRoutes, { prefix: '/v1' });
   return app;

@@ -22,6 +22,7 @@ try {
     dbPath: config.SLB_DB_PATH,
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
+    nodeToken: config.SLB_NODE_TOKEN,
     logger,
     // Shown once, on the first start of a new database, and never logged.
     onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),

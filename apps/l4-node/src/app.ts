@@ -28,7 +28,13 @@ function resolve(l: SnapshotListener, s: NodeSnapshot): ResolvedListener {
   if (!acl.ok) throw new Error(acl.reason); // parseSnapshot already rejected this
   const l7 = l.protocol === 'http' || l.protocol === 'https';
   const backends: BackendSpec[] = l7
-    ? s.l7Nodes.map((n) => ({ id: n.nodeId, address: n.address, port: n.port, weight: 100, healthy: n.healthy }))
+    ? s.l7Nodes.map((n) => ({
+        id: n.nodeId,
+        address: n.address,
+        port: l.l7Port ?? n.port,
+        weight: 100,
+        healthy: n.healthy,
+      }))
     : l.backends.map((b) => ({
         id: b.serverId,
         address: b.address,

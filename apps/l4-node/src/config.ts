@@ -13,9 +13,18 @@ const Env = Type.Object({
   ),
   // How often the config file is polled for changes, ms (SIGHUP reloads at once); 0 turns polling off.
   SLB_CONFIG_POLL_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 500 }),
+  // Control-channel mode (no --config): the controller to dial and the shared secret to present.
+  SLB_API_URL: Type.String({ pattern: '^https?://', default: 'http://127.0.0.1:8080' }),
+  SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  // This node's identity in the fleet, the address its listeners bind and clients reach, and its weight.
+  SLB_NODE_ID: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })),
+  SLB_NODE_ADDRESS: Type.String({ minLength: 2, default: '127.0.0.1' }),
+  SLB_NODE_CAPACITY: Type.Integer({ minimum: 0, maximum: 1000, default: 100 }),
+  // Last-known-good snapshot, served on restart while the controller is unreachable.
+  SLB_STATE_DIR: Type.Optional(Type.String({ minLength: 1 })),
 });
 
-export type L4Config = Static<typeof Env> & { configPath: string };
+export type L4Config = Static<typeof Env> & { configPath: string | undefined };
 
 export type ConfigResult = { ok: true; config: L4Config } | { ok: false; reason: string };
 
@@ -23,8 +32,8 @@ export type ConfigResult = { ok: true; config: L4Config } | { ok: false; reason:
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ConfigResult {
   const i = argv.indexOf('--config');
   const configPath = i >= 0 ? argv[i + 1] : undefined;
-  if (configPath === undefined || configPath === '') {
-    return { ok: false, reason: 'usage: main.js --config <snapshot.json> (no control channel yet)' };
+  if (i >= 0 && (configPath === undefined || configPath === '')) {
+    return { ok: false, reason: 'usage: main.js [--config <snapshot.json>] (without it, the node dials SLB_API_URL)' };
   }
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(Env.properties)) {
@@ -36,6 +45,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   if (!Value.Check(Env, withDefaults)) {
     const e = Value.Errors(Env, withDefaults).First();
     return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
+  }
+  if (configPath === undefined && withDefaults.SLB_NODE_TOKEN === undefined) {
+    return { ok: false, reason: 'SLB_NODE_TOKEN is required to join the control plane (or run with --config <file>)' };
   }
   return { ok: true, config: { ...withDefaults, configPath } };
 }

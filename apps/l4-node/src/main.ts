@@ -1,7 +1,11 @@
 import { watchFile } from 'node:fs';
+import { hostname } from 'node:os';
+import { NodeSnapshot } from '@slb/model';
+import { ControlChannelClient } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
+import { LoadSampler } from './load-sampler.js';
 import { startMetricsServer } from './metrics-server.js';
 import { loadSnapshotFile } from './snapshot-loader.js';
 
@@ -14,43 +18,72 @@ const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: process.pid } });
 const node = new L4Node({ logger });
 
-const first = await loadSnapshotFile(config.configPath);
-if (!first.ok) {
-  logger.fatal({ path: config.configPath, reason: first.reason }, `config rejected: ${first.reason}`);
-  process.stderr.write(`l4-node: config rejected: ${first.reason}\n`);
-  process.exit(1);
-}
-node.metrics.reloads.inc({ result: 'applied' });
-await node.apply(first.snapshot);
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
 logger.info({ metricsPort: metrics.address.port, metricsHost: metrics.address.address }, 'metrics listening');
 
-let lastText = '';
-/** Re-reads the file; a bad file is reported and the last good config keeps serving. */
-async function reload(trigger: string): Promise<void> {
-  const r = await loadSnapshotFile(config.configPath);
-  if (!r.ok) {
-    node.metrics.reloads.inc({ result: 'rejected' });
-    logger.warn(
-      { trigger, reason: r.reason },
-      `config rejected, keeping version ${node.current?.version}: ${r.reason}`,
-    );
-    return;
-  }
-  const text = JSON.stringify(r.snapshot);
-  if (trigger === 'poll' && text === lastText) return;
-  lastText = text;
-  node.metrics.reloads.inc({ result: 'applied' });
-  await node.apply(r.snapshot);
-}
-lastText = JSON.stringify(first.snapshot);
-
-process.on('SIGHUP', () => void reload('SIGHUP'));
-if (config.SLB_CONFIG_POLL_MS > 0) {
-  // watchFile (stat polling) survives editors that replace the file by rename, unlike fs.watch.
-  watchFile(config.configPath, { interval: config.SLB_CONFIG_POLL_MS, persistent: false }, (cur, prev) => {
-    if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('poll');
+let channel: ControlChannelClient<NodeSnapshot> | null = null;
+if (config.configPath !== undefined) {
+  await runFromFile(config.configPath);
+} else {
+  const nodeId = config.SLB_NODE_ID ?? hostname();
+  const load = new LoadSampler(node.metrics.registry);
+  channel = new ControlChannelClient<NodeSnapshot>({
+    apiUrl: config.SLB_API_URL,
+    token: config.SLB_NODE_TOKEN!,
+    nodeId,
+    kind: 'l4',
+    address: config.SLB_NODE_ADDRESS,
+    capacity: config.SLB_NODE_CAPACITY,
+    stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
+    schema: NodeSnapshot,
+    apply: async (snapshot) => {
+      node.metrics.reloads.inc({ result: 'applied' });
+      await node.apply(snapshot);
+    },
+    load: () => load.current,
+    logger,
   });
+  await channel.start();
+}
+
+/** File mode: serve `--config`, reload it on SIGHUP and when it changes. */
+async function runFromFile(configPath: string): Promise<void> {
+  const first = await loadSnapshotFile(configPath);
+  if (!first.ok) {
+    logger.fatal({ path: configPath, reason: first.reason }, `config rejected: ${first.reason}`);
+    process.stderr.write(`l4-node: config rejected: ${first.reason}\n`);
+    process.exit(1);
+  }
+  node.metrics.reloads.inc({ result: 'applied' });
+  await node.apply(first.snapshot);
+
+  let lastText = '';
+  /** Re-reads the file; a bad file is reported and the last good config keeps serving. */
+  async function reload(trigger: string): Promise<void> {
+    const r = await loadSnapshotFile(configPath);
+    if (!r.ok) {
+      node.metrics.reloads.inc({ result: 'rejected' });
+      logger.warn(
+        { trigger, reason: r.reason },
+        `config rejected, keeping version ${node.current?.version}: ${r.reason}`,
+      );
+      return;
+    }
+    const text = JSON.stringify(r.snapshot);
+    if (trigger === 'poll' && text === lastText) return;
+    lastText = text;
+    node.metrics.reloads.inc({ result: 'applied' });
+    await node.apply(r.snapshot);
+  }
+  lastText = JSON.stringify(first.snapshot);
+
+  process.on('SIGHUP', () => void reload('SIGHUP'));
+  if (config.SLB_CONFIG_POLL_MS > 0) {
+    // watchFile (stat polling) survives editors that replace the file by rename, unlike fs.watch.
+    watchFile(configPath, { interval: config.SLB_CONFIG_POLL_MS, persistent: false }, (cur, prev) => {
+      if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('poll');
+    });
+  }
 }
 
 let stopping = false;
@@ -66,6 +99,7 @@ async function shutdown(signal: string): Promise<void> {
   }
   stopping = true;
   logger.info({ signal }, 'shutting down');
+  await channel?.close();
   await node.shutdown();
   metrics.server.close();
   logger.info('stopped');

@@ -442,6 +442,14 @@ export interface operations {
                             configVersion: number;
                             /** @description addresses of the L4 nodes hosting it */
                             addresses: string[];
+                            /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                            nodes: {
+                                nodeId: string;
+                                address: string;
+                                online: boolean;
+                                /** @description the node acked a config carrying this configVersion */
+                                converged: boolean;
+                            }[];
                             dnsName: string;
                             /**
                              * Format: date-time
@@ -538,6 +546,14 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
+                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        nodes: {
+                            nodeId: string;
+                            address: string;
+                            online: boolean;
+                            /** @description the node acked a config carrying this configVersion */
+                            converged: boolean;
+                        }[];
                         dnsName: string;
                         /**
                          * Format: date-time
@@ -639,6 +655,14 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
+                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        nodes: {
+                            nodeId: string;
+                            address: string;
+                            online: boolean;
+                            /** @description the node acked a config carrying this configVersion */
+                            converged: boolean;
+                        }[];
                         dnsName: string;
                         /**
                          * Format: date-time
@@ -810,6 +834,14 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
+                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        nodes: {
+                            nodeId: string;
+                            address: string;
+                            online: boolean;
+                            /** @description the node acked a config carrying this configVersion */
+                            converged: boolean;
+                        }[];
                         dnsName: string;
                         /**
                          * Format: date-time

@@ -24,6 +24,15 @@ export const LoadBalancer = Type.Object(
     status: LoadBalancerStatus,
     configVersion: Type.Integer({ description: 'bumped by every change to the LB or anything under it' }),
     addresses: Type.Array(Type.String(), { description: 'addresses of the L4 nodes hosting it' }),
+    nodes: Type.Array(
+      Type.Object({
+        nodeId: Type.String(),
+        address: Type.String(),
+        online: Type.Boolean(),
+        converged: Type.Boolean({ description: 'the node acked a config carrying this configVersion' }),
+      }),
+      { description: 'the L4 nodes hosting it and whether each has applied its latest change' },
+    ),
     dnsName: Type.String(),
     ...Timestamps,
   },

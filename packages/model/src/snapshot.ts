@@ -89,6 +89,13 @@ export const SnapshotListener = StrictObject(
       Type.Integer({ minimum: 1, maximum: 16, description: 'backends tried per client connection; default 3' }),
     ),
     acl: Type.Optional(SnapshotAcl),
+    l7Port: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 65535,
+        description: 'http/https: the port the L7 nodes serve this listener on (PROXY v2); default the l7Nodes port',
+      }),
+    ),
     sessionSync: Type.Boolean({ description: 'publish conntrack/persistence entries to peer nodes' }),
     backends: Type.Array(SnapshotBackend, { maxItems: 1000 }),
   },

@@ -4,14 +4,14 @@ import type { Authenticator } from './auth.js';
 import { CertificateService } from './certificates.js';
 import { HealthService } from './health.js';
 import { ListenerService } from './listeners.js';
-import { LoadBalancerService } from './load-balancers.js';
+import { LoadBalancerService, type RuntimeView } from './load-balancers.js';
 import { NodeService } from './nodes.js';
 import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
 
-export function createServices(db: Db, authenticator: () => Authenticator) {
-  const loadBalancers = new LoadBalancerService(db);
+export function createServices(db: Db, authenticator: () => Authenticator, runtime: RuntimeView) {
+  const loadBalancers = new LoadBalancerService(db, runtime);
   const serverGroups = new ServerGroupService(db, loadBalancers);
   const listeners = new ListenerService(db, loadBalancers, serverGroups);
   return {

@@ -1,4 +1,4 @@
-import { type Db, loadBalancers, newId, nodes } from '@slb/db';
+import { type Db, loadBalancers, newId } from '@slb/db';
 import type { CreateLoadBalancer, ListQuery, LoadBalancer, Placement, UpdateLoadBalancer } from '@slb/model';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
@@ -7,6 +7,9 @@ import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } 
 
 type LoadBalancerRow = typeof loadBalancers.$inferSelect;
 export const DNS_ZONE = 'slb.internal';
+
+/** Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. */
+export type RuntimeView = (lbId: string, configVersion: number) => Pick<LoadBalancer, 'status' | 'addresses' | 'nodes'>;
 
 export function checkPlacement(placement: Placement): void {
   if (placement.mode === 'all' && placement.nodeCount !== undefined) {
@@ -21,9 +24,11 @@ export class LoadBalancerService {
   // Reads are the hot path of the API: prepared once, not rebuilt by the query builder per request.
   private readonly byId;
   private readonly byIdInTenant;
-  private readonly l4Addresses;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly runtime: RuntimeView,
+  ) {
     this.byId = db
       .select()
       .from(loadBalancers)
@@ -34,27 +39,10 @@ export class LoadBalancerService {
       .from(loadBalancers)
       .where(and(eq(loadBalancers.id, sql.placeholder('id')), eq(loadBalancers.tenantId, sql.placeholder('tenantId'))))
       .prepare();
-    this.l4Addresses = db
-      .select({ address: nodes.address })
-      .from(nodes)
-      .where(and(eq(nodes.kind, 'l4'), eq(nodes.drain, false)))
-      .prepare();
   }
 
-  private addressCache = { at: 0, addresses: [] as string[] };
-
-  /**
-   * Addresses of the L4 nodes; until the control channel places LBs, every LB is on all of them.
-   * Cached for a second: node membership moves at heartbeat pace, reads come thousands per second.
-   */
-  private hostingAddresses(now = Date.now()): string[] {
-    if (now - this.addressCache.at > 1000) {
-      this.addressCache = { at: now, addresses: this.l4Addresses.all().map((n) => n.address) };
-    }
-    return this.addressCache.addresses;
-  }
-
-  toApi(row: LoadBalancerRow, addresses = this.hostingAddresses()): LoadBalancer {
+  toApi(row: LoadBalancerRow): LoadBalancer {
+    const { status, addresses, nodes } = this.runtime(row.id, row.configVersion);
     return {
       id: row.id,
       tenantId: row.tenantId,
@@ -63,10 +51,10 @@ export class LoadBalancerService {
       placement: { mode: row.placementMode, nodeCount: row.placementNodeCount },
       deletionProtection: row.deletionProtection,
       tags: row.tags,
-      // No node has acked this LB's config until the control channel exists: provisioning is the honest answer.
-      status: 'provisioning',
+      status,
       configVersion: row.configVersion,
       addresses,
+      nodes,
       dnsName: `${row.id}.${DNS_ZONE}`,
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
@@ -89,8 +77,7 @@ export class LoadBalancerService {
       .orderBy(asc(loadBalancers.id))
       .limit(limit + 1)
       .all();
-    const addresses = this.hostingAddresses();
-    return toPage(rows, limit, (r) => this.toApi(r, addresses));
+    return toPage(rows, limit, (r) => this.toApi(r));
   }
 
   create(auth: AuthContext, input: CreateLoadBalancer): LoadBalancerRow {

@@ -1,0 +1,21 @@
+import { createHash } from 'node:crypto';
+
+/** The range of ports L7 nodes serve HTTP/HTTPS listeners on, one port per listener. */
+export const L7_PORT_BASE = 20000;
+export const L7_PORT_RANGE = 20000;
+
+/**
+ * Assigns each http/https listener a port on the L7 nodes: a hash of its id, probing forward on a
+ * collision. Deterministic for a given set of listeners, so every compile (and every node) agrees.
+ */
+export function assignL7Ports(listenerIds: string[]): Map<string, number> {
+  const taken = new Set<number>();
+  const ports = new Map<string, number>();
+  for (const id of [...listenerIds].sort()) {
+    let slot = createHash('sha256').update(id).digest().readUInt32BE(0) % L7_PORT_RANGE;
+    while (taken.has(slot)) slot = (slot + 1) % L7_PORT_RANGE;
+    taken.add(slot);
+    ports.set(id, L7_PORT_BASE + slot);
+  }
+  return ports;
+}

@@ -1,0 +1,115 @@
+import { type Db, listeners, rules, servers } from '@slb/db';
+import { type HealthCheckConfig, probeKey, resolveHealthCheck } from '@slb/health';
+import type { HealthCheck, HealthCheckJob, HealthCheckTarget } from '@slb/model';
+import { eq, inArray } from 'drizzle-orm';
+
+/** A target the settings could not be resolved for (bad stored data); it is left out, not guessed. */
+export interface SkippedTarget {
+  listenerId: string;
+  serverId: string;
+  reason: string;
+}
+
+export interface HealthPlan {
+  /** Probe key → job payload; one BullMQ job scheduler each. */
+  jobs: Map<string, HealthCheckJob>;
+  skipped: SkippedTarget[];
+}
+
+/**
+ * Every (listener, server) target that must be checked, grouped by probe: running listeners whose check is
+ * enabled × the servers of their default group and their rules' groups. Targets whose probes would be
+ * identical (same address, port and settings) share one job, so a server behind several listeners is
+ * probed once per interval.
+ */
+export function planHealthChecks(db: Db): HealthPlan {
+  const running = db.select().from(listeners).where(eq(listeners.status, 'running')).all();
+  const checked = running.filter((l) => l.healthCheck.enabled);
+  const groupsOf = new Map(checked.map((l) => [l.id, new Set([l.serverGroupId])]));
+  if (checked.length > 0) {
+    const ruleGroups = db
+      .select({ listenerId: rules.listenerId, serverGroupId: rules.serverGroupId })
+      .from(rules)
+      .where(
+        inArray(
+          rules.listenerId,
+          checked.map((l) => l.id),
+        ),
+      )
+      .all();
+    for (const r of ruleGroups) groupsOf.get(r.listenerId)?.add(r.serverGroupId);
+  }
+  const groupIds = [...new Set([...groupsOf.values()].flatMap((s) => [...s]))];
+  const members =
+    groupIds.length === 0 ? [] : db.select().from(servers).where(inArray(servers.serverGroupId, groupIds)).all();
+  const byGroup = new Map<string, typeof members>();
+  for (const m of members) byGroup.set(m.serverGroupId, [...(byGroup.get(m.serverGroupId) ?? []), m]);
+
+  const entries: Array<{
+    key: string;
+    address: string;
+    settings: HealthCheckJob['settings'];
+    target: HealthCheckTarget;
+  }> = [];
+  const skipped: SkippedTarget[] = [];
+  for (const listener of checked) {
+    const seen = new Set<string>();
+    for (const groupId of groupsOf.get(listener.id) ?? []) {
+      for (const server of byGroup.get(groupId) ?? []) {
+        if (seen.has(server.id)) continue;
+        seen.add(server.id);
+        try {
+          const settings = resolveHealthCheck(toConfig(listener.healthCheck), {
+            listenerProtocol: listener.protocol,
+            serverPort: listener.backendPort ?? server.port,
+          });
+          entries.push({
+            key: probeKey(server.address, settings),
+            address: server.address,
+            settings,
+            target: {
+              listenerId: listener.id,
+              serverId: server.id,
+              healthyThreshold: settings.healthyThreshold,
+              unhealthyThreshold: settings.unhealthyThreshold,
+            },
+          });
+        } catch (err) {
+          skipped.push({ listenerId: listener.id, serverId: server.id, reason: (err as Error).message });
+        }
+      }
+    }
+  }
+  // Sorted so the same database yields the same payloads, and an unchanged job is not rewritten.
+  entries.sort((a, b) => cmp(a.target.listenerId, b.target.listenerId) || cmp(a.target.serverId, b.target.serverId));
+  const jobs = new Map<string, HealthCheckJob>();
+  for (const e of entries) {
+    const job = jobs.get(e.key);
+    if (job) job.targets.push(e.target);
+    else jobs.set(e.key, { key: e.key, address: e.address, settings: e.settings, targets: [e.target] });
+  }
+  return { jobs, skipped };
+}
+
+/** The stored (resolved) object back to the package's input shape: null there means "use the default". */
+function toConfig(hc: HealthCheck): HealthCheckConfig {
+  return {
+    enabled: hc.enabled,
+    type: hc.type,
+    ...(hc.port !== null ? { port: hc.port } : {}),
+    method: hc.method,
+    path: hc.path,
+    ...(hc.domain !== null ? { domain: hc.domain } : {}),
+    httpCodes: hc.httpCodes,
+    timeout: hc.timeout,
+    interval: hc.interval,
+    healthyThreshold: hc.healthyThreshold,
+    unhealthyThreshold: hc.unhealthyThreshold,
+    ...(hc.udpRequest !== null ? { udpRequest: hc.udpRequest } : {}),
+    ...(hc.udpExpect !== null ? { udpExpect: hc.udpExpect } : {}),
+  };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { serverHealth } from '@slb/db';
+import { HEALTH_TRANSITION_FIELD, type HealthTransitionMessage, healthTransitionsStream } from '@slb/model';
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestDb, type TestDb } from './test-db.js';
+import { TransitionConsumer } from './transitions.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+let t: TestDb;
+let redis: Redis;
+let prefix: string;
+let consumer: TransitionConsumer | undefined;
+
+beforeEach(() => {
+  t = createTestDb();
+  redis = new Redis(REDIS_URL);
+  prefix = `test-${randomUUID()}`;
+});
+afterEach(async () => {
+  await consumer?.close();
+  consumer = undefined;
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+  t.close();
+});
+
+async function until<T>(what: string, probe: () => T | undefined | false, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = probe();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function add(message: unknown) {
+  const body = typeof message === 'string' ? message : JSON.stringify(message);
+  return redis.xadd(healthTransitionsStream(prefix), '*', HEALTH_TRANSITION_FIELD, body);
+}
+
+describe('TransitionConsumer', () => {
+  it('stores transitions, skips unknown targets and drops malformed messages, acking all', async () => {
+    const g = t.group();
+    const s = t.server(g, '127.0.0.1', 80);
+    const l = t.listener({ serverGroupId: g, port: 80 });
+    const seen: HealthTransitionMessage[] = [];
+    consumer = new TransitionConsumer({
+      db: t.db,
+      redisUrl: REDIS_URL,
+      keyPrefix: prefix,
+      consumer: 'c1',
+      blockMs: 100,
+      onTransition: (m) => {
+        seen.push(m);
+      },
+    });
+    await consumer.start();
+    const abnormal = {
+      listenerId: l,
+      serverId: s,
+      status: 'abnormal',
+      since: '2026-01-01T00:00:00.000Z',
+      lastError: 'ECONNREFUSED',
+    };
+    await add(abnormal);
+    await add('{not json');
+    await add({ ...abnormal, status: 'sideways' });
+    await add({ ...abnormal, extra: 1 });
+    await redis.xadd(healthTransitionsStream(prefix), '*', 'other', 'x');
+    await add({ ...abnormal, listenerId: 'lsn-gone' });
+    await add({ ...abnormal, status: 'normal', since: '2026-01-01T00:00:10.000Z', lastError: null });
+    // An older report arriving late must not overwrite the newer row.
+    await add({ ...abnormal, since: '2026-01-01T00:00:05.000Z' });
+    const stats = consumer.stats;
+    await until('all handled', () => stats.stored + stats.skipped + stats.stale + stats.invalid === 8);
+    expect(stats).toEqual({ stored: 2, skipped: 1, stale: 1, invalid: 4 });
+    const rows = t.db.select().from(serverHealth).all();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      listenerId: l,
+      serverId: s,
+      status: 'normal',
+      since: '2026-01-01T00:00:10.000Z',
+      lastError: null,
+    });
+    expect(seen.map((m) => m.status)).toEqual(['abnormal', 'normal']);
+    const pending = (await redis.xpending(healthTransitionsStream(prefix), 'api')) as [number, ...unknown[]];
+    expect(pending[0]).toBe(0);
+  });
+
+  it('handles entries delivered before a restart but never acked', async () => {
+    const g = t.group();
+    const s = t.server(g, '127.0.0.1', 80);
+    const l = t.listener({ serverGroupId: g, port: 80 });
+    const stream = healthTransitionsStream(prefix);
+    await redis.xgroup('CREATE', stream, 'api', '0', 'MKSTREAM');
+    await add({ listenerId: l, serverId: s, status: 'normal', since: '2026-01-01T00:00:00Z', lastError: null });
+    // A previous incarnation read it and died before storing it.
+    await redis.xreadgroup('GROUP', 'api', 'c1', 'COUNT', 10, 'STREAMS', stream, '>');
+    consumer = new TransitionConsumer({
+      db: t.db,
+      redisUrl: REDIS_URL,
+      keyPrefix: prefix,
+      consumer: 'c1',
+      blockMs: 100,
+    });
+    await consumer.start();
+    expect(consumer.stats.stored).toBe(1);
+    expect(t.db.select().from(serverHealth).all()[0]?.status).toBe('normal');
+  });
+});

@@ -1,0 +1,198 @@
+import { hostname } from 'node:os';
+import { Value } from '@sinclair/typebox/value';
+import { type Db, listeners, serverHealth, servers } from '@slb/db';
+import {
+  HEALTH_KEY_PREFIX_DEFAULT,
+  HEALTH_TRANSITION_FIELD,
+  HealthTransitionMessage,
+  healthTransitionsStream,
+} from '@slb/model';
+import { eq, sql } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
+import { Redis } from 'ioredis';
+
+export interface TransitionConsumerOptions {
+  db: Db;
+  redisUrl: string;
+  /** Prefix of the fleet's keys; the workers' `SLB_HEALTH_KEY_PREFIX`. Default: `slb:health`. */
+  keyPrefix?: string;
+  /** Consumer group; every API instance shares it, so each message is stored once. Default: `api`. */
+  group?: string;
+  /** This consumer's name, stable across restarts so its own unacked entries are found again. Default: host name. */
+  consumer?: string;
+  /** Called after a message is stored (not for skipped or invalid ones); errors are logged, never retried. */
+  onTransition?: (message: HealthTransitionMessage) => void | Promise<void>;
+  /** Entries of another consumer unacked for this long are taken over at start, ms. Default: 30,000. */
+  claimIdleMs?: number;
+  /** XREADGROUP block time, ms; bounds how long close() waits. Default: 1,000. */
+  blockMs?: number;
+  /** Entries per read. Default: 100. */
+  batch?: number;
+  logger?: FastifyBaseLogger;
+}
+
+export interface TransitionStats {
+  stored: number;
+  /** The listener or server no longer exists. */
+  skipped: number;
+  /** Older than the stored status (reordered delivery); not stored, not pushed. */
+  stale: number;
+  /** Not a transition message; dropped. */
+  invalid: number;
+}
+
+type Entry = [id: string, fields: string[]];
+
+/**
+ * Stores the fleet's transitions into `server_health`. Reads the stream through a consumer group and acks an
+ * entry only once it is handled, so a control plane that dies mid-batch re-reads it on restart.
+ */
+export class TransitionConsumer {
+  readonly stats: TransitionStats = { stored: 0, skipped: 0, stale: 0, invalid: 0 };
+  private readonly redis: Redis;
+  private readonly stream: string;
+  private readonly group: string;
+  private readonly consumer: string;
+  private loop: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(private readonly options: TransitionConsumerOptions) {
+    // Its own connection: XREADGROUP BLOCK holds it.
+    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    this.redis.on('error', (err) => this.options.logger?.warn({ err: err.message }, 'transition stream redis error'));
+    this.stream = healthTransitionsStream(options.keyPrefix ?? HEALTH_KEY_PREFIX_DEFAULT);
+    this.group = options.group ?? 'api';
+    this.consumer = options.consumer ?? hostname();
+  }
+
+  /** Creates the group if needed, handles what was left pending, then consumes in the background. */
+  async start(): Promise<void> {
+    await this.redis.connect();
+    try {
+      await this.redis.xgroup('CREATE', this.stream, this.group, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!String(err).includes('BUSYGROUP')) throw err;
+    }
+    await this.recoverPending();
+    this.loop = this.run();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.loop;
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private async recoverPending(): Promise<void> {
+    // Our own entries first (delivered before a restart, never acked), then other consumers' stale ones.
+    for (let round = 0; round < 10_000; round++) {
+      const own = (await this.redis.xreadgroup(
+        'GROUP',
+        this.group,
+        this.consumer,
+        'COUNT',
+        this.options.batch ?? 100,
+        'STREAMS',
+        this.stream,
+        '0',
+      )) as Array<[string, Entry[]]> | null;
+      const entries = own?.[0]?.[1] ?? [];
+      if (entries.length === 0) break;
+      await this.handle(entries);
+    }
+    let cursor = '0-0';
+    for (let round = 0; round < 10_000; round++) {
+      const [next, entries] = (await this.redis.xautoclaim(
+        this.stream,
+        this.group,
+        this.consumer,
+        this.options.claimIdleMs ?? 30_000,
+        cursor,
+        'COUNT',
+        100,
+      )) as [string, Entry[], string[]];
+      await this.handle(entries.filter((e) => Array.isArray(e[1])));
+      cursor = next;
+      if (cursor === '0-0') break;
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const read = (await this.redis.xreadgroup(
+          'GROUP',
+          this.group,
+          this.consumer,
+          'COUNT',
+          this.options.batch ?? 100,
+          'BLOCK',
+          this.options.blockMs ?? 1000,
+          'STREAMS',
+          this.stream,
+          '>',
+        )) as Array<[string, Entry[]]> | null;
+        const entries = read?.[0]?.[1] ?? [];
+        if (entries.length > 0) await this.handle(entries);
+      } catch (err) {
+        if (this.closed) return;
+        this.options.logger?.warn({ err: String(err) }, 'reading health transitions failed; retrying');
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  private async handle(entries: Entry[]): Promise<void> {
+    for (const [id, fields] of entries) {
+      const message = decode(fields);
+      if (message === null) {
+        this.stats.invalid++;
+        this.options.logger?.warn({ id }, 'malformed health transition dropped');
+      } else {
+        const outcome = this.store(message);
+        this.stats[outcome]++;
+        if (outcome === 'stored') {
+          try {
+            await this.options.onTransition?.(message);
+          } catch (err) {
+            this.options.logger?.error({ err: String(err), ...message }, 'onTransition failed');
+          }
+        }
+      }
+      await this.redis.xack(this.stream, this.group, id);
+    }
+  }
+
+  /** Upserts the row unless the listener or server is gone; an older report never overwrites a newer one. */
+  private store(m: HealthTransitionMessage): 'stored' | 'skipped' | 'stale' {
+    const { db } = this.options;
+    return db.transaction((tx) => {
+      const listener = tx.select({ id: listeners.id }).from(listeners).where(eq(listeners.id, m.listenerId)).get();
+      const server = tx.select({ id: servers.id }).from(servers).where(eq(servers.id, m.serverId)).get();
+      if (!listener || !server) return 'skipped';
+      const row = { status: m.status, since: m.since, lastError: m.lastError, updatedAt: new Date().toISOString() };
+      const { changes } = tx
+        .insert(serverHealth)
+        .values({ listenerId: m.listenerId, serverId: m.serverId, ...row })
+        .onConflictDoUpdate({
+          target: [serverHealth.listenerId, serverHealth.serverId],
+          set: row,
+          setWhere: sql`${serverHealth.since} <= excluded.since`,
+        })
+        .run();
+      return changes > 0 ? 'stored' : 'stale';
+    });
+  }
+}
+
+function decode(fields: string[]): HealthTransitionMessage | null {
+  const i = fields.indexOf(HEALTH_TRANSITION_FIELD);
+  const raw = i >= 0 && i % 2 === 0 ? fields[i + 1] : undefined;
+  if (raw === undefined) return null;
+  try {
+    const value: unknown = JSON.parse(raw);
+    return Value.Check(HealthTransitionMessage, value) ? value : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,98 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
+import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
+
+// The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
+// controller). Every message is a JSON object with a `type`, validated with Value.Check on both sides;
+// an invalid one is answered with an `error` and changes nothing.
+
+const NodeId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
+const Version = Type.Integer({ minimum: 0 });
+const Load = Type.Object(
+  {
+    activeConnections: Type.Integer({ minimum: 0 }),
+    newConnectionsPerSecond: Type.Number({ minimum: 0 }),
+    requestsPerSecond: Type.Number({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type NodeLoadReport = Static<typeof Load>;
+
+export const HelloMessage = Type.Object(
+  {
+    type: Type.Literal('hello'),
+    nodeId: NodeId,
+    kind: Type.Union([Type.Literal('l4'), Type.Literal('l7')]),
+    address: Type.String({ minLength: 2, maxLength: 45 }),
+    capacity: Type.Integer({ minimum: 0, maximum: 1000, description: '100 = a normal node' }),
+    appliedVersion: Version,
+  },
+  { additionalProperties: false },
+);
+export const AckMessage = Type.Object({ type: Type.Literal('ack'), version: Version }, { additionalProperties: false });
+export const NackMessage = Type.Object(
+  { type: Type.Literal('nack'), version: Version, reason: Type.String({ maxLength: 2000 }) },
+  { additionalProperties: false },
+);
+export const HeartbeatMessage = Type.Object(
+  { type: Type.Literal('heartbeat'), load: Load },
+  { additionalProperties: false },
+);
+export const NodeMessage = Type.Union([HelloMessage, AckMessage, NackMessage, HeartbeatMessage]);
+export type NodeMessage = Static<typeof NodeMessage>;
+export type HelloMessage = Static<typeof HelloMessage>;
+
+export const L4SnapshotMessage = Type.Object(
+  { type: Type.Literal('snapshot'), kind: Type.Literal('l4'), snapshot: NodeSnapshot },
+  { additionalProperties: false },
+);
+export const L7SnapshotMessage = Type.Object(
+  { type: Type.Literal('snapshot'), kind: Type.Literal('l7'), snapshot: L7NodeSnapshot },
+  { additionalProperties: false },
+);
+/** Only the listeners that changed since `fromVersion`; a node on another version asks for a snapshot by reconnecting. */
+export const L4DeltaMessage = Type.Object(
+  {
+    type: Type.Literal('delta'),
+    kind: Type.Literal('l4'),
+    fromVersion: Version,
+    version: Version,
+    generatedAt: Type.String(),
+    upsert: Type.Array(SnapshotListener),
+    remove: Type.Array(Type.String({ maxLength: 64 })),
+    l7Nodes: Type.Optional(Type.Array(SnapshotL7Node)),
+  },
+  { additionalProperties: false },
+);
+export const L7DeltaMessage = Type.Object(
+  {
+    type: Type.Literal('delta'),
+    kind: Type.Literal('l7'),
+    fromVersion: Version,
+    version: Version,
+    generatedAt: Type.String(),
+    upsert: Type.Array(L7Listener),
+    remove: Type.Array(Type.String({ maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+export const ErrorMessage = Type.Object(
+  { type: Type.Literal('error'), reason: Type.String() },
+  { additionalProperties: false },
+);
+export const ControllerMessage = Type.Union([
+  L4SnapshotMessage,
+  L7SnapshotMessage,
+  L4DeltaMessage,
+  L7DeltaMessage,
+  ErrorMessage,
+]);
+export type ControllerMessage = Static<typeof ControllerMessage>;
+export type L4DeltaMessage = Static<typeof L4DeltaMessage>;
+export type L7DeltaMessage = Static<typeof L7DeltaMessage>;
+
+/** The WebSocket path nodes dial, with `Authorization: Bearer $SLB_NODE_TOKEN`. */
+export const CONTROL_CHANNEL_PATH = '/control/v1/channel';
+/** A message larger than this is refused (a full snapshot of a big fleet fits well within). */
+export const CONTROL_CHANNEL_MAX_BYTES = 64 * 1024 * 1024;
+export const HEARTBEAT_INTERVAL_MS = 1000;

@@ -1,0 +1,108 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Nullable, StringEnum } from './common.js';
+import { HealthCheckType, HttpCodeClass } from './listener.js';
+
+/**
+ * The health-check job catalog shared by the control plane (which schedules the jobs) and the worker fleet
+ * (which runs them), plus the transition messages the fleet sends back. Both sides `Value.Check` against
+ * these schemas, so a payload written by one version and read by another is validated, never trusted.
+ */
+
+/** Default BullMQ queue name (`SLB_HEALTH_QUEUE`). */
+export const HEALTH_QUEUE_DEFAULT = 'slb-health';
+/** Default prefix of the fleet's own Redis keys: target state and the transition stream. */
+export const HEALTH_KEY_PREFIX_DEFAULT = 'slb:health';
+
+/** Per-target threshold state, one key per (listener, server), shared by every worker. */
+export function healthStateKey(prefix: string, listenerId: string, serverId: string): string {
+  return `${prefix}:state:${listenerId}:${serverId}`;
+}
+
+/** The Redis stream the workers append transitions to and the control plane consumes. */
+export function healthTransitionsStream(prefix: string): string {
+  return `${prefix}:transitions`;
+}
+
+/** Resolved probe settings (packages/health `HealthCheckSettings`): every default applied. */
+export const HealthProbeSettings = Type.Object(
+  {
+    enabled: Type.Boolean(),
+    type: HealthCheckType,
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    timeout: Type.Integer({ minimum: 1, maximum: 300 }),
+    interval: Type.Integer({ minimum: 1, maximum: 50 }),
+    healthyThreshold: Type.Integer({ minimum: 2, maximum: 10 }),
+    unhealthyThreshold: Type.Integer({ minimum: 2, maximum: 10 }),
+    method: StringEnum(['HEAD', 'GET']),
+    path: Type.String({ minLength: 1, maxLength: 200 }),
+    domain: Nullable(Type.String({ minLength: 1, maxLength: 253 })),
+    httpCodes: Type.Array(HttpCodeClass, { minItems: 1, maxItems: 4 }),
+    https: Type.Boolean(),
+    udpRequest: Type.String({ maxLength: 500 }),
+    udpExpect: Type.String({ maxLength: 500 }),
+  },
+  { additionalProperties: false, title: 'HealthProbeSettings' },
+);
+export type HealthProbeSettings = Static<typeof HealthProbeSettings>;
+
+/** One (listener, server) pair fed by a probe; thresholds are per target, the probe is shared. */
+export const HealthCheckTarget = Type.Object(
+  {
+    listenerId: Type.String({ minLength: 1, maxLength: 64 }),
+    serverId: Type.String({ minLength: 1, maxLength: 64 }),
+    healthyThreshold: Type.Integer({ minimum: 2, maximum: 10 }),
+    unhealthyThreshold: Type.Integer({ minimum: 2, maximum: 10 }),
+  },
+  { additionalProperties: false, title: 'HealthCheckTarget' },
+);
+export type HealthCheckTarget = Static<typeof HealthCheckTarget>;
+
+/** Payload of the `health-check` job: probe `address` once with `settings`, feed every target. */
+export const HealthCheckJob = Type.Object(
+  {
+    /** `probeKey(address, settings)`; also the BullMQ job scheduler id. */
+    key: Type.String({ minLength: 1, maxLength: 300 }),
+    address: Type.String({ minLength: 1, maxLength: 255 }),
+    settings: HealthProbeSettings,
+    targets: Type.Array(HealthCheckTarget, { minItems: 1, maxItems: 10_000 }),
+  },
+  { additionalProperties: false, title: 'HealthCheckJob' },
+);
+export type HealthCheckJob = Static<typeof HealthCheckJob>;
+
+/**
+ * Job name → payload schema and policy. One job per probe key per interval; no retries (the next interval
+ * is the retry) and nothing kept after completion (the result lives in the target state, not the job).
+ */
+export const HEALTH_JOBS = {
+  'health-check': {
+    payload: HealthCheckJob,
+    /** BullMQ job options of every job the scheduler produces. */
+    options: { attempts: 1, removeOnComplete: true, removeOnFail: 1000 },
+  },
+} as const;
+export type HealthJobName = keyof typeof HEALTH_JOBS;
+export type HealthJobPayload<N extends HealthJobName> = Static<(typeof HEALTH_JOBS)[N]['payload']>;
+
+/** RFC 3339 with a zone; TypeBox's Value.Check knows no `date-time` format, so it is a pattern. */
+const Rfc3339 = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$',
+  description: 'RFC 3339 timestamp',
+});
+
+/** A target's status as reported by the fleet: on a transition, and once for a target first seen failing. */
+export const HealthTransitionMessage = Type.Object(
+  {
+    listenerId: Type.String({ minLength: 1, maxLength: 64 }),
+    serverId: Type.String({ minLength: 1, maxLength: 64 }),
+    status: StringEnum(['normal', 'abnormal']),
+    /** When the target entered this status. */
+    since: Rfc3339,
+    lastError: Nullable(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false, title: 'HealthTransitionMessage' },
+);
+export type HealthTransitionMessage = Static<typeof HealthTransitionMessage>;
+
+/** Field of a transition stream entry that holds the JSON message. */
+export const HEALTH_TRANSITION_FIELD = 'message';

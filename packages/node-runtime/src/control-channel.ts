@@ -1,0 +1,229 @@
+import type { TSchema } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { Value } from '@sinclair/typebox/value';
+import {
+  CONTROL_CHANNEL_MAX_BYTES,
+  CONTROL_CHANNEL_PATH,
+  ControllerMessage,
+  HEARTBEAT_INTERVAL_MS,
+  type NodeLoadReport,
+  type NodeMessage,
+} from '@slb/model';
+import WebSocket from 'ws';
+import { reconnectDelay } from './backoff.js';
+import { applyListenerDelta } from './delta.js';
+import { loadSavedSnapshot, saveSnapshot } from './state-file.js';
+
+export interface ChannelLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+interface VersionedSnapshot {
+  version: number;
+  generatedAt: string;
+  listeners: { id: string }[];
+}
+
+export interface ControlChannelOptions<S extends VersionedSnapshot> {
+  /** Control plane base URL, e.g. http://127.0.0.1:8080 (SLB_API_URL). */
+  apiUrl: string;
+  /** Shared secret (SLB_NODE_TOKEN); never logged. */
+  token: string;
+  nodeId: string;
+  kind: 'l4' | 'l7';
+  address: string;
+  /** 100 = a normal node. */
+  capacity: number;
+  /** Where the last applied snapshot is kept (SLB_STATE_DIR). */
+  stateDir: string;
+  /** The schema every snapshot is validated against before it is applied. */
+  schema: TSchema;
+  /** Applies a validated snapshot; throws (with a reason) to refuse it. */
+  apply(snapshot: S): Promise<void>;
+  load(): NodeLoadReport;
+  logger: ChannelLogger;
+  /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
+  maxReconnectDelayMs?: number;
+}
+
+const checkControllerMessage = TypeCompiler.Compile(ControllerMessage);
+
+/**
+ * The node side of the control channel: dials out, says hello with its last applied version, applies
+ * snapshots and deltas (validated first; a bad one is nacked and the last good config keeps serving),
+ * acks, sends heartbeats, and reconnects with jittered backoff.
+ */
+export class ControlChannelClient<S extends VersionedSnapshot> {
+  current: S | null = null;
+  connected = false;
+  private socket: WebSocket | null = null;
+  private attempt = 0;
+  private closed = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private queue: Promise<void> = Promise.resolve();
+  private readonly listeners = new Set<(version: number) => void>();
+
+  constructor(private readonly options: ControlChannelOptions<S>) {}
+
+  /** Serves the saved snapshot first (static stability), then connects in the background. */
+  async start(): Promise<void> {
+    const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema);
+    if (saved.snapshot) {
+      try {
+        await this.options.apply(saved.snapshot);
+        this.current = saved.snapshot;
+        this.options.logger.info(
+          { version: saved.snapshot.version },
+          'serving the saved snapshot until the control plane answers',
+        );
+      } catch (err) {
+        this.options.logger.warn(
+          { err: String(err) },
+          'the saved snapshot could not be applied; waiting for the control plane',
+        );
+      }
+    } else if ('reason' in saved) {
+      this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
+    }
+    this.connect();
+  }
+
+  /** Resolves when a snapshot of at least `version` has been applied. */
+  onApplied(listener: (version: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.socket?.close();
+    await this.queue;
+  }
+
+  private connect(): void {
+    if (this.closed) return;
+    const url = `${this.options.apiUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${CONTROL_CHANNEL_PATH}`;
+    const socket = new WebSocket(url, {
+      headers: { authorization: `Bearer ${this.options.token}` },
+      maxPayload: CONTROL_CHANNEL_MAX_BYTES,
+      handshakeTimeout: 5000,
+    });
+    this.socket = socket;
+    socket.on('open', () => {
+      this.connected = true;
+      this.attempt = 0;
+      this.send({
+        type: 'hello',
+        nodeId: this.options.nodeId,
+        kind: this.options.kind,
+        address: this.options.address,
+        capacity: this.options.capacity,
+        appliedVersion: this.current?.version ?? 0,
+      });
+      this.heartbeat = setInterval(
+        () => this.send({ type: 'heartbeat', load: this.options.load() }),
+        HEARTBEAT_INTERVAL_MS,
+      );
+      this.options.logger.info({ url }, 'control channel connected');
+    });
+    socket.on('message', (data) => {
+      this.queue = this.queue
+        .then(() => this.handle(data.toString()))
+        .catch((err) => {
+          this.options.logger.error({ err: String(err) }, 'control message handling failed');
+        });
+    });
+    socket.on('unexpected-response', (_req, res) => {
+      this.options.logger.warn({ status: res.statusCode }, 'control plane refused the channel (check SLB_NODE_TOKEN)');
+    });
+    socket.on('error', (err) => this.options.logger.warn({ err: err.message }, 'control channel error'));
+    socket.on('close', () => {
+      this.connected = false;
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = null;
+      if (this.closed) return;
+      const delay = reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000);
+      this.reconnectTimer = setTimeout(() => this.connect(), delay);
+    });
+  }
+
+  private send(message: NodeMessage): void {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  private async handle(text: string): Promise<void> {
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.options.logger.warn({}, 'control plane sent a message that is not JSON; ignored');
+      return;
+    }
+    if (!checkControllerMessage.Check(message)) {
+      const first = checkControllerMessage.Errors(message).First();
+      this.options.logger.warn({ path: first?.path, error: first?.message }, 'invalid control message ignored');
+      return;
+    }
+    if (message.type === 'error') {
+      this.options.logger.warn({ reason: message.reason }, 'control plane reported an error');
+      return;
+    }
+    if (message.kind !== this.options.kind) {
+      this.options.logger.warn({ kind: message.kind }, 'config for another kind of node ignored');
+      return;
+    }
+    let next: unknown;
+    if (message.type === 'snapshot') {
+      next = message.snapshot;
+    } else {
+      if (!this.current || this.current.version !== message.fromVersion) {
+        // Out of step: reconnecting says hello with our version, and the controller answers with a snapshot.
+        this.options.logger.warn(
+          { have: this.current?.version, fromVersion: message.fromVersion },
+          'delta out of step; resyncing',
+        );
+        this.socket?.close();
+        return;
+      }
+      const base = this.current as unknown as Record<string, unknown>;
+      next = {
+        ...base,
+        version: message.version,
+        generatedAt: message.generatedAt,
+        listeners: applyListenerDelta(this.current.listeners, message.upsert as { id: string }[], message.remove),
+        ...('l7Nodes' in message && message.l7Nodes ? { l7Nodes: message.l7Nodes } : {}),
+      };
+    }
+    await this.applyAndAck(next);
+  }
+
+  private async applyAndAck(next: unknown): Promise<void> {
+    const version = (next as { version: number }).version;
+    if (!Value.Check(this.options.schema, next)) {
+      const first = Value.Errors(this.options.schema, next).First();
+      const reason = `invalid snapshot at ${first?.path || '/'}: ${first?.message}`;
+      this.send({ type: 'nack', version, reason });
+      this.options.logger.warn({ version, reason }, 'snapshot rejected; keeping the last good config');
+      return;
+    }
+    try {
+      await this.options.apply(next as S);
+    } catch (err) {
+      const reason = (err as Error).message || String(err);
+      this.send({ type: 'nack', version, reason });
+      this.options.logger.warn({ version, reason }, 'snapshot could not be applied; keeping the last good config');
+      return;
+    }
+    this.current = next as S;
+    await saveSnapshot(this.options.stateDir, next).catch((err) =>
+      this.options.logger.error({ err: String(err) }, 'could not save the snapshot to disk'),
+    );
+    this.send({ type: 'ack', version });
+    for (const l of this.listeners) l(version);
+  }
+}

@@ -1,0 +1,37 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const FILE = 'last-known-good.json';
+
+/**
+ * Writes the applied snapshot so a restarted node serves it while the control plane is unreachable
+ * (static stability). Write-then-rename: a crash mid-write leaves the previous file, never half a file.
+ */
+export async function saveSnapshot(dir: string, snapshot: unknown): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
+  await writeFile(tmp, JSON.stringify(snapshot), { mode: 0o600 }); // holds TLS keys on L7 nodes
+  await rename(tmp, join(dir, FILE));
+}
+
+/** The saved snapshot, or null when there is none or it no longer validates (then it is ignored, not fatal). */
+export async function loadSavedSnapshot<T>(
+  dir: string,
+  schema: TSchema,
+): Promise<{ snapshot: T } | { snapshot: null; reason: string }> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, FILE), 'utf8');
+  } catch {
+    return { snapshot: null, reason: 'no saved snapshot' };
+  }
+  try {
+    const value = JSON.parse(text);
+    if (!Value.Check(schema, value)) return { snapshot: null, reason: 'saved snapshot does not validate' };
+    return { snapshot: value as T };
+  } catch {
+    return { snapshot: null, reason: 'saved snapshot is not JSON' };
+  }
+}
