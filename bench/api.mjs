@@ -42,7 +42,13 @@ function start(script, env) {
 
 async function waitFor(url) {
   for (let i = 0; i < 100; i++) {
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not come up`);
@@ -63,13 +69,16 @@ const api = start([join(root, 'apps/api/dist/main.js')], {
   PORT: String(apiPort),
   SLB_DB_PATH: join(dir, 'slb.db'),
   SLB_ADMIN_TOKEN: TOKEN,
+  SLB_DNS_PORT: '0',
   LOG_LEVEL: 'warn',
 });
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 try {
   await waitFor(`${apiUrl}/healthz`);
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-  const lb = await (await fetch(`${apiUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })).json();
+  const lb = await (
+    await fetch(`${apiUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })
+  ).json();
   const bare = start([join(root, 'bench/bare-fastify.mjs')], { PORT: String(barePort), BODY: JSON.stringify(lb) });
   const bareUrl = `http://127.0.0.1:${barePort}`;
   try {
@@ -80,11 +89,18 @@ try {
       readApi: await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers }),
       readBare: await run({ url: `${bareUrl}/lb` }),
       createApi: await run({ url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' }),
-      createBare: await run({ url: `${bareUrl}/lb`, method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"bench"}' }),
+      createBare: await run({
+        url: `${bareUrl}/lb`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"bench"}',
+      }),
     };
     const row = (name, r) =>
       `${name.padEnd(34)} ${String(Math.round(r.requests.average)).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
-    console.log(`\nAPI benchmark (${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`);
+    console.log(
+      `\nAPI benchmark (${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`,
+    );
     console.log(row('GET /v1/load-balancers/{id}', results.readApi));
     console.log(row('bare fastify GET (same JSON)', results.readBare));
     console.log(row('POST /v1/load-balancers', results.createApi));

@@ -26,6 +26,8 @@ export interface AppOptions {
   onAdminTokenGenerated?: (token: string) => void;
   /** Shared secret nodes present on the control channel; without it no node can connect. */
   nodeToken?: string;
+  /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
+  dnsZone?: string;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;

@@ -13,6 +13,12 @@ const Env = Type.Object({
   SLB_ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** Shared secret nodes present on the control channel. */
   SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /** DNS responder for `<lbId>.<zone>` (UDP and TCP on the same port); 0 picks a free one. */
+  SLB_DNS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8053 }),
+  SLB_DNS_ZONE: Type.String({
+    pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$',
+    default: 'slb.internal',
+  }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },

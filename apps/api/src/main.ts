@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
+import { DnsResponder } from './dns/responder.js';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -23,6 +24,7 @@ try {
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,
+    dnsZone: config.SLB_DNS_ZONE,
     logger,
     // Shown once, on the first start of a new database, and never logged.
     onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),
@@ -32,7 +34,11 @@ try {
     else logger.info({ signal }, 'shutting down');
     await app.close();
   });
+  const dns = new DnsResponder(config.SLB_DNS_ZONE, (lbId) => app.services.loadBalancers.addressesOf(lbId), logger);
+  app.addHook('onClose', async () => dns.close());
   await app.listen({ host: config.HOST, port: config.PORT });
+  const dnsPort = await dns.listen(config.HOST, config.SLB_DNS_PORT);
+  logger.info({ dnsPort, zone: config.SLB_DNS_ZONE }, 'DNS responder listening');
 } catch (err) {
   logger.fatal({ err: { message: (err as Error).message, name: (err as Error).name } }, 'cannot start');
   process.stderr.write(`slb-api: cannot start: ${(err as Error).message}\n`);

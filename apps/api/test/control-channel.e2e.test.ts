@@ -1,9 +1,11 @@
+import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
 import { CONTROL_CHANNEL_PATH } from '@slb/model';
+import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { API_MAIN, eventually, freePort, L4_MAIN, type Proc, startProcess } from './fleet.js';
@@ -17,6 +19,28 @@ const nodes = new Map<string, Proc>();
 const backends: Server[] = [];
 const backendPorts: number[] = [];
 let frontendPort: number;
+let dnsPort: number;
+
+/** A records the API's DNS responder gives for `name`. */
+function resolveA(name: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket('udp4');
+    const timer = setTimeout(() => {
+      socket.close();
+      reject(new Error('dns timeout'));
+    }, 1000);
+    socket.on('message', (m) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve((dnsPacket.decode(m).answers ?? []).map((a) => String((a as { data: unknown }).data)).sort());
+    });
+    socket.send(
+      dnsPacket.encode({ type: 'query', id: 7, questions: [{ type: 'A', name, class: 'IN' }] }),
+      dnsPort,
+      '127.0.0.1',
+    );
+  });
+}
 
 function startApi(): Proc {
   return startProcess(API_MAIN, {
@@ -24,6 +48,7 @@ function startApi(): Proc {
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_DNS_PORT: String(dnsPort),
     LOG_LEVEL: 'info',
   });
 }
@@ -73,6 +98,7 @@ const apiUp = () => fetch(`http://127.0.0.1:${apiPort}/healthz`).then((r) => (r.
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slb-fleet-'));
   apiPort = await freePort();
+  dnsPort = await freePort();
   frontendPort = await freePort('127.0.0.11');
   for (const name of ['b1', 'b2']) {
     const server = createServer((socket) => {
@@ -135,6 +161,7 @@ describe('control channel with real processes', () => {
     });
     expect(active.addresses.sort()).toEqual(['127.0.0.11', '127.0.0.12']);
     expect(active.nodes.every((n) => n.converged && n.online)).toBe(true);
+    expect(await resolveA(active.dnsName)).toEqual(['127.0.0.11', '127.0.0.12']);
     const answers = new Set<string>();
     for (let i = 0; i < 6; i++) answers.add(await ask('127.0.0.11', frontendPort));
     expect(answers).toEqual(new Set(['b1', 'b2']));
@@ -237,6 +264,7 @@ describe('control channel with real processes', () => {
     });
     expect(Date.now() - started).toBeLessThan(5000);
     expect(lb.addresses).toEqual(['127.0.0.11']);
+    expect(await resolveA(lb.dnsName)).toEqual(['127.0.0.11']);
     const node = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: 'node-b' } } });
     expect(node.data!.status).toBe('offline');
     expect(node.data!.appliedConfigVersion).toBeGreaterThan(0);

@@ -36,6 +36,7 @@ async function startApi(): Promise<void> {
       PORT: String(port),
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
+      SLB_DNS_PORT: '0',
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,8 +10,8 @@ import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
 
-export function createServices(db: Db, authenticator: () => Authenticator, runtime: RuntimeView) {
-  const loadBalancers = new LoadBalancerService(db, runtime);
+export function createServices(db: Db, authenticator: () => Authenticator, runtime: RuntimeView, dnsZone?: string) {
+  const loadBalancers = new LoadBalancerService(db, runtime, dnsZone);
   const serverGroups = new ServerGroupService(db, loadBalancers);
   const listeners = new ListenerService(db, loadBalancers, serverGroups);
   return {

@@ -6,7 +6,7 @@ import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
 
 type LoadBalancerRow = typeof loadBalancers.$inferSelect;
-export const DNS_ZONE = 'slb.internal';
+export const DEFAULT_DNS_ZONE = 'slb.internal';
 
 /** Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. */
 export type RuntimeView = (lbId: string, configVersion: number) => Pick<LoadBalancer, 'status' | 'addresses' | 'nodes'>;
@@ -28,6 +28,7 @@ export class LoadBalancerService {
   constructor(
     private readonly db: Db,
     private readonly runtime: RuntimeView,
+    private readonly dnsZone = DEFAULT_DNS_ZONE,
   ) {
     this.byId = db
       .select()
@@ -55,7 +56,7 @@ export class LoadBalancerService {
       configVersion: row.configVersion,
       addresses,
       nodes,
-      dnsName: `${row.id}.${DNS_ZONE}`,
+      dnsName: `${row.id}.${this.dnsZone}`,
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
     };
@@ -66,6 +67,12 @@ export class LoadBalancerService {
       scope.tenantId === null ? this.byId.get({ id }) : this.byIdInTenant.get({ id, tenantId: scope.tenantId });
     if (!row) throw notFound('load balancer', id);
     return row;
+  }
+
+  /** For the DNS responder: the addresses serving an LB, or null when there is no such LB. */
+  addressesOf(id: string): string[] | null {
+    const row = this.byId.get({ id });
+    return row ? this.runtime(row.id, row.configVersion).addresses : null;
   }
 
   list(scope: Scope, query: ListQuery) {

@@ -1,0 +1,85 @@
+import { createSocket } from 'node:dgram';
+import { createConnection } from 'node:net';
+import dnsPacket from 'dns-packet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DnsResponder } from './responder.js';
+
+const LB = 'lb-01m8ner50mnhdg38k7n0';
+const table: Record<string, string[]> = { [LB]: ['127.0.0.11', '127.0.0.12', '::1'] };
+const responder = new DnsResponder('slb.internal', (id) => table[id] ?? null, { warn: () => {} });
+let port: number;
+
+beforeAll(async () => {
+  port = await responder.listen('127.0.0.1', 0);
+});
+afterAll(() => responder.close());
+
+function queryUdp(payload: Buffer, timeoutMs = 1000): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const socket = createSocket('udp4');
+    const timer = setTimeout(() => {
+      socket.close();
+      resolve(null);
+    }, timeoutMs);
+    socket.on('message', (m) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(m);
+    });
+    socket.send(payload, port, '127.0.0.1');
+  });
+}
+
+const query = (name: string, type: 'A' | 'AAAA' = 'A') =>
+  dnsPacket.encode({
+    type: 'query',
+    id: 42,
+    flags: dnsPacket.RECURSION_DESIRED,
+    questions: [{ type, name, class: 'IN' }],
+  });
+
+describe('DNS responder', () => {
+  it('answers A records of the nodes hosting an LB, with a 5 s TTL', async () => {
+    const reply = dnsPacket.decode((await queryUdp(query(`${LB}.slb.internal`)))!);
+    expect(reply.id).toBe(42);
+    expect(reply.rcode).toBe('NOERROR');
+    expect(reply.answers?.map((a) => (a as { data: string }).data)).toEqual(['127.0.0.11', '127.0.0.12']);
+    expect(reply.answers?.every((a) => (a as { ttl: number }).ttl === 5)).toBe(true);
+  });
+
+  it('answers AAAA for IPv6 nodes, and is case-insensitive', async () => {
+    const reply = dnsPacket.decode((await queryUdp(query(`${LB.toUpperCase()}.SLB.internal`, 'AAAA')))!);
+    expect(reply.answers?.map((a) => (a as { data: string }).data)).toEqual(['::1']);
+  });
+
+  it('answers NXDOMAIN for unknown names and REFUSED outside the zone', async () => {
+    expect(dnsPacket.decode((await queryUdp(query('lb-00000000000000000000.slb.internal')))!).rcode).toBe('NXDOMAIN');
+    expect(dnsPacket.decode((await queryUdp(query('www.example.com')))!).rcode).toBe('REFUSED');
+  });
+
+  it('drops UDP garbage without answering, and keeps serving', async () => {
+    for (const garbage of [Buffer.from('hello'), Buffer.alloc(0), Buffer.alloc(600, 0xff)]) {
+      expect(await queryUdp(garbage, 200)).toBeNull();
+    }
+    expect(responder.malformed).toBeGreaterThanOrEqual(2);
+    expect(dnsPacket.decode((await queryUdp(query(`${LB}.slb.internal`)))!).rcode).toBe('NOERROR');
+  });
+
+  it('answers over TCP too', async () => {
+    const reply = await new Promise<Buffer>((resolve, reject) => {
+      const socket = createConnection({ host: '127.0.0.1', port }, () =>
+        socket.write(dnsPacket.streamEncode(dnsPacket.decode(query(`${LB}.slb.internal`)))),
+      );
+      let data = Buffer.alloc(0);
+      socket.on('data', (d) => {
+        data = Buffer.concat([data, d]);
+        if (data.length >= 2 && data.length >= 2 + data.readUInt16BE(0)) {
+          socket.end();
+          resolve(data);
+        }
+      });
+      socket.on('error', reject);
+    });
+    expect(dnsPacket.streamDecode(reply).answers).toHaveLength(2);
+  });
+});

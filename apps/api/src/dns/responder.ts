@@ -1,0 +1,131 @@
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { createServer, isIPv4, isIPv6, type Server, type Socket } from 'node:net';
+import dnsPacket, { type Answer, type Packet } from 'dns-packet';
+
+/** TTL of every answer: short, so clients follow the fleet within seconds of a node going away. */
+export const DNS_TTL_SECONDS = 5;
+const MAX_TCP_MESSAGE = 4096;
+
+export interface DnsLogger {
+  warn(obj: object, msg?: string): void;
+}
+
+/** Addresses of the online nodes hosting `lbId`, or null when no such LB exists. */
+export type LbAddressLookup = (lbId: string) => string[] | null;
+
+// dns-packet encodes the response code as the low 4 bits of `flags`.
+const RCODE = { NOERROR: 0, FORMERR: 1, NXDOMAIN: 3, REFUSED: 5 } as const;
+const withRcode = (reply: Packet, rcode: keyof typeof RCODE): Packet => ({
+  ...reply,
+  flags: (reply.flags ?? 0) | RCODE[rcode],
+});
+
+/** Builds the answer to one query: A/AAAA for `<lbId>.<zone>`, NXDOMAIN for unknown names in the zone. */
+export function answer(query: Packet, zone: string, lookup: LbAddressLookup): Packet {
+  const question = query.questions?.[0];
+  const reply: Packet = {
+    type: 'response',
+    id: query.id ?? 0,
+    flags: dnsPacket.AUTHORITATIVE_ANSWER | ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED),
+    questions: query.questions ?? [],
+    answers: [],
+  };
+  if (!question || query.questions!.length !== 1) return withRcode(reply, 'FORMERR');
+  const name = question.name.toLowerCase().replace(/\.$/, '');
+  const suffix = `.${zone.toLowerCase()}`;
+  if (!name.endsWith(suffix)) return withRcode(reply, 'REFUSED');
+  const label = name.slice(0, -suffix.length);
+  const addresses = /^lb-[0-9a-z]{20}$/.test(label) ? lookup(label) : null;
+  if (addresses === null) return withRcode(reply, 'NXDOMAIN');
+  const qtype = question.type as string; // dns-packet names qtype 255 'ANY', which its types omit
+  const answers: Answer[] = [];
+  for (const address of addresses) {
+    if ((qtype === 'A' || qtype === 'ANY') && isIPv4(address)) {
+      answers.push({ type: 'A', name: question.name, ttl: DNS_TTL_SECONDS, class: 'IN', data: address });
+    }
+    if ((qtype === 'AAAA' || qtype === 'ANY') && isIPv6(address)) {
+      answers.push({ type: 'AAAA', name: question.name, ttl: DNS_TTL_SECONDS, class: 'IN', data: address });
+    }
+  }
+  return withRcode({ ...reply, answers }, 'NOERROR');
+}
+
+/** Decodes a query or returns null; malformed input is dropped, never an exception. */
+function decode(message: Buffer): Packet | null {
+  try {
+    const packet = dnsPacket.decode(message);
+    return packet.type === 'query' ? packet : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The DNS responder of the API process, on UDP and TCP of the same port. */
+export class DnsResponder {
+  private udp: UdpSocket | null = null;
+  private tcp: Server | null = null;
+  malformed = 0;
+
+  constructor(
+    private readonly zone: string,
+    private readonly lookup: LbAddressLookup,
+    private readonly log: DnsLogger,
+  ) {}
+
+  async listen(host: string, port: number): Promise<number> {
+    const udp = createSocket(isIPv6(host) ? 'udp6' : 'udp4');
+    udp.on('message', (message, remote) => {
+      const query = decode(message);
+      if (!query) {
+        this.malformed++;
+        return;
+      }
+      udp.send(dnsPacket.encode(answer(query, this.zone, this.lookup)), remote.port, remote.address);
+    });
+    udp.on('error', (err) => this.log.warn({ err: err.message }, 'dns udp error'));
+    await new Promise<void>((resolve, reject) => {
+      udp.once('error', reject);
+      udp.bind(port, host, () => resolve());
+    });
+    const bound = udp.address().port;
+    const tcp = createServer((socket) => this.serveTcp(socket));
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen(bound, host, () => resolve());
+    });
+    this.udp = udp;
+    this.tcp = tcp;
+    return bound;
+  }
+
+  private serveTcp(socket: Socket): void {
+    let buffered = Buffer.alloc(0);
+    socket.setTimeout(5000, () => socket.destroy());
+    socket.on('error', () => {});
+    socket.on('data', (chunk) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 2) {
+        const length = buffered.readUInt16BE(0);
+        if (length > MAX_TCP_MESSAGE) {
+          this.malformed++;
+          socket.destroy();
+          return;
+        }
+        if (buffered.length < 2 + length) return;
+        const query = decode(buffered.subarray(2, 2 + length));
+        buffered = buffered.subarray(2 + length);
+        if (!query) {
+          this.malformed++;
+          socket.destroy();
+          return;
+        }
+        socket.write(dnsPacket.streamEncode(answer(query, this.zone, this.lookup)));
+      }
+    });
+  }
+
+  close(): void {
+    this.udp?.close();
+    this.tcp?.close();
+  }
+}
