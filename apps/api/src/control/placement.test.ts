@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { assignL7Ports, L7_PORT_BASE, L7_PORT_RANGE } from './l7-port.js';
+import { type PlacementNode, place, points } from './placement.js';
+
+const node = (id: string, capacityWeight = 100, activeConnections = 0): PlacementNode => ({
+  id,
+  capacityWeight,
+  activeConnections,
+});
+
+describe('placement', () => {
+  it('mode all places an LB on every eligible node', () => {
+    const result = place([{ id: 'lb-1', mode: 'all', nodeCount: null }], [node('b'), node('a')], new Map());
+    expect(result.get('lb-1')).toEqual(['a', 'b']);
+  });
+
+  it('spread picks nodeCount nodes by points: capacity weight against load', () => {
+    const nodes = [node('a', 100, 5000), node('b', 100, 0), node('c', 300, 2000)];
+    const result = place([{ id: 'lb-1', mode: 'spread', nodeCount: 2 }], nodes, new Map());
+    expect(result.get('lb-1')).toEqual(['b', 'c']);
+    expect(points(node('x', 200, 0), 0)).toBeGreaterThan(points(node('y', 100, 0), 0));
+    expect(points(node('z', 0, 0), 0)).toBe(Number.NEGATIVE_INFINITY);
+  });
+
+  it('spreads many LBs evenly across equal nodes', () => {
+    const lbs = Array.from({ length: 30 }, (_, i) => ({
+      id: `lb-${String(i).padStart(2, '0')}`,
+      mode: 'spread' as const,
+      nodeCount: 1,
+    }));
+    const result = place(lbs, [node('a'), node('b'), node('c')], new Map());
+    const perNode = new Map<string, number>();
+    for (const ids of result.values()) for (const id of ids) perNode.set(id, (perNode.get(id) ?? 0) + 1);
+    expect([...perNode.values()]).toEqual([10, 10, 10]);
+  });
+
+  it('keeps an LB where it is while its nodes stay, and replaces only a node that left', () => {
+    const previous = new Map([['lb-1', ['a', 'b']]]);
+    const stay = place(
+      [{ id: 'lb-1', mode: 'spread', nodeCount: 2 }],
+      [node('a'), node('b', 100, 9000), node('c')],
+      previous,
+    );
+    expect(stay.get('lb-1')).toEqual(['a', 'b']);
+    const moved = place([{ id: 'lb-1', mode: 'spread', nodeCount: 2 }], [node('a'), node('c')], previous);
+    expect(moved.get('lb-1')).toEqual(['a', 'c']);
+  });
+
+  it('is deterministic whatever the input order', () => {
+    const lbs = [
+      { id: 'lb-2', mode: 'spread' as const, nodeCount: 1 },
+      { id: 'lb-1', mode: 'spread' as const, nodeCount: 2 },
+    ];
+    const nodes = [node('c'), node('a'), node('b')];
+    expect([...place(lbs, nodes, new Map())]).toEqual(
+      [...place([...lbs].reverse(), [...nodes].reverse(), new Map())].sort(),
+    );
+  });
+});
+
+describe('L7 ports', () => {
+  it('gives every listener its own port in the range, stably', () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => `lsn-${String(i).padStart(20, '0')}`);
+    const ports = assignL7Ports(ids);
+    expect(new Set(ports.values()).size).toBe(ids.length);
+    for (const p of ports.values()) expect(p >= L7_PORT_BASE && p < L7_PORT_BASE + L7_PORT_RANGE).toBe(true);
+    expect(assignL7Ports([...ids].reverse())).toEqual(ports);
+  });
+});

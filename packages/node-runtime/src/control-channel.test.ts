@@ -1,0 +1,213 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema } from '@slb/model';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type WebSocket, WebSocketServer } from 'ws';
+import { reconnectDelay } from './backoff.js';
+import { ControlChannelClient } from './control-channel.js';
+import { applyListenerDelta } from './delta.js';
+
+const quiet = { info: () => {}, warn: () => {}, error: () => {} };
+const listener = (id: string, port: number): NodeSnapshot['listeners'][number] => ({
+  id,
+  loadBalancerId: 'lb-00000000000000000001',
+  tenantId: 'tnt-00000000000000000001',
+  protocol: 'tcp',
+  port,
+  bindAddresses: ['127.0.0.1'],
+  scheduler: 'wrr',
+  persistenceTimeout: 0,
+  proxyProtocol: 'off',
+  connectionDrainTimeout: 0,
+  idleTimeout: 60,
+  sessionSync: false,
+  backends: [],
+});
+const snapshot = (version: number, listeners: NodeSnapshot['listeners']): NodeSnapshot => ({
+  version,
+  generatedAt: new Date().toISOString(),
+  listeners,
+  l7Nodes: [],
+});
+
+let dir: string;
+let wss: WebSocketServer;
+let port: number;
+let received: unknown[];
+let server: WebSocket | null;
+let client: ControlChannelClient<NodeSnapshot> | null;
+let applied: NodeSnapshot[];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'slb-runtime-'));
+  received = [];
+  applied = [];
+  server = null;
+  wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise((r) => wss.once('listening', r));
+  port = (wss.address() as { port: number }).port;
+  wss.on('connection', (ws) => {
+    server = ws;
+    ws.on('message', (d) => received.push(JSON.parse(d.toString())));
+  });
+});
+afterEach(async () => {
+  await client?.close();
+  client = null;
+  for (const c of wss.clients) c.terminate();
+  wss.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const until = async (what: string, check: () => boolean, ms = 5000) => {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+function makeClient(apply?: (s: NodeSnapshot) => Promise<void>) {
+  client = new ControlChannelClient<NodeSnapshot>({
+    apiUrl: `http://127.0.0.1:${port}`,
+    token: 'node-token-0123456789',
+    nodeId: 'node-1',
+    kind: 'l4',
+    address: '127.0.0.1',
+    capacity: 100,
+    stateDir: dir,
+    schema: NodeSnapshotSchema,
+    apply: apply ?? (async (s) => void applied.push(s)),
+    load: () => ({ activeConnections: 3, newConnectionsPerSecond: 1, requestsPerSecond: 0 }),
+    logger: quiet,
+    maxReconnectDelayMs: 200,
+  });
+  return client;
+}
+
+describe('control channel client', () => {
+  it('says hello, applies a snapshot and a delta, acks each, saves to disk and sends heartbeats', async () => {
+    await makeClient().start();
+    await until('hello', () => received.length > 0);
+    expect(received[0]).toMatchObject({ type: 'hello', nodeId: 'node-1', kind: 'l4', appliedVersion: 0 });
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(5, [listener('lsn-00000000000000000001', 1000)]),
+      }),
+    );
+    await until('ack 5', () => received.some((m) => (m as { type: string; version?: number }).version === 5));
+    server!.send(
+      JSON.stringify({
+        type: 'delta',
+        kind: 'l4',
+        fromVersion: 5,
+        version: 6,
+        generatedAt: new Date().toISOString(),
+        upsert: [listener('lsn-00000000000000000002', 1001)],
+        remove: ['lsn-00000000000000000001'],
+      }),
+    );
+    await until('ack 6', () => received.some((m) => (m as { type: string; version?: number }).version === 6));
+    expect(applied.at(-1)!.listeners.map((l) => l.id)).toEqual(['lsn-00000000000000000002']);
+    const saved = JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'));
+    expect(saved.version).toBe(6);
+    await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
+  });
+
+  it('nacks a snapshot the node cannot apply, ignores an invalid message, and keeps the last good config', async () => {
+    await makeClient(async (snap) => {
+      if (snap.listeners.some((l) => l.port === 1001)) throw new Error('port 1001 is taken');
+      applied.push(snap);
+    }).start();
+    await until('hello', () => received.length > 0);
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(5, [listener('lsn-00000000000000000001', 1000)]),
+      }),
+    );
+    await until('applied 5', () => client!.current?.version === 5);
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(6, [listener('lsn-00000000000000000001', 1001)]),
+      }),
+    );
+    await until('nack', () => received.some((m) => (m as { type: string }).type === 'nack'));
+    expect(received.find((m) => (m as { type: string }).type === 'nack')).toMatchObject({
+      version: 6,
+      reason: 'port 1001 is taken',
+    });
+    const invalid = snapshot(7, [listener('lsn-00000000000000000001', 1000)]) as unknown as {
+      listeners: { port: number }[];
+    };
+    invalid.listeners[0]!.port = 70000;
+    server!.send(JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: invalid }));
+    server!.send('not json');
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(8, [listener('lsn-00000000000000000001', 1002)]),
+      }),
+    );
+    await until('applied 8', () => client!.current?.version === 8);
+    expect(applied.map((a) => a.version)).toEqual([5, 8]);
+    expect(
+      received.filter((m) => (m as { type: string }).type === 'ack').map((m) => (m as { version: number }).version),
+    ).toEqual([5, 8]);
+  });
+
+  it('serves the saved snapshot at start, before the control plane answers (static stability)', async () => {
+    await makeClient().start();
+    await until('hello', () => received.length > 0);
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
+      }),
+    );
+    await until('saved', () => client!.current?.version === 9);
+    await client!.close();
+    wss.close();
+    applied = [];
+    const offline = makeClient();
+    await offline.start();
+    expect(applied.map((s) => s.version)).toEqual([9]);
+    expect(offline.current?.version).toBe(9);
+  });
+});
+
+describe('helpers', () => {
+  it('reconnect delays grow, are jittered and capped at 3 s', () => {
+    expect(reconnectDelay(0, 200, 3000, () => 0.5)).toBe(200);
+    expect(reconnectDelay(3, 200, 3000, () => 0.5)).toBe(1600);
+    for (let attempt = 0; attempt < 40; attempt++)
+      expect(reconnectDelay(attempt, 200, 3000, () => 0.999)).toBeLessThanOrEqual(3000);
+    expect(reconnectDelay(2, 200, 3000, () => 0)).toBe(400);
+  });
+
+  it('applies a listener delta by id', () => {
+    const a = { id: 'a', v: 1 };
+    const b = { id: 'b', v: 1 };
+    expect(
+      applyListenerDelta(
+        [a, b],
+        [
+          { id: 'b', v: 2 },
+          { id: 'c', v: 1 },
+        ],
+        ['a'],
+      ),
+    ).toEqual([
+      { id: 'b', v: 2 },
+      { id: 'c', v: 1 },
+    ]);
+  });
+});
