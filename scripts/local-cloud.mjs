@@ -12,7 +12,9 @@ mkdirSync(dataDir, { recursive: true });
 
 // One admin token per data folder, kept beside the database so a restart keeps working with it.
 const tokenFile = `${dataDir}/admin-token`;
-const adminToken = process.env.SLB_ADMIN_TOKEN ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : `slb_${randomBytes(32).toString('base64url')}`);
+const adminToken =
+  process.env.SLB_ADMIN_TOKEN ??
+  (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : `slb_${randomBytes(32).toString('base64url')}`);
 if (!existsSync(tokenFile)) writeFileSync(tokenFile, `${adminToken}\n`, { mode: 0o600 });
 
 const host = process.env.HOST ?? '127.0.0.1';
@@ -21,7 +23,10 @@ const apiUrl = `http://${host}:${port}`;
 const children = [];
 
 function start(name, script, env) {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const prefix = (stream, out) => {
     let buffered = '';
     stream.on('data', (chunk) => {

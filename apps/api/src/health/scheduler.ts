@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Db } from '@slb/db';
 import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT, type HealthCheckJob } from '@slb/model';
 import { Queue } from 'bullmq';
@@ -139,10 +140,20 @@ export class HealthScheduler {
   private upsert(key: string, every: number, job: HealthCheckJob) {
     return this.queue.upsertJobScheduler(
       key,
-      { every },
+      { every, offset: slotOffset(key, every) },
       { name: JOB_NAME, data: job, opts: { ...HEALTH_JOBS[JOB_NAME].options } },
     );
   }
+}
+
+/**
+ * Where in the interval this probe's checks fall: a hash of its key, so 10,000 targets added at once are
+ * spread evenly over the interval instead of all falling due in the same millisecond (a burst the fleet
+ * would serve late, and a herd against backends shared by several keys). Stable across syncs and API
+ * instances. The first check of a new probe comes at its slot, at most one interval after the sync.
+ */
+export function slotOffset(key: string, every: number): number {
+  return createHash('sha1').update(key).digest().readUInt32BE(0) % every;
 }
 
 function sameData(stored: unknown, job: HealthCheckJob): boolean {

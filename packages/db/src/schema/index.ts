@@ -6,6 +6,6 @@ export * from './load-balancers.js';
 export * from './nodes.js';
 export * from './rules.js';
 export * from './server-groups.js';
+export * from './server-health.js';
 export * from './tenants.js';
 export * from './tokens.js';
-export * from './server-health.js';

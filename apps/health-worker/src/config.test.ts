@@ -1,0 +1,34 @@
+import { expect, it } from 'vitest';
+import { parseConfig } from './config.js';
+
+it('applies defaults', () => {
+  const r = parseConfig({});
+  expect(r).toEqual({
+    ok: true,
+    config: {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      SLB_HEALTH_QUEUE: 'slb-health',
+      SLB_HEALTH_KEY_PREFIX: 'slb:health',
+      SLB_HEALTH_CONCURRENCY: 200,
+      SLB_METRICS_PORT: 9110,
+      SLB_METRICS_HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    },
+  });
+});
+
+it.each([
+  [{ SLB_HEALTH_CONCURRENCY: '0' }, 'SLB_HEALTH_CONCURRENCY'],
+  [{ SLB_HEALTH_CONCURRENCY: 'many' }, 'SLB_HEALTH_CONCURRENCY'],
+  [{ SLB_METRICS_PORT: '70000' }, 'SLB_METRICS_PORT'],
+  [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+  [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  [{ SLB_HEALTH_QUEUE: 'a:b' }, 'SLB_HEALTH_QUEUE'],
+])('rejects %j with one line naming the variable', (env, name) => {
+  const r = parseConfig(env);
+  expect(r.ok).toBe(false);
+  if (!r.ok) {
+    expect(r.reason).toContain(name);
+    expect(r.reason).not.toContain('\n');
+  }
+});

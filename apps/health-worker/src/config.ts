@@ -1,0 +1,51 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { HEALTH_KEY_PREFIX_DEFAULT, HEALTH_QUEUE_DEFAULT } from '@slb/model';
+
+const Env = Type.Object({
+  // The Redis that carries the BullMQ queue, the target states and the transition stream.
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  // BullMQ queue the control plane schedules checks on; must match the API's.
+  SLB_HEALTH_QUEUE: Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$', default: HEALTH_QUEUE_DEFAULT }),
+  // Prefix of target-state keys and the transition stream; must match the API's (tests isolate with it).
+  SLB_HEALTH_KEY_PREFIX: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: '^\\S+$',
+    default: HEALTH_KEY_PREFIX_DEFAULT,
+  }),
+  // Checks in flight per process; probes wait on sockets, not CPU, so this is high.
+  SLB_HEALTH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 5000, default: 200 }),
+  // Where Prometheus scrapes this worker; 0 picks a free port (tests), logged at start.
+  SLB_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9110 }),
+  // Metrics are operational data: loopback unless the operator opens it up.
+  SLB_METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  // pino level.
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+});
+
+export type WorkerConfig = Static<typeof Env>;
+export type ConfigResult = { ok: true; config: WorkerConfig } | { ok: false; reason: string };
+
+/** Parses the environment once; a bad value is one line naming the variable, never a stack. */
+export function parseConfig(env: NodeJS.ProcessEnv): ConfigResult {
+  const raw: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(Env.properties)) {
+    const v = env[key];
+    if (v === undefined || v === '') continue;
+    raw[key] = schema.type === 'integer' && /^-?\d+$/.test(v) ? Number(v) : v;
+  }
+  const withDefaults = Value.Default(Env, raw);
+  if (!Value.Check(Env, withDefaults)) {
+    const e = Value.Errors(Env, withDefaults).First();
+    const name = e?.path.slice(1) ?? '';
+    return {
+      ok: false,
+      reason: `invalid environment ${name}=${JSON.stringify(raw[name])}: ${e?.message ?? 'bad value'}`,
+    };
+  }
+  return { ok: true, config: withDefaults as WorkerConfig };
+}

@@ -1,0 +1,26 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+/** Serves `GET /metrics` from the registry; resolves with the bound address. */
+export async function startMetricsServer(
+  registry: Registry,
+  host: string,
+  port: number,
+): Promise<{ server: http.Server; address: AddressInfo }> {
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url !== '/metrics' && req.url !== '/')) {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, address: server.address() as AddressInfo };
+}

@@ -1,0 +1,73 @@
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Polls until `probe` returns a truthy value or the deadline passes. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await probe();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+/** A TCP backend on 127.0.0.1 that counts the connections it accepts; stop/start keep its port. */
+export class Backend {
+  hits: number[] = [];
+  port = 0;
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+
+  static async start(): Promise<Backend> {
+    const b = new Backend();
+    await b.listen();
+    return b;
+  }
+
+  async listen(): Promise<void> {
+    const server = createServer((socket) => {
+      this.hits.push(Date.now());
+      this.sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/** Deletes a test's keys: the fleet's (by key prefix) and BullMQ's (by queue name). */
+export async function cleanRedis(keyPrefix: string, queue: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    for (const pattern of [`${keyPrefix}:*`, `bull:${queue}:*`]) {
+      let cursor = '0';
+      for (let i = 0; i < 10_000; i++) {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+        if (cursor === '0') break;
+      }
+    }
+  } finally {
+    await redis.quit();
+  }
+}

@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { serverHealth } from '@slb/db';
+import { afterEach, expect, it } from 'vitest';
+import { HealthScheduler, TransitionConsumer } from '../../api/src/health/index.js';
+import { createTestDb, type TestDb } from '../../api/src/health/test-db.js';
+import { type CheckReport, HealthWorker } from '../src/app.js';
+import { Backend, cleanRedis, REDIS_URL, until } from './support.js';
+
+const queue = `test-${randomUUID()}`;
+const keyPrefix = `test-${randomUUID()}`;
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.reverse()) await close();
+  await cleanRedis(keyPrefix, queue);
+});
+
+it('turns normal after exactly M successes and abnormal after exactly N failures, stored by the control plane', async () => {
+  const backend = await Backend.start();
+  closers.push(() => backend.stop());
+  const t: TestDb = createTestDb();
+  closers.push(() => t.close());
+  const g = t.group();
+  const s = t.server(g, '127.0.0.1', backend.port);
+  const l = t.listener({
+    serverGroupId: g,
+    port: 80,
+    healthCheck: { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 3 },
+  });
+
+  const reports: CheckReport[] = [];
+  const worker = new HealthWorker({
+    redisUrl: REDIS_URL,
+    queue,
+    keyPrefix,
+    concurrency: 10,
+    onCheck: (r) => reports.push(r),
+  });
+  closers.push(() => worker.close());
+  const consumer = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix, consumer: 'c', blockMs: 100 });
+  closers.push(() => consumer.close());
+  const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  closers.push(() => scheduler.close());
+  await consumer.start();
+  await worker.start();
+  expect(await scheduler.sync()).toMatchObject({ total: 1, upserted: 1 });
+
+  const row = () => t.db.select().from(serverHealth).all()[0];
+  await until('normal', () => row()?.status === 'normal');
+  // The state starts abnormal (never checked); exactly the 2nd success flips it.
+  expect(reports.map((r) => [r.ok, r.messages.length])).toEqual([
+    [true, 0],
+    [true, 1],
+  ]);
+  expect(reports[1]!.messages[0]).toMatchObject({ listenerId: l, serverId: s, status: 'normal' });
+
+  await backend.stop();
+  await until('abnormal', () => row()?.status === 'abnormal');
+  expect(reports.slice(2).map((r) => [r.ok, r.messages.length])).toEqual([
+    [false, 0],
+    [false, 0],
+    [false, 1],
+  ]);
+  expect(row()).toMatchObject({ lastError: 'ECONNREFUSED' });
+
+  await backend.listen();
+  await until('normal again', () => row()?.status === 'normal');
+  expect(reports.slice(5).map((r) => [r.ok, r.messages.length])).toEqual([
+    [true, 0],
+    [true, 1],
+  ]);
+  expect(consumer.stats).toMatchObject({ stored: 3, invalid: 0 });
+}, 30_000);

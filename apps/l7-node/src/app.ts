@@ -1,0 +1,150 @@
+import type { L7Listener, L7NodeSnapshot } from '@slb/model';
+import { type Logger, pino } from 'pino';
+import { type ListenerOptions, ListenerRuntime } from './listener.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { type PoolOptions, Pools } from './pools.js';
+import type { ListenerState, ProxyDeps } from './proxy.js';
+import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
+import { compileRules } from './rules.js';
+import { type BackendState, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
+import { LearnedCookies } from './sticky.js';
+
+// The L7 node as a program without a process: apply snapshots, serve, close. main.ts adds the file,
+// signals and the metrics port.
+
+export interface L7AppOptions {
+  readonly logger?: Logger;
+  readonly metrics?: Metrics;
+  /** Backends tried per request, first attempt included. Default 3. */
+  readonly maxAttempts?: number;
+  /** Passive health (outlier ejection). Defaults in PassiveHealthOptions. */
+  readonly passiveHealth?: PassiveHealthOptions;
+  readonly retryBudget?: RetryBudgetOptions;
+  readonly pools?: PoolOptions;
+  /** Listener socket limits; defaults in ListenerOptions. */
+  readonly listener?: Partial<ListenerOptions>;
+  /** How long a removed listener may finish its in-flight requests, ms. Default 10000. */
+  readonly drainMs?: number;
+}
+
+export interface L7App {
+  readonly metrics: Metrics;
+  /** Applies a validated snapshot: listeners that keep their sockets are updated in place. */
+  apply(snapshot: L7NodeSnapshot): Promise<void>;
+  /** Bound ports of a listener (useful when the snapshot says port 0). */
+  ports(listenerId: string): { proxy: number; direct: number | null } | undefined;
+  readonly version: number | null;
+  close(): Promise<void>;
+}
+
+export function createL7App(options: L7AppOptions = {}): L7App {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const metrics = options.metrics ?? createMetrics();
+  const pools = new Pools(options.pools);
+  const deps: ProxyDeps = { logger, metrics, pools, maxAttempts: options.maxAttempts ?? 3 };
+  const health: Required<PassiveHealthOptions> = {
+    consecutiveFailures: options.passiveHealth?.consecutiveFailures ?? 3,
+    baseEjectionMs: options.passiveHealth?.baseEjectionMs ?? 5000,
+    maxEjectionMs: options.passiveHealth?.maxEjectionMs ?? 300_000,
+    maxEjectionPercent: options.passiveHealth?.maxEjectionPercent ?? 50,
+  };
+  const listenerOptions: ListenerOptions = {
+    proxyHeaderTimeoutMs: options.listener?.proxyHeaderTimeoutMs ?? 5000,
+    headersTimeoutMs: options.listener?.headersTimeoutMs ?? 10_000,
+    maxHeaderSize: options.listener?.maxHeaderSize ?? 16_384,
+  };
+  const drainMs = options.drainMs ?? 10_000;
+  const listeners = new Map<string, ListenerRuntime>();
+  // Survive reloads: passive-health and load counters, retry budgets, learned backend cookies.
+  const backendStates = new Map<string, BackendState>();
+  const budgets = new Map<string, RetryBudget>();
+  const learned = new Map<string, LearnedCookies>();
+  let version: number | null = null;
+  let applying: Promise<void> = Promise.resolve();
+
+  function stateFor(l: L7Listener): ListenerState {
+    let budget = budgets.get(l.id);
+    if (!budget) {
+      budget = new RetryBudget(options.retryBudget);
+      budgets.set(l.id, budget);
+    }
+    let cookies = learned.get(l.id);
+    if (!cookies) {
+      cookies = new LearnedCookies();
+      learned.set(l.id, cookies);
+    }
+    const groups = new Map(
+      l.serverGroups.map((g) => [g.id, new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health)]),
+    );
+    return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
+  }
+
+  async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
+    const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
+    const leaving: ListenerRuntime[] = [];
+    for (const [id, rt] of listeners) {
+      const next = wanted.get(id);
+      if (next && rt.canKeepSockets(next)) continue;
+      listeners.delete(id);
+      leaving.push(rt);
+    }
+    // Ports of removed or rebuilt listeners are released before anything binds; their requests drain.
+    await Promise.all(leaving.map((rt) => rt.stopAccepting()));
+    for (const rt of leaving) void rt.drain(drainMs);
+    for (const l of snapshot.listeners) {
+      const existing = listeners.get(l.id);
+      if (existing) {
+        existing.update(stateFor(l));
+        continue;
+      }
+      const rt = new ListenerRuntime(stateFor(l), deps, listenerOptions);
+      try {
+        await rt.listen();
+      } catch (err) {
+        logger.error({ listener: l.id, err: (err as Error).message }, 'listener could not bind; skipped');
+        await rt.close(0);
+        continue;
+      }
+      listeners.set(l.id, rt);
+      logger.info({ listener: l.id, protocol: l.protocol, ...rt.ports() }, 'listener up');
+    }
+    for (const id of [...budgets.keys()]) {
+      if (!wanted.has(id)) {
+        budgets.delete(id);
+        learned.delete(id);
+      }
+    }
+    const live = new Set<string>();
+    const origins = new Set<string>();
+    for (const l of snapshot.listeners) {
+      for (const g of l.serverGroups) {
+        for (const b of g.backends) {
+          live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
+          origins.add(b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`);
+        }
+      }
+    }
+    for (const key of [...backendStates.keys()]) if (!live.has(key)) backendStates.delete(key);
+    pools.retain(origins);
+    version = snapshot.version;
+    metrics.reloads.labels('applied').inc();
+  }
+
+  return {
+    metrics,
+    apply(snapshot) {
+      applying = applying.then(() => applyNow(snapshot));
+      return applying;
+    },
+    ports: (id) => listeners.get(id)?.ports(),
+    get version() {
+      return version;
+    },
+    async close() {
+      await applying.catch(() => {});
+      await Promise.all([...listeners.values()].map((l) => l.close(drainMs)));
+      listeners.clear();
+      await pools.close();
+    },
+  };
+}

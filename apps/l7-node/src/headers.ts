@@ -1,0 +1,108 @@
+import type { IncomingMessage } from 'node:http';
+
+// Header rewriting between client and backend, pure. Hop-by-hop headers (RFC 9110 §7.6.1) and every
+// header the client's Connection header names stay on their hop; the forwarding headers are the node's.
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Set by the node from the connection; a client's own values are dropped, never trusted. */
+const NODE_OWNED = new Set(['x-forwarded-proto', 'x-forwarded-port', 'x-real-ip']);
+
+export interface ForwardingInfo {
+  readonly clientAddress: string;
+  readonly proto: 'http' | 'https';
+  readonly frontendPort: number;
+  /** Append the client to X-Forwarded-For (the listener's `xForwardedFor`); else pass it through. */
+  readonly appendXff: boolean;
+}
+
+function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
+  let tokens: Set<string> | null = null;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() !== 'connection') continue;
+    for (const t of rawHeaders[i + 1]!.split(',')) {
+      const name = t.trim().toLowerCase();
+      if (!name) continue;
+      tokens ??= new Set();
+      tokens.add(name);
+    }
+  }
+  return tokens;
+}
+
+/**
+ * Request headers toward the backend, as a flat [name, value, …] list. `keepUpgrade` keeps Connection and
+ * Upgrade for a protocol upgrade (WebSocket), which is forwarded on a raw socket.
+ */
+export function requestHeadersToBackend(req: IncomingMessage, fwd: ForwardingInfo, keepUpgrade = false): string[] {
+  const raw = req.rawHeaders;
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  let xff: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (keepUpgrade && (lower === 'connection' || lower === 'upgrade')) {
+      out.push(name, raw[i + 1]!);
+      continue;
+    }
+    if (HOP_BY_HOP.has(lower) || NODE_OWNED.has(lower) || lower === 'expect') continue;
+    if (named?.has(lower) && lower !== 'host') continue;
+    if (lower === 'x-forwarded-for' && fwd.appendXff) {
+      xff = xff === undefined ? raw[i + 1]! : `${xff}, ${raw[i + 1]!}`;
+      continue;
+    }
+    out.push(name, raw[i + 1]!);
+  }
+  if (fwd.appendXff)
+    out.push('x-forwarded-for', xff === undefined ? fwd.clientAddress : `${xff}, ${fwd.clientAddress}`);
+  out.push(
+    'x-forwarded-proto',
+    fwd.proto,
+    'x-forwarded-port',
+    String(fwd.frontendPort),
+    'x-real-ip',
+    fwd.clientAddress,
+  );
+  return out;
+}
+
+/** Response headers toward the client, from undici's raw list; also returns the Set-Cookie lines. */
+export function responseHeadersToClient(rawHeaders: readonly Buffer[]): { headers: string[]; setCookies: string[] } {
+  const strings: string[] = new Array(rawHeaders.length);
+  for (let i = 0; i < rawHeaders.length; i++) strings[i] = rawHeaders[i]!.toString('latin1');
+  const named = connectionTokens(strings);
+  const headers: string[] = [];
+  const setCookies: string[] = [];
+  for (let i = 0; i < strings.length; i += 2) {
+    const name = strings[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
+    if (lower === 'set-cookie') setCookies.push(strings[i + 1]!);
+    headers.push(name, strings[i + 1]!);
+  }
+  return { headers, setCookies };
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+export function isIdempotent(method: string): boolean {
+  return IDEMPOTENT.has(method);
+}
+
+/** Whether the client request carries a body (framed by Content-Length > 0 or Transfer-Encoding). */
+export function hasBody(req: IncomingMessage): boolean {
+  const te = req.headers['transfer-encoding'];
+  if (te !== undefined) return true;
+  const cl = req.headers['content-length'];
+  return cl !== undefined && cl !== '0';
+}

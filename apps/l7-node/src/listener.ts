@@ -1,0 +1,279 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import {
+  type AddressInfo,
+  BlockList,
+  createServer as createNetServer,
+  isIPv4,
+  isIPv6,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { L7Listener, SnapshotAcl } from '@slb/model';
+import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
+import { readProxyHeader } from './proxy-protocol.js';
+import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
+import { handleUpgrade } from './upgrade.js';
+
+// One listener: an HTTP or HTTPS server that never listens itself, fed by two TCP servers: `port`, where
+// every connection must open with a PROXY v2 header (the L4 nodes), and `directPort`, plain connections.
+// The forwarding state and certificates are swapped in place on reload; the sockets stay.
+
+export interface ListenerOptions {
+  /** Time a connection on the PROXY port has to send its whole header, ms. Default 5000. */
+  readonly proxyHeaderTimeoutMs: number;
+  /** Time a client has to send the request headers, ms (slowloris bound). Default 10000. */
+  readonly headersTimeoutMs: number;
+  /** Largest request head accepted, bytes; larger is answered 431. Default 16384. */
+  readonly maxHeaderSize: number;
+}
+
+export function unmapV4(addr: string): string {
+  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
+}
+
+function buildAcl(acl: SnapshotAcl | undefined): ((addr: string) => boolean) | null {
+  if (!acl) return null;
+  const list = new BlockList();
+  for (const cidr of acl.cidrs) {
+    const [net, bits] = cidr.split('/');
+    const type = isIPv6(net!) ? 'ipv6' : 'ipv4';
+    if (bits === undefined) list.addAddress(net!, type);
+    else list.addSubnet(net!, Number(bits), type);
+  }
+  return (addr) => {
+    const inList = list.check(addr, isIPv6(addr) ? 'ipv6' : 'ipv4');
+    return acl.mode === 'allow' ? inList : !inList;
+  };
+}
+
+/** Same port, or the port the OS gave when the running config asked for any (0). */
+function samePort(running: number | null, bound: number | null, next: number | null): boolean {
+  if (running === null || next === null) return running === next;
+  return next === running || (running === 0 && next === bound);
+}
+
+export class ListenerRuntime {
+  private state: ListenerState;
+  private certs: CertificateSet;
+  private allowed: ((addr: string) => boolean) | null;
+  private readonly http: Server;
+  private readonly proxyServer: NetServer;
+  private readonly directServer: NetServer | null;
+  private readonly clients = new WeakMap<object, ClientInfo>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    state: ListenerState,
+    private readonly deps: ProxyDeps,
+    private readonly options: ListenerOptions,
+  ) {
+    this.state = state;
+    const cfg = state.config;
+    this.certs = buildCertificateSet(cfg.certificates);
+    this.allowed = buildAcl(cfg.acl);
+    const serverOptions = {
+      maxHeaderSize: options.maxHeaderSize,
+      requestTimeout: cfg.requestTimeout * 1000,
+      headersTimeout: Math.min(options.headersTimeoutMs, cfg.requestTimeout * 1000),
+      keepAliveTimeout: cfg.idleTimeout * 1000,
+      insecureHTTPParser: false,
+      // How often header/request timeouts are enforced (node's default, 30 s, lets a slowloris linger).
+      connectionsCheckingInterval: 1000,
+      joinDuplicateHeaders: false,
+    };
+    if (cfg.protocol === 'https') {
+      const def = this.certs.defaultCert;
+      this.http = createHttpsServer({
+        ...serverOptions,
+        minVersion: TLS_MIN_VERSION,
+        ...(def ? { cert: def.certificatePem, key: def.privateKeyPem } : {}),
+        SNICallback: (servername, cb) => cb(null, selectContext(this.certs, servername)),
+      });
+    } else {
+      this.http = createHttpServer(serverOptions);
+    }
+    this.http.keepAliveTimeout = cfg.idleTimeout * 1000;
+    this.http.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      handleRequest(this.deps, this.state, this.clientOf(req.socket), req, res);
+    });
+    this.http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      handleUpgrade(this.deps, this.state, this.clientOf(req.socket), req, socket, head);
+    });
+    this.http.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+      const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      this.deps.metrics.clientErrors.labels(cfg.id, String(code)).inc();
+      if (err.code === 'ECONNRESET' || !socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const reason =
+        code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
+      socket.end(`HTTP/1.1 ${code} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    });
+    // The server never listens itself; 'listening' is what starts node's connection tracking, which
+    // enforces headersTimeout/requestTimeout and lets closeIdleConnections() work.
+    this.http.emit('listening');
+    this.proxyServer = createNetServer((s) => this.acceptProxied(s));
+    this.directServer =
+      cfg.directPort === undefined || cfg.directPort === null ? null : createNetServer((s) => this.acceptDirect(s));
+  }
+
+  get config(): L7Listener {
+    return this.state.config;
+  }
+
+  /** Whether `next` can keep this listener's sockets (otherwise the listener is rebuilt). */
+  canKeepSockets(next: L7Listener): boolean {
+    const a = this.state.config;
+    const bound = this.ports();
+    return (
+      a.protocol === next.protocol &&
+      samePort(a.port, bound.proxy, next.port) &&
+      samePort(a.directPort ?? null, bound.direct, next.directPort ?? null) &&
+      (a.bindAddress ?? '127.0.0.1') === (next.bindAddress ?? '127.0.0.1')
+    );
+  }
+
+  async listen(): Promise<void> {
+    const cfg = this.state.config;
+    const host = cfg.bindAddress ?? '127.0.0.1';
+    await listenOn(this.proxyServer, cfg.port, host);
+    if (this.directServer) await listenOn(this.directServer, cfg.directPort ?? 0, host);
+  }
+
+  /** Bound ports (port 0 in the snapshot means any free port). */
+  ports(): { proxy: number; direct: number | null } {
+    return {
+      proxy: (this.proxyServer.address() as AddressInfo).port,
+      direct: this.directServer ? (this.directServer.address() as AddressInfo).port : null,
+    };
+  }
+
+  /** Swaps in a new config that keeps the same sockets; in-flight requests finish on the state they began with. */
+  update(state: ListenerState): void {
+    const cfg = state.config;
+    this.state = state;
+    this.certs = buildCertificateSet(cfg.certificates);
+    this.allowed = buildAcl(cfg.acl);
+    const def = this.certs.defaultCert;
+    if (cfg.protocol === 'https' && def && 'setSecureContext' in this.http) {
+      (this.http as unknown as { setSecureContext(o: object): void }).setSecureContext({
+        cert: def.certificatePem,
+        key: def.privateKeyPem,
+        minVersion: TLS_MIN_VERSION,
+      });
+    }
+    this.http.keepAliveTimeout = cfg.idleTimeout * 1000;
+    this.http.requestTimeout = cfg.requestTimeout * 1000;
+    this.http.headersTimeout = Math.min(this.options.headersTimeoutMs, cfg.requestTimeout * 1000);
+  }
+
+  private clientOf(socket: Socket): ClientInfo {
+    const raw = (socket as Socket & { _parent?: Socket })._parent ?? socket;
+    return (
+      this.clients.get(raw) ?? {
+        address: unmapV4(socket.remoteAddress ?? ''),
+        port: socket.remotePort ?? 0,
+        frontendPort: socket.localPort ?? 0,
+      }
+    );
+  }
+
+  private track(socket: Socket): void {
+    const gauge = this.deps.metrics.activeConnections.labels(this.state.config.id);
+    gauge.inc();
+    this.sockets.add(socket);
+    socket.once('close', () => {
+      gauge.dec();
+      this.sockets.delete(socket);
+    });
+  }
+
+  private admit(socket: Socket, client: ClientInfo): void {
+    if (this.allowed && !this.allowed(client.address)) {
+      this.deps.metrics.aclRejections.labels(this.state.config.id).inc();
+      socket.destroy();
+      return;
+    }
+    this.clients.set(socket, client);
+    socket.setNoDelay(true);
+    this.http.emit('connection', socket);
+  }
+
+  private acceptDirect(socket: Socket): void {
+    this.track(socket);
+    this.admit(socket, {
+      address: unmapV4(socket.remoteAddress ?? ''),
+      port: socket.remotePort ?? 0,
+      frontendPort: socket.localPort ?? 0,
+    });
+  }
+
+  private acceptProxied(socket: Socket): void {
+    this.track(socket);
+    socket.on('error', () => {});
+    readProxyHeader(socket, this.options.proxyHeaderTimeoutMs).then((r) => {
+      if (!r.ok) {
+        this.deps.metrics.proxyHeaderErrors.labels(this.state.config.id, r.reason).inc();
+        this.deps.logger.debug({ listener: this.state.config.id, reason: r.reason }, 'proxy header refused');
+        socket.destroy();
+        return;
+      }
+      if (socket.destroyed) return;
+      const h = r.header;
+      this.admit(
+        socket,
+        h.kind === 'proxy'
+          ? { address: h.srcAddr, port: h.srcPort, frontendPort: h.dstPort }
+          : {
+              address: unmapV4(socket.remoteAddress ?? ''),
+              port: socket.remotePort ?? 0,
+              frontendPort: socket.localPort ?? 0,
+            },
+      );
+    });
+  }
+
+  /**
+   * Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes what is left
+   * (idle keep-alive connections go at once; open WebSockets at the deadline).
+   */
+  async close(graceMs: number): Promise<void> {
+    await this.stopAccepting();
+    await this.drain(graceMs);
+  }
+
+  /** Releases the ports; open connections carry on. */
+  async stopAccepting(): Promise<void> {
+    await Promise.all([closeServer(this.proxyServer), this.directServer ? closeServer(this.directServer) : undefined]);
+  }
+
+  async drain(graceMs: number): Promise<void> {
+    this.http.closeIdleConnections();
+    const deadline = Date.now() + graceMs;
+    while (this.sockets.size > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      this.http.closeIdleConnections();
+    }
+    for (const s of this.sockets) s.destroy();
+    this.http.close();
+  }
+}
+
+function listenOn(server: NetServer, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.removeListener('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Releases the port at once; the close callback would wait for every connection, which drain() owns. */
+function closeServer(server: NetServer): Promise<void> {
+  if (server.listening) server.close();
+  return Promise.resolve();
+}

@@ -1,0 +1,85 @@
+import { unwatchFile, watchFile } from 'node:fs';
+import { pino } from 'pino';
+import { createL7App } from './app.js';
+import { parseConfig } from './config.js';
+import { startMetricsServer } from './metrics-server.js';
+import { loadSnapshotFile } from './snapshot-loader.js';
+
+// The process: reads config, applies the snapshot file, reloads it on SIGHUP and when it changes, serves
+// metrics, and shuts down gracefully on SIGTERM/SIGINT.
+
+const parsed = parseConfig(process.argv.slice(2), process.env);
+if (!parsed.ok) {
+  process.stderr.write(`l7-node: ${parsed.reason}\n`);
+  process.exit(2);
+}
+const config = parsed.config;
+const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l7-node', pid: process.pid } });
+const app = createL7App({
+  logger,
+  drainMs: config.SLB_DRAIN_MS,
+  listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS },
+});
+
+const first = await loadSnapshotFile(config.configPath);
+if (!first.ok) {
+  process.stderr.write(`l7-node: refusing ${config.configPath}: ${first.reason}\n`);
+  process.exit(1);
+}
+await app.apply(first.snapshot);
+logger.info({ version: first.snapshot.version, listeners: first.snapshot.listeners.length }, 'snapshot applied');
+
+const metricsServer = await startMetricsServer(app.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
+logger.info({ port: metricsServer.address.port }, 'metrics listening');
+process.stdout.write(`l7-node metrics on ${metricsServer.address.address}:${metricsServer.address.port}\n`);
+
+let reloading = false;
+let again = false;
+async function reload(why: string): Promise<void> {
+  if (reloading) {
+    again = true;
+    return;
+  }
+  reloading = true;
+  try {
+    const r = await loadSnapshotFile(config.configPath);
+    if (!r.ok) {
+      app.metrics.reloads.labels('refused').inc();
+      logger.error({ why, reason: r.reason }, 'snapshot refused; keeping the last good config');
+    } else {
+      await app.apply(r.snapshot);
+      logger.info({ why, version: r.snapshot.version }, 'snapshot applied');
+    }
+  } catch (err) {
+    logger.error({ why, err: (err as Error).message }, 'reload failed; keeping the last good config');
+  } finally {
+    reloading = false;
+    if (again) {
+      again = false;
+      void reload(why);
+    }
+  }
+}
+
+process.on('SIGHUP', () => void reload('SIGHUP'));
+if (config.SLB_CONFIG_POLL_MS > 0) {
+  // Polling (stat) rather than fs.watch: it survives editors and tools that replace the file by rename.
+  watchFile(config.configPath, { interval: config.SLB_CONFIG_POLL_MS }, (cur, prev) => {
+    if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('file changed');
+  });
+}
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  unwatchFile(config.configPath);
+  const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
+  force.unref();
+  metricsServer.server.close();
+  await app.close();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

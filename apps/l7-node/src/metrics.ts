@@ -1,0 +1,83 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Every metric the L7 node exports, registered on one registry per app (tests build several). */
+export function createMetrics(registry = new Registry()) {
+  return {
+    registry,
+    requests: new Counter({
+      name: 'slb_l7_requests_total',
+      help: 'requests answered, by listener, backend (server id or "none") and status class',
+      labelNames: ['listener', 'backend', 'code'] as const,
+      registers: [registry],
+    }),
+    activeConnections: new Gauge({
+      name: 'slb_l7_active_connections',
+      help: 'open client connections',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    activeRequests: new Gauge({
+      name: 'slb_l7_active_requests',
+      help: 'requests in flight',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    retries: new Counter({
+      name: 'slb_l7_retries_total',
+      help: 'requests retried on another backend',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    retryBudgetExhausted: new Counter({
+      name: 'slb_l7_retry_budget_exhausted_total',
+      help: 'retries refused because the retry budget was spent',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    ejections: new Counter({
+      name: 'slb_l7_backend_ejections_total',
+      help: 'backends taken out of rotation by passive health (consecutive connect failures)',
+      labelNames: ['server_group', 'backend'] as const,
+      registers: [registry],
+    }),
+    connectFailures: new Counter({
+      name: 'slb_l7_backend_connect_failures_total',
+      help: 'failed connections to backends',
+      labelNames: ['server_group', 'backend'] as const,
+      registers: [registry],
+    }),
+    proxyHeaderErrors: new Counter({
+      name: 'slb_l7_proxy_header_errors_total',
+      help: 'connections closed for a malformed, slow or missing PROXY v2 header',
+      labelNames: ['listener', 'reason'] as const,
+      registers: [registry],
+    }),
+    clientErrors: new Counter({
+      name: 'slb_l7_client_errors_total',
+      help: 'client connections rejected for malformed HTTP (answered 400/431 and closed)',
+      labelNames: ['listener', 'code'] as const,
+      registers: [registry],
+    }),
+    aclRejections: new Counter({
+      name: 'slb_l7_acl_rejections_total',
+      help: 'client connections refused by the listener ACL',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    upstreamLatency: new Histogram({
+      name: 'slb_l7_upstream_latency_seconds',
+      help: 'time from dispatch to the backend response headers',
+      labelNames: ['listener', 'backend'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    reloads: new Counter({
+      name: 'slb_l7_config_reloads_total',
+      help: 'config snapshots applied or refused',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

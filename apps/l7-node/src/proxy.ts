@@ -1,0 +1,317 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { L7Listener } from '@slb/model';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { hasBody, isIdempotent, requestHeadersToBackend, responseHeadersToClient } from './headers.js';
+import { LazyBody } from './lazy-body.js';
+import type { Metrics } from './metrics.js';
+import type { Pools } from './pools.js';
+import { type NodeAnswer, sendProblem } from './problem.js';
+import type { RetryBudget } from './retry-budget.js';
+import { type CompiledRule, matchRoute, normalizeHost } from './rules.js';
+import type { Backend, ServerGroupRuntime } from './server-group.js';
+import { insertCookie, type LearnedCookies, readCookie, setCookieValue } from './sticky.js';
+
+/** What a listener forwards with; replaced as a whole on reload, so a request sees one consistent config. */
+export interface ListenerState {
+  readonly config: L7Listener;
+  readonly rules: readonly CompiledRule[];
+  readonly groups: ReadonlyMap<string, ServerGroupRuntime>;
+  readonly budget: RetryBudget;
+  readonly learned: LearnedCookies;
+}
+
+/** The client as the node knows it: from the PROXY v2 header when one came, else the socket. */
+export interface ClientInfo {
+  readonly address: string;
+  readonly port: number;
+  /** The port the client connected to (PROXY destination port, or this node's port). */
+  readonly frontendPort: number;
+}
+
+export interface ProxyDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly pools: Pools;
+  /** Backends tried per request, first attempt included. Default 3. */
+  readonly maxAttempts: number;
+}
+
+const CODE_CLASS = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+type Outcome =
+  | { kind: 'done' }
+  | { kind: 'connect-failed' }
+  | { kind: 'reset-before-response'; bodyConsumed: boolean }
+  | { kind: 'failed'; answer: NodeAnswer };
+
+/** Picks a backend: the sticky one when the request names a server that still takes requests. */
+function chooseBackend(
+  state: ListenerState,
+  group: ServerGroupRuntime,
+  req: IncomingMessage,
+  tried: Set<Backend>,
+): { backend: Backend | null; stuck: boolean } {
+  const sticky = state.config.stickySession;
+  if (sticky && tried.size === 0) {
+    const value = readCookie(req.headers.cookie, sticky.cookieName);
+    if (value !== undefined) {
+      const serverId = sticky.mode === 'insert' ? value : state.learned.lookup(value);
+      const b = serverId === undefined ? undefined : group.takesRequests(serverId);
+      if (b) return { backend: b, stuck: true };
+    }
+  }
+  return { backend: group.pick(tried), stuck: false };
+}
+
+export function handleRequest(
+  deps: ProxyDeps,
+  state: ListenerState,
+  client: ClientInfo,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  const started = performance.now();
+  const cfg = state.config;
+  const listener = cfg.id;
+  const host = normalizeHost(req.headers.host);
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const route = matchRoute(state.rules, cfg.defaultServerGroupId, host, path);
+  const group = route ? state.groups.get(route.serverGroupId) : undefined;
+
+  let backend: Backend | null = null;
+  let attempts = 0;
+  let answer: NodeAnswer | null = null;
+  deps.metrics.activeRequests.labels(listener).inc();
+  state.budget.requestStarted();
+
+  res.once('close', () => {
+    state.budget.requestEnded();
+    deps.metrics.activeRequests.labels(listener).dec();
+    const status = res.statusCode;
+    const backendId = backend?.serverId ?? 'none';
+    deps.metrics.requests.labels(listener, backendId, CODE_CLASS[Math.trunc(status / 100)] ?? '5xx').inc();
+    deps.logger.info(
+      {
+        listener,
+        client: client.address,
+        method: req.method,
+        host,
+        path,
+        status,
+        backend: backendId,
+        rule: route?.ruleId ?? null,
+        attempts,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+        ...(answer ? { cause: answer } : {}),
+        ...(res.writableFinished ? {} : { aborted: true }),
+      },
+      'access',
+    );
+  });
+
+  if (!route || !group) {
+    answer = 'no-route';
+    sendProblem(res, answer);
+    return;
+  }
+
+  const forwarding = {
+    clientAddress: client.address,
+    proto: cfg.protocol,
+    frontendPort: client.frontendPort,
+    appendXff: cfg.xForwardedFor,
+  };
+  const headers = requestHeadersToBackend(req, forwarding);
+  const method = req.method ?? 'GET';
+  const withBody = hasBody(req);
+  const tried = new Set<Backend>();
+  let abortCurrent: ((err: Error) => void) | null = null;
+  let timedOut = false;
+  let retrySlot = false;
+
+  const fail = (a: NodeAnswer) => {
+    if (answer !== null || res.headersSent) return;
+    answer = a;
+    sendProblem(res, a);
+  };
+
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (abortCurrent) abortCurrent(new Error('request timeout'));
+    else fail('backend-timeout');
+  }, cfg.requestTimeout * 1000);
+  timer.unref();
+  res.once('close', () => {
+    clearTimeout(timer);
+    if (retrySlot) state.budget.retryEnded();
+    if (!res.writableFinished) abortCurrent?.(new Error('client went away'));
+  });
+
+  const attempt = () => {
+    const choice = chooseBackend(state, group, req, tried);
+    const b = choice.backend;
+    if (!b) {
+      fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
+      return;
+    }
+    backend = b;
+    tried.add(b);
+    attempts++;
+    b.state.active++;
+    const body = withBody ? new LazyBody(req) : null;
+    forward(deps, state, group, b, choice.stuck, method, url, headers, body, res, (abort) => {
+      abortCurrent = abort;
+    }).then((outcome) => {
+      b.state.active--;
+      abortCurrent = null;
+      if (outcome.kind === 'done' || answer !== null) return;
+      if (timedOut) {
+        fail('backend-timeout');
+        return;
+      }
+      if (res.destroyed) return;
+      if (outcome.kind === 'failed') {
+        fail(outcome.answer);
+        return;
+      }
+      const retryable =
+        outcome.kind === 'connect-failed' || (isIdempotent(method) && !outcome.bodyConsumed && !res.headersSent);
+      if (!retryable || attempts >= deps.maxAttempts) {
+        fail('backend-failed');
+        return;
+      }
+      if (!retrySlot) {
+        if (!state.budget.tryStartRetry()) {
+          deps.metrics.retryBudgetExhausted.labels(listener).inc();
+          fail('backend-failed');
+          return;
+        }
+        retrySlot = true;
+      }
+      deps.metrics.retries.labels(listener).inc();
+      attempt();
+    });
+  };
+  attempt();
+}
+
+/** One attempt against one backend, streaming both ways. Resolves with what happened; never rejects. */
+function forward(
+  deps: ProxyDeps,
+  state: ListenerState,
+  group: ServerGroupRuntime,
+  b: Backend,
+  stuck: boolean,
+  method: string,
+  path: string,
+  headers: string[],
+  body: LazyBody | null,
+  res: ServerResponse,
+  setAbort: (abort: (err: Error) => void) => void,
+): Promise<Outcome> {
+  const cfg = state.config;
+  const dispatchStarted = performance.now();
+  return new Promise<Outcome>((resolve) => {
+    let connected = false;
+    let settled = false;
+    let abortThis: ((err: Error) => void) | null = null;
+    const settle = (o: Outcome) => {
+      if (settled) return;
+      settled = true;
+      resolve(o);
+    };
+    let onDrain: (() => void) | null = null;
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abort) {
+        connected = true;
+        abortThis = abort;
+        setAbort(abort);
+      },
+      onHeaders(statusCode, rawHeaders, resume) {
+        if (statusCode < 200) return true;
+        group.succeeded(b);
+        deps.metrics.upstreamLatency.labels(cfg.id, b.serverId).observe((performance.now() - dispatchStarted) / 1000);
+        const { headers: out, setCookies } = responseHeadersToClient(rawHeaders as Buffer[]);
+        const sticky = cfg.stickySession;
+        if (sticky?.mode === 'server') {
+          for (const line of setCookies) {
+            const v = setCookieValue(line, sticky.cookieName);
+            if (v !== undefined) state.learned.learn(v, b.serverId);
+          }
+        } else if (sticky?.mode === 'insert' && !stuck) {
+          out.push(
+            'set-cookie',
+            insertCookie(sticky.cookieName, b.serverId, sticky.cookieTimeout, cfg.protocol === 'https'),
+          );
+        }
+        try {
+          res.writeHead(statusCode, out);
+        } catch (err) {
+          deps.logger.warn({ err, backend: b.serverId }, 'backend response headers refused');
+          settle({ kind: 'failed', answer: 'backend-failed' });
+          abortThis?.(new Error('bad backend response headers'));
+          return false;
+        }
+        onDrain = () => resume();
+        res.on('drain', onDrain);
+        return true;
+      },
+      onData(chunk) {
+        return res.write(chunk);
+      },
+      onComplete() {
+        if (onDrain) res.removeListener('drain', onDrain);
+        res.end();
+        settle({ kind: 'done' });
+      },
+      onError(err) {
+        if (onDrain) res.removeListener('drain', onDrain);
+        if (res.headersSent) {
+          // A byte already went to the client: never retried, the client sees a cut response.
+          res.destroy();
+          settle({ kind: 'done' });
+          return;
+        }
+        if (!connected) {
+          deps.metrics.connectFailures.labels(group.id, b.serverId).inc();
+          if (group.connectFailed(b)) {
+            deps.metrics.ejections.labels(group.id, b.serverId).inc();
+            deps.logger.warn({ serverGroup: group.id, backend: b.serverId }, 'backend ejected');
+          }
+          settle({ kind: 'connect-failed' });
+          return;
+        }
+        const code = (err as { code?: string }).code;
+        if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+          settle({ kind: 'failed', answer: 'backend-timeout' });
+          return;
+        }
+        if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
+          settle({ kind: 'reset-before-response', bodyConsumed: body?.consumed ?? false });
+          return;
+        }
+        settle({ kind: 'failed', answer: 'backend-failed' });
+      },
+    };
+    try {
+      deps.pools.get(b.origin).dispatch(
+        {
+          origin: b.origin,
+          method: method as Dispatcher.HttpMethod,
+          path,
+          headers,
+          body,
+          headersTimeout: cfg.requestTimeout * 1000,
+          bodyTimeout: cfg.requestTimeout * 1000,
+        },
+        handler,
+      );
+    } catch (err) {
+      deps.logger.warn({ err, backend: b.serverId }, 'dispatch refused');
+      settle({ kind: 'failed', answer: 'backend-failed' });
+    }
+  });
+}

@@ -1,0 +1,130 @@
+import { createScheduler, type Scheduler } from '@slb/balancing';
+import type { L7Backend } from '@slb/model';
+
+// A server group as the proxy sees it: the snapshot's backends, a scheduler over the ones that take new
+// requests (healthy, weight > 0, not passively ejected), and passive health. Ejection follows Envoy's
+// outlier detection: N consecutive connect failures eject a backend for base × 2^(times ejected before),
+// capped, and never more than `maxEjectionPercent` of the group at once. The health fleet stays the source
+// of truth for `healthy`; ejection only covers the gap until it notices.
+
+export interface PassiveHealthOptions {
+  /** Consecutive connect failures that eject a backend. Default 3. */
+  readonly consecutiveFailures?: number;
+  /** First ejection length in ms; doubles with each repeat. Default 5000. */
+  readonly baseEjectionMs?: number;
+  /** Longest ejection in ms. Default 300000. */
+  readonly maxEjectionMs?: number;
+  /** Largest share of a group ejected at once, percent. Default 50. */
+  readonly maxEjectionPercent?: number;
+}
+
+export interface BackendState {
+  active: number;
+  consecutiveFailures: number;
+  ejectedUntil: number;
+  timesEjected: number;
+}
+
+export interface Backend extends L7Backend {
+  readonly origin: string;
+  readonly state: BackendState;
+}
+
+export type SchedulerKind = 'wrr' | 'wlc' | 'rr';
+
+const NO_FLOW = { srcAddr: '', srcPort: 0, dstAddr: '', dstPort: 0, protocol: 'tcp' } as const;
+
+export function backendStateKey(groupId: string, b: L7Backend): string {
+  return `${groupId}/${b.serverId}/${b.address}:${b.port}`;
+}
+
+export function originOf(b: { address: string; port: number }): string {
+  return b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`;
+}
+
+export class ServerGroupRuntime {
+  readonly backends: readonly Backend[];
+  private readonly byId = new Map<string, Backend>();
+  private eligible: Backend[] = [];
+  private scheduler: Scheduler | null = null;
+  private nextExpiry = Number.POSITIVE_INFINITY;
+
+  constructor(
+    readonly id: string,
+    backends: readonly L7Backend[],
+    private readonly kind: SchedulerKind,
+    states: Map<string, BackendState>,
+    private readonly health: Required<PassiveHealthOptions>,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.backends = backends.map((b) => {
+      const key = backendStateKey(id, b);
+      let state = states.get(key);
+      if (!state) {
+        state = { active: 0, consecutiveFailures: 0, ejectedUntil: 0, timesEjected: 0 };
+        states.set(key, state);
+      }
+      return { ...b, origin: originOf(b), state };
+    });
+    for (const b of this.backends) this.byId.set(b.serverId, b);
+    this.rebuild();
+  }
+
+  private rebuild(): void {
+    const t = this.now();
+    this.nextExpiry = Number.POSITIVE_INFINITY;
+    this.eligible = this.backends.filter((b) => {
+      if (!b.healthy || b.weight <= 0) return false;
+      if (b.state.ejectedUntil > t) {
+        this.nextExpiry = Math.min(this.nextExpiry, b.state.ejectedUntil);
+        return false;
+      }
+      return true;
+    });
+    const list = this.eligible;
+    this.scheduler = createScheduler(this.kind, {
+      backends: list.map((b) => ({ id: b.serverId, weight: b.weight })),
+      load: (i) => list[i]?.state.active ?? 0,
+    });
+  }
+
+  /** A backend for a new request, skipping `exclude` (already tried); null when none is left. */
+  pick(exclude?: ReadonlySet<Backend>): Backend | null {
+    if (this.now() >= this.nextExpiry) this.rebuild();
+    const n = this.eligible.length;
+    if (n === 0 || !this.scheduler) return null;
+    for (let k = 0; k < n; k++) {
+      const b = this.eligible[this.scheduler.pick(NO_FLOW)];
+      if (b && !exclude?.has(b)) return b;
+    }
+    return this.eligible.find((b) => !exclude?.has(b)) ?? null;
+  }
+
+  /** The named server when it still takes requests (sticky sessions), else undefined. */
+  takesRequests(serverId: string): Backend | undefined {
+    if (this.now() >= this.nextExpiry) this.rebuild();
+    const b = this.byId.get(serverId);
+    return b && this.eligible.includes(b) ? b : undefined;
+  }
+
+  succeeded(b: Backend): void {
+    b.state.consecutiveFailures = 0;
+  }
+
+  /** Records a connect failure; true when this failure ejected the backend. */
+  connectFailed(b: Backend): boolean {
+    b.state.consecutiveFailures++;
+    if (b.state.consecutiveFailures < this.health.consecutiveFailures) return false;
+    const t = this.now();
+    if (b.state.ejectedUntil > t) return false;
+    const ejected = this.backends.filter((x) => x.state.ejectedUntil > t).length;
+    const limit = Math.floor((this.backends.length * this.health.maxEjectionPercent) / 100);
+    if (ejected + 1 > limit) return false;
+    const length = Math.min(this.health.maxEjectionMs, this.health.baseEjectionMs * 2 ** b.state.timesEjected);
+    b.state.timesEjected++;
+    b.state.ejectedUntil = t + length;
+    b.state.consecutiveFailures = 0;
+    this.rebuild();
+    return true;
+  }
+}
