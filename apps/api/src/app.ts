@@ -7,6 +7,7 @@ import type { Registry } from 'prom-client';
 import { installChannelServer } from './control/channel-server.js';
 import { ControlHub } from './control/hub.js';
 import { ApiError } from './errors.js';
+import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { installErrorHandling } from './plugins/errors.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installValidation } from './plugins/validation.js';
@@ -28,6 +29,8 @@ export interface AppOptions {
   nodeToken?: string;
   /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
   dnsZone?: string;
+  /** With redisUrl: schedule health checks on this BullMQ queue and read transitions under this key prefix. */
+  health?: { queue?: string; keyPrefix?: string };
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -83,6 +86,29 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
 
   const hub = new ControlHub(store.db, app.log);
+  // The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed.
+  const healthScheduler = options.redisUrl
+    ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: options.health?.queue, logger: app.log })
+    : null;
+  const transitions = options.redisUrl
+    ? new TransitionConsumer({
+        db: store.db,
+        redisUrl: options.redisUrl,
+        keyPrefix: options.health?.keyPrefix,
+        logger: app.log,
+        onTransition: () => hub.changed(),
+      })
+    : null;
+  app.addHook('onReady', async () => {
+    await transitions
+      ?.start()
+      .catch((err) => app.log.warn({ err: String(err) }, 'health transitions: Redis unreachable'));
+    healthScheduler?.requestSync();
+  });
+  app.addHook('onClose', async () => {
+    await transitions?.close();
+    await healthScheduler?.close();
+  });
   app.decorate('store', store);
   app.decorate('controlHub', hub);
   app.decorate(
@@ -120,7 +146,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // Every successful write may change what a node serves: recompile (coalesced per tick).
   app.addHook('onResponse', (request, reply, done) => {
-    if (request.method !== 'GET' && reply.statusCode < 400 && request.url.startsWith('/v1/')) hub.changed();
+    if (request.method !== 'GET' && reply.statusCode < 400 && request.url.startsWith('/v1/')) {
+      hub.changed();
+      healthScheduler?.requestSync();
+    }
     done();
   });
 

@@ -19,6 +19,9 @@ const Env = Type.Object({
     pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$',
     default: 'slb.internal',
   }),
+  /** BullMQ queue health checks are scheduled on, and the key prefix of the fleet's state (as the workers'). */
+  SLB_HEALTH_QUEUE: Type.String({ minLength: 1, maxLength: 100, default: 'slb-health' }),
+  SLB_HEALTH_KEY_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:health' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },

@@ -25,6 +25,7 @@ try {
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,
     dnsZone: config.SLB_DNS_ZONE,
+    health: { queue: config.SLB_HEALTH_QUEUE, keyPrefix: config.SLB_HEALTH_KEY_PREFIX },
     logger,
     // Shown once, on the first start of a new database, and never logged.
     onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),

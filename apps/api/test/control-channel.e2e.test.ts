@@ -8,9 +8,19 @@ import { CONTROL_CHANNEL_PATH } from '@slb/model';
 import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { API_MAIN, eventually, freePort, L4_MAIN, type Proc, startProcess } from './fleet.js';
+import {
+  API_MAIN,
+  cleanupRedis,
+  eventually,
+  freePort,
+  isolatedHealthEnv,
+  L4_MAIN,
+  type Proc,
+  startProcess,
+} from './fleet.js';
 
 const ADMIN = 'fleet-admin-token-0123456789';
+const healthEnv = isolatedHealthEnv();
 const NODE_TOKEN = 'fleet-node-token-0123456789';
 let dir: string;
 let apiPort: number;
@@ -49,6 +59,7 @@ function startApi(): Proc {
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: String(dnsPort),
+    ...healthEnv,
     LOG_LEVEL: 'info',
   });
 }
@@ -120,6 +131,7 @@ afterAll(async () => {
   await api.stop('SIGKILL');
   for (const b of backends) b.close();
   rmSync(dir, { recursive: true, force: true });
+  await cleanupRedis(healthEnv);
 });
 
 describe('control channel with real processes', () => {

@@ -6,9 +6,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSlbClient } from '@slb/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupRedis, isolatedHealthEnv } from './fleet.js';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = 'e2e-admin-token-0123456789';
+const healthEnv = isolatedHealthEnv();
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -37,6 +39,7 @@ async function startApi(): Promise<void> {
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
       SLB_DNS_PORT: '0',
+      ...healthEnv,
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,6 +74,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopApi();
   rmSync(dir, { recursive: true, force: true });
+  await cleanupRedis(healthEnv);
 });
 
 describe('end to end: a listening API driven through the generated client', () => {

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 
 /** Real processes for end-to-end tests: the built API and nodes, with their output kept for assertions. */
 export interface Proc {
@@ -11,6 +13,7 @@ export interface Proc {
 
 export const API_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 export const L4_MAIN = fileURLToPath(new URL('../../l4-node/dist/main.js', import.meta.url));
+export const L7_MAIN = fileURLToPath(new URL('../../l7-node/dist/main.js', import.meta.url));
 
 export function startProcess(script: string, env: Record<string, string>): Proc {
   const child = spawn(process.execPath, [script], {
@@ -62,4 +65,33 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+/** A health queue and key prefix of the test's own, so parallel tests never share Redis state. */
+export function isolatedHealthEnv(): { SLB_HEALTH_QUEUE: string; SLB_HEALTH_KEY_PREFIX: string } {
+  const id = `test-${randomUUID()}`;
+  return { SLB_HEALTH_QUEUE: id, SLB_HEALTH_KEY_PREFIX: `${id}:health` };
+}
+
+/** Deletes what a test left in Redis under its queue and prefix. */
+export async function cleanupRedis(env: { SLB_HEALTH_QUEUE: string; SLB_HEALTH_KEY_PREFIX: string }): Promise<void> {
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+  });
+  try {
+    await redis.connect();
+    for (const pattern of [`bull:${env.SLB_HEALTH_QUEUE}:*`, `${env.SLB_HEALTH_KEY_PREFIX}*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    }
+  } catch {
+    // Redis away: nothing to clean.
+  } finally {
+    redis.disconnect();
+  }
 }

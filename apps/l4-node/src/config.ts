@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { ChannelEnvProperties, channelModeProblem } from '@slb/node-runtime';
 
 const Env = Type.Object({
   // Where Prometheus scrapes this node; 0 picks a free port (tests), logged at start.
@@ -13,15 +14,14 @@ const Env = Type.Object({
   ),
   // How often the config file is polled for changes, ms (SIGHUP reloads at once); 0 turns polling off.
   SLB_CONFIG_POLL_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 500 }),
-  // Control-channel mode (no --config): the controller to dial and the shared secret to present.
-  SLB_API_URL: Type.String({ pattern: '^https?://', default: 'http://127.0.0.1:8080' }),
-  SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
-  // This node's identity in the fleet, the address its listeners bind and clients reach, and its weight.
-  SLB_NODE_ID: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })),
-  SLB_NODE_ADDRESS: Type.String({ minLength: 2, default: '127.0.0.1' }),
-  SLB_NODE_CAPACITY: Type.Integer({ minimum: 0, maximum: 1000, default: 100 }),
-  // Last-known-good snapshot, served on restart while the controller is unreachable.
-  SLB_STATE_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  ...ChannelEnvProperties,
+  // Session sync between nodes (conntrack and persistence entries); REDIS_URL is the fallback.
+  SLB_SESSION_SYNC_REDIS_URL: Type.Optional(
+    Type.String({ pattern: '^(rediss?://.+|off)$', description: "'off' disables sync" }),
+  ),
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  // Key prefix of the sync streams, so tests (and several fleets on one Redis) stay apart.
+  SLB_SESSION_SYNC_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:sync' }),
 });
 
 export type L4Config = Static<typeof Env> & { configPath: string | undefined };
@@ -46,8 +46,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     const e = Value.Errors(Env, withDefaults).First();
     return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
   }
-  if (configPath === undefined && withDefaults.SLB_NODE_TOKEN === undefined) {
-    return { ok: false, reason: 'SLB_NODE_TOKEN is required to join the control plane (or run with --config <file>)' };
-  }
+  const problem = channelModeProblem(configPath, withDefaults);
+  if (problem) return { ok: false, reason: problem };
   return { ok: true, config: { ...withDefaults, configPath } };
 }

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { ChannelEnvProperties, channelModeProblem } from '@slb/node-runtime';
 
 const Env = Type.Object({
   // Where Prometheus scrapes this node; 0 picks a free port (tests), logged at start.
@@ -17,9 +18,10 @@ const Env = Type.Object({
   SLB_PROXY_HEADER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
   // How long a removed listener's in-flight requests may finish after a reload or on shutdown.
   SLB_DRAIN_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  ...ChannelEnvProperties,
 });
 
-export type L7Config = Static<typeof Env> & { configPath: string };
+export type L7Config = Static<typeof Env> & { configPath: string | undefined };
 
 export type ConfigResult = { ok: true; config: L7Config } | { ok: false; reason: string };
 
@@ -27,8 +29,11 @@ export type ConfigResult = { ok: true; config: L7Config } | { ok: false; reason:
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ConfigResult {
   const i = argv.indexOf('--config');
   const configPath = i >= 0 ? argv[i + 1] : undefined;
-  if (configPath === undefined || configPath === '') {
-    return { ok: false, reason: 'usage: main.js --config <l7-snapshot.json> (no control channel yet)' };
+  if (i >= 0 && (configPath === undefined || configPath === '')) {
+    return {
+      ok: false,
+      reason: 'usage: main.js [--config <l7-snapshot.json>] (without it, the node dials SLB_API_URL)',
+    };
   }
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(Env.properties)) {
@@ -41,5 +46,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     const e = Value.Errors(Env, withDefaults).First();
     return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
   }
+  const problem = channelModeProblem(configPath, withDefaults);
+  if (problem) return { ok: false, reason: problem };
   return { ok: true, config: { ...withDefaults, configPath } };
 }

@@ -1,4 +1,7 @@
 import { unwatchFile, watchFile } from 'node:fs';
+import { hostname } from 'node:os';
+import { L7NodeSnapshot } from '@slb/model';
+import { ControlChannelClient } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { createL7App } from './app.js';
 import { parseConfig } from './config.js';
@@ -21,52 +24,76 @@ const app = createL7App({
   listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS },
 });
 
-const first = await loadSnapshotFile(config.configPath);
-if (!first.ok) {
-  process.stderr.write(`l7-node: refusing ${config.configPath}: ${first.reason}\n`);
-  process.exit(1);
-}
-await app.apply(first.snapshot);
-logger.info({ version: first.snapshot.version, listeners: first.snapshot.listeners.length }, 'snapshot applied');
-
 const metricsServer = await startMetricsServer(app.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
 logger.info({ port: metricsServer.address.port }, 'metrics listening');
 process.stdout.write(`l7-node metrics on ${metricsServer.address.address}:${metricsServer.address.port}\n`);
 
-let reloading = false;
-let again = false;
-async function reload(why: string): Promise<void> {
-  if (reloading) {
-    again = true;
-    return;
-  }
-  reloading = true;
-  try {
-    const r = await loadSnapshotFile(config.configPath);
-    if (!r.ok) {
-      app.metrics.reloads.labels('refused').inc();
-      logger.error({ why, reason: r.reason }, 'snapshot refused; keeping the last good config');
-    } else {
-      await app.apply(r.snapshot);
-      logger.info({ why, version: r.snapshot.version }, 'snapshot applied');
-    }
-  } catch (err) {
-    logger.error({ why, err: (err as Error).message }, 'reload failed; keeping the last good config');
-  } finally {
-    reloading = false;
-    if (again) {
-      again = false;
-      void reload(why);
-    }
-  }
+let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
+if (config.configPath !== undefined) {
+  await runFromFile(config.configPath);
+} else {
+  const nodeId = config.SLB_NODE_ID ?? hostname();
+  channel = new ControlChannelClient<L7NodeSnapshot>({
+    apiUrl: config.SLB_API_URL,
+    token: config.SLB_NODE_TOKEN!,
+    nodeId,
+    kind: 'l7',
+    address: config.SLB_NODE_ADDRESS,
+    capacity: config.SLB_NODE_CAPACITY,
+    stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
+    schema: L7NodeSnapshot,
+    apply: (snapshot) => app.apply(snapshot),
+    load: () => ({ activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 }),
+    logger,
+  });
+  await channel.start();
 }
 
-process.on('SIGHUP', () => void reload('SIGHUP'));
-if (config.SLB_CONFIG_POLL_MS > 0) {
-  // Polling (stat) rather than fs.watch: it survives editors and tools that replace the file by rename.
-  watchFile(config.configPath, { interval: config.SLB_CONFIG_POLL_MS }, (cur, prev) => {
-    if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('file changed');
-  });
+/** File mode: serve `--config`, reload it on SIGHUP and when it changes. */
+async function runFromFile(configPath: string): Promise<void> {
+  const first = await loadSnapshotFile(configPath);
+  if (!first.ok) {
+    process.stderr.write(`l7-node: refusing ${configPath}: ${first.reason}\n`);
+    process.exit(1);
+  }
+  await app.apply(first.snapshot);
+  logger.info({ version: first.snapshot.version, listeners: first.snapshot.listeners.length }, 'snapshot applied');
+
+  let reloading = false;
+  let again = false;
+  async function reload(why: string): Promise<void> {
+    if (reloading) {
+      again = true;
+      return;
+    }
+    reloading = true;
+    try {
+      const r = await loadSnapshotFile(configPath);
+      if (!r.ok) {
+        app.metrics.reloads.labels('refused').inc();
+        logger.error({ why, reason: r.reason }, 'snapshot refused; keeping the last good config');
+      } else {
+        await app.apply(r.snapshot);
+        logger.info({ why, version: r.snapshot.version }, 'snapshot applied');
+      }
+    } catch (err) {
+      logger.error({ why, err: (err as Error).message }, 'reload failed; keeping the last good config');
+    } finally {
+      reloading = false;
+      if (again) {
+        again = false;
+        void reload(why);
+      }
+    }
+  }
+
+  process.on('SIGHUP', () => void reload('SIGHUP'));
+  if (config.SLB_CONFIG_POLL_MS > 0) {
+    // Polling (stat) rather than fs.watch: it survives editors and tools that replace the file by rename.
+    watchFile(configPath, { interval: config.SLB_CONFIG_POLL_MS }, (cur, prev) => {
+      if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('file changed');
+    });
+  }
 }
 
 let stopping = false;
@@ -74,7 +101,8 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'shutting down');
-  unwatchFile(config.configPath);
+  if (config.configPath !== undefined) unwatchFile(config.configPath);
+  await channel?.close();
   const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
   force.unref();
   metricsServer.server.close();

@@ -1,0 +1,182 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSlbClient } from '@slb/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  API_MAIN,
+  cleanupRedis,
+  eventually,
+  freePort,
+  isolatedHealthEnv,
+  L4_MAIN,
+  L7_MAIN,
+  type Proc,
+  startProcess,
+} from './fleet.js';
+import { makeCertificate } from './helpers.js';
+
+const ADMIN = 'http-admin-token-0123456789';
+const NODE_TOKEN = 'http-node-token-0123456789';
+const healthEnv = isolatedHealthEnv();
+const procs: Proc[] = [];
+const backends: Server[] = [];
+let dir: string;
+let apiPort: number;
+
+interface Seen {
+  name: string;
+  headers: IncomingHttpHeaders;
+}
+
+async function backend(name: string): Promise<number> {
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ name, headers: req.headers, url: req.url }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  backends.push(server);
+  return (server.address() as { port: number }).port;
+}
+
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+  servername?: string,
+): Promise<{ status: number; body: Seen & { url: string } }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const send = u.protocol === 'https:' ? httpsRequest : request;
+    const req = send(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        headers,
+        rejectUnauthorized: false,
+        servername,
+        agent: false,
+      },
+      (res) => {
+        let data = '';
+        res.on('data', (d) => {
+          data += d;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: data.startsWith('{') ? JSON.parse(data) : data }),
+        );
+      },
+    );
+    req.setTimeout(2000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'slb-http-'));
+  apiPort = await freePort();
+  procs.push(
+    startProcess(API_MAIN, {
+      PORT: String(apiPort),
+      SLB_DB_PATH: join(dir, 'slb.db'),
+      SLB_ADMIN_TOKEN: ADMIN,
+      SLB_NODE_TOKEN: NODE_TOKEN,
+      SLB_DNS_PORT: '0',
+      ...healthEnv,
+    }),
+  );
+  await eventually('the API', () =>
+    fetch(`http://127.0.0.1:${apiPort}/healthz`).then((r) => (r.ok ? true : undefined)),
+  );
+  const common = {
+    SLB_API_URL: `http://127.0.0.1:${apiPort}`,
+    SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_METRICS_PORT: '0',
+    SLB_SESSION_SYNC_REDIS_URL: 'off',
+  };
+  procs.push(
+    startProcess(L4_MAIN, {
+      ...common,
+      SLB_NODE_ID: 'http-l4',
+      SLB_NODE_ADDRESS: '127.0.0.41',
+      SLB_STATE_DIR: join(dir, 'l4'),
+    }),
+  );
+  procs.push(
+    startProcess(L7_MAIN, {
+      ...common,
+      SLB_NODE_ID: 'http-l7',
+      SLB_NODE_ADDRESS: '127.0.0.51',
+      SLB_STATE_DIR: join(dir, 'l7'),
+    }),
+  );
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+  for (const b of backends) b.close();
+  rmSync(dir, { recursive: true, force: true });
+  await cleanupRedis(healthEnv);
+});
+
+describe('HTTP and HTTPS through L4 → L7 → backend, configured through the API', () => {
+  it('routes by rule, adds forwarding headers with the real client address, and terminates TLS by SNI', async () => {
+    const client = createSlbClient({ baseUrl: `http://127.0.0.1:${apiPort}`, token: ADMIN });
+    const webPort = await backend('web');
+    const apiBackendPort = await backend('api');
+    const lb = await client.POST('/v1/load-balancers', { body: { name: 'shop' } });
+    const lbId = lb.data!.id;
+    const web = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
+      params: { path: { lbId } },
+      body: { name: 'web', servers: [{ address: '127.0.0.1', port: webPort }] },
+    });
+    const api = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
+      params: { path: { lbId } },
+      body: { name: 'api', servers: [{ address: '127.0.0.1', port: apiBackendPort }] },
+    });
+    const httpPort = await freePort('127.0.0.41');
+    const http = await client.POST('/v1/load-balancers/{lbId}/listeners', {
+      params: { path: { lbId } },
+      body: { protocol: 'http', port: httpPort, serverGroupId: web.data!.id },
+    });
+    await client.POST('/v1/load-balancers/{lbId}/listeners/{lsnId}/rules', {
+      params: { path: { lbId, lsnId: http.data!.id } },
+      body: { path: '/api', serverGroupId: api.data!.id },
+    });
+    const cert = await client.POST('/v1/certificates', { body: { name: 'shop', ...makeCertificate('shop.example') } });
+    const httpsPort = await freePort('127.0.0.41');
+    await client.POST('/v1/load-balancers/{lbId}/listeners', {
+      params: { path: { lbId } },
+      body: { protocol: 'https', port: httpsPort, serverGroupId: web.data!.id, certificateId: cert.data!.id },
+    });
+
+    const home = await eventually(
+      'http through the fleet',
+      () => get(`http://127.0.0.41:${httpPort}/`).catch(() => undefined),
+      10_000,
+    );
+    expect(home.status).toBe(200);
+    expect(home.body.name).toBe('web');
+    expect(home.body.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(home.body.headers['x-real-ip']).toBe('127.0.0.1');
+    expect(home.body.headers['x-forwarded-proto']).toBe('http');
+    expect(home.body.headers['x-forwarded-port']).toBe(String(httpPort));
+    const routed = await get(`http://127.0.0.41:${httpPort}/api/orders`, { 'x-forwarded-for': '203.0.113.9' });
+    expect(routed.body.name).toBe('api');
+    expect(routed.body.headers['x-forwarded-for']).toBe('203.0.113.9, 127.0.0.1');
+
+    const secure = await eventually(
+      'https through the fleet',
+      () => get(`https://127.0.0.41:${httpsPort}/`, {}, 'shop.example').catch(() => undefined),
+      10_000,
+    );
+    expect(secure.status).toBe(200);
+    expect(secure.body.headers['x-forwarded-proto']).toBe('https');
+
+    const nodes = await client.GET('/v1/nodes');
+    expect(nodes.data!.items.map((n) => `${n.id}:${n.kind}`).sort()).toEqual(['http-l4:l4', 'http-l7:l7']);
+  });
+});
