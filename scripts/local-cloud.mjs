@@ -1,96 +1,216 @@
 #!/usr/bin/env node
-// Starts the local cloud as processes on loopback: today the control-plane API (more parts join as they land).
-// Usage: npm run local-cloud            (builds first; Ctrl-C stops everything)
+// The whole local cloud as processes on loopback: API, health workers, L4 and L7 nodes (scripts/topology.mjs).
+//   npm run local-cloud              builds, starts everything, prints the API URL and admin token
+//   npm run local-cloud -- --demo    also starts three demo backends and an LB in front of them
+// Ctrl-C stops everything. A crashed process is restarted with backoff.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createConnection, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { localCloudServices } from './topology.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const dataDir = `${root}data`;
+const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
+const demo = process.argv.includes('--demo');
 mkdirSync(dataDir, { recursive: true });
+const started = Date.now();
+const say = (line) => process.stdout.write(`[local-cloud] ${line}\n`);
 
-// One admin token per data folder, kept beside the database so a restart keeps working with it.
-const tokenFile = `${dataDir}/admin-token`;
-const adminToken =
-  process.env.SLB_ADMIN_TOKEN ??
-  (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : `slb_${randomBytes(32).toString('base64url')}`);
-if (!existsSync(tokenFile)) writeFileSync(tokenFile, `${adminToken}\n`, { mode: 0o600 });
-
-const host = process.env.HOST ?? '127.0.0.1';
-const port = process.env.PORT ?? '8080';
-const apiUrl = `http://${host}:${port}`;
-const children = [];
-
-function start(name, script, env) {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const prefix = (stream, out) => {
-    let buffered = '';
-    stream.on('data', (chunk) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) out.write(`[${name}] ${line}\n`);
-    });
-  };
-  prefix(child.stdout, process.stdout);
-  prefix(child.stderr, process.stderr);
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      process.stderr.write(`[local-cloud] ${name} exited (${signal ?? code}); stopping\n`);
-      stop(1);
-    }
-  });
-  children.push(child);
-  return child;
+/** A secret kept in the data folder, so a restart of the local cloud keeps working with it. */
+function secret(file, fromEnv) {
+  const path = `${dataDir}/${file}`;
+  if (fromEnv) return fromEnv;
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  const value = `slb_${randomBytes(32).toString('base64url')}`;
+  writeFileSync(path, `${value}\n`, { mode: 0o600 });
+  return value;
 }
 
+const canConnect = (host, port) =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    socket.setTimeout(500);
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+  });
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const children = new Map();
 let stopping = false;
-function stop(code = 0) {
+
+function prefixLines(stream, out, name) {
+  let buffered = '';
+  stream.on('data', (chunk) => {
+    buffered += chunk.toString();
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) out.write(`[${name}] ${line}\n`);
+  });
+}
+
+/** Starts a process and keeps it running: a crash is restarted after 0.5 s, doubling to 10 s. */
+function supervise(name, command, args, env, attempt = 0) {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  prefixLines(child.stdout, process.stdout, name);
+  prefixLines(child.stderr, process.stderr, name);
+  const startedAt = Date.now();
+  children.set(name, child);
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    const next = Date.now() - startedAt > 30_000 ? 0 : attempt + 1;
+    const delay = Math.min(10_000, 500 * 2 ** Math.min(next, 5));
+    say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
+    setTimeout(() => !stopping && supervise(name, command, args, env, next), delay);
+  });
+}
+
+async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
-  for (const c of children) c.kill('SIGTERM');
-  Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : null))).then(() =>
-    process.exit(code),
-  );
+  say('stopping');
+  const exits = [...children.values()]
+    .filter((c) => c.exitCode === null)
+    .map((c) => new Promise((r) => c.once('exit', r)));
+  for (const c of children.values()) c.kill('SIGTERM');
+  const force = setTimeout(() => {
+    for (const c of children.values()) c.kill('SIGKILL');
+  }, 12_000);
+  await Promise.all(exits);
+  clearTimeout(force);
+  process.exit(code);
 }
-process.on('SIGINT', () => stop(0));
-process.on('SIGTERM', () => stop(0));
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
 
-start('api', `${root}apps/api/dist/main.js`, {
-  HOST: host,
-  PORT: port,
-  SLB_DB_PATH: process.env.SLB_DB_PATH ?? `${dataDir}/slb.db`,
-  SLB_ADMIN_TOKEN: adminToken,
-});
-
-const deadline = Date.now() + 20_000;
-let readiness = 'no answer';
-while (Date.now() < deadline && !stopping) {
-  const res = await fetch(`${apiUrl}/readyz`).catch(() => null);
-  if (res?.ok) break;
-  if (res) readiness = await res.text();
-  await new Promise((r) => setTimeout(r, 200));
-}
-if (Date.now() >= deadline) {
-  process.stderr.write(`[local-cloud] the API is not ready after 20 s: ${readiness}\n`);
-  process.stderr.write('[local-cloud] is Redis running? start one with: redis-server --daemonize yes\n');
-}
-if (!stopping) {
-  process.stdout.write(
-    [
-      '',
-      `local cloud ready`,
-      `  API          ${apiUrl}  (OpenAPI: ${apiUrl}/openapi.json)`,
-      `  admin token  ${adminToken}  (also in data/admin-token)`,
-      '  try:',
-      `    curl -s -H "authorization: Bearer $(cat data/admin-token)" ${apiUrl}/v1/load-balancers`,
-      `    curl -s -X POST -H "authorization: Bearer $(cat data/admin-token)" -H 'content-type: application/json' -d '{"name":"web"}' ${apiUrl}/v1/load-balancers`,
-      '  Ctrl-C stops everything',
-      '',
-    ].join('\n'),
+// Redis: the one given, a local one, or one of our own.
+let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redis = new URL(redisUrl);
+if (!(await canConnect(redis.hostname, Number(redis.port || 6379)))) {
+  const own = await freePort();
+  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server'].find(existsSync);
+  if (!binary) {
+    say(`no Redis answers at ${redisUrl} and redis-server is not installed.`);
+    say('install one (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL to a running Redis.');
+    process.exit(1);
+  }
+  say(`no Redis at ${redisUrl}: starting our own on 127.0.0.1:${own} (data in ${dataDir}/redis)`);
+  mkdirSync(`${dataDir}/redis`, { recursive: true });
+  supervise(
+    'redis',
+    binary,
+    ['--bind', '127.0.0.1', '--port', String(own), '--dir', `${dataDir}/redis`, '--save', '60 1'],
+    {},
   );
+  redisUrl = `redis://127.0.0.1:${own}`;
+  for (let i = 0; i < 50 && !(await canConnect('127.0.0.1', own)); i++) await sleep(100);
 }
+
+const apiHost = process.env.HOST ?? '127.0.0.1';
+const apiPort = Number(process.env.PORT ?? 8080);
+const dnsPort = Number(process.env.SLB_DNS_PORT ?? 8053);
+const adminToken = secret('admin-token', process.env.SLB_ADMIN_TOKEN);
+const nodeToken = secret('node-token', process.env.SLB_NODE_TOKEN);
+const apiUrl = `http://${apiHost}:${apiPort}`;
+const services = localCloudServices({ root, dataDir, apiHost, apiPort, dnsPort, redisUrl, adminToken, nodeToken });
+for (const s of services) supervise(s.name, process.execPath, [s.script], s.env);
+
+const headers = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
+const api = async (method, path, body) => {
+  const res = await fetch(`${apiUrl}${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const json = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+};
+
+// Ready: the API answers /readyz, and every node is online in the fleet.
+const expectedNodes = services.filter((s) => s.kind === 'l4-node' || s.kind === 'l7-node').length;
+let ready = false;
+for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; ) {
+  const readyz = await fetch(`${apiUrl}/readyz`).then(
+    (r) => r.ok,
+    () => false,
+  );
+  const online = readyz
+    ? await api('GET', '/v1/nodes').then(
+        (p) => p.items.filter((n) => n.status === 'online').length,
+        () => 0,
+      )
+    : 0;
+  if (readyz && online >= expectedNodes) {
+    ready = true;
+    break;
+  }
+  await sleep(200);
+}
+if (!ready) {
+  say('the local cloud did not become ready within 60 s; see the logs above');
+  await stop(1);
+}
+
+let demoLine = '';
+if (demo) {
+  const ports = [9001, 9002, 9003];
+  for (const [i, port] of ports.entries()) {
+    const server = createHttpServer((req, res) =>
+      res.end(`hello from demo backend ${i + 1} (${req.method} ${req.url})\n`),
+    );
+    server.listen(port, '127.0.0.1');
+  }
+  const existing = await api('GET', '/v1/load-balancers?limit=500');
+  let lb = existing.items.find((l) => l.name === 'demo');
+  if (!lb) {
+    lb = await api('POST', '/v1/load-balancers', { name: 'demo' });
+    const sg = await api('POST', `/v1/load-balancers/${lb.id}/server-groups`, {
+      name: 'demo-backends',
+      servers: ports.map((port) => ({ address: '127.0.0.1', port })),
+    });
+    await api('POST', `/v1/load-balancers/${lb.id}/listeners`, { protocol: 'tcp', port: 9000, serverGroupId: sg.id });
+    await api('POST', `/v1/load-balancers/${lb.id}/listeners`, {
+      protocol: 'http',
+      port: 8081,
+      serverGroupId: sg.id,
+      healthCheck: { path: '/', interval: 1, healthyThreshold: 2, unhealthyThreshold: 2 },
+    });
+  }
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(100)) {
+    const ok = await fetch('http://127.0.0.11:8081/').then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+  }
+  demoLine = [
+    `  demo LB       ${lb.id}  (HTTP 127.0.0.11:8081 and 127.0.0.12:8081, TCP :9000)`,
+    '    curl http://127.0.0.11:8081/',
+    `    dig @127.0.0.1 -p ${dnsPort} ${lb.id}.slb.internal +short`,
+  ].join('\n');
+}
+
+process.stdout.write(
+  [
+    '',
+    `local cloud ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
+    `  admin token   ${adminToken}   (also in ${dataDir}/admin-token)`,
+    `  DNS           127.0.0.1:${dnsPort} (UDP and TCP), zone slb.internal`,
+    `  nodes         L4 127.0.0.11, 127.0.0.12   L7 127.0.0.21, 127.0.0.22   Redis ${redisUrl}`,
+    '  try:',
+    `    curl -s -H "authorization: Bearer $(cat data/admin-token)" ${apiUrl}/v1/nodes`,
+    `    curl -s -X POST -H "authorization: Bearer $(cat data/admin-token)" -H 'content-type: application/json' -d '{"name":"web"}' ${apiUrl}/v1/load-balancers`,
+    demoLine,
+    '  Ctrl-C stops everything',
+    '',
+  ]
+    .filter((l) => l !== '')
+    .join('\n') + '\n\n',
+);

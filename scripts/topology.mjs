@@ -1,0 +1,57 @@
+// The local cloud's processes: one definition shared by `npm run local-cloud` and the docker-compose test,
+// so the containers and the processes cannot drift apart.
+
+/** Loopback addresses of the forwarding nodes (Linux routes all of 127.0.0.0/8 to lo). */
+export const L4_ADDRESSES = ['127.0.0.11', '127.0.0.12'];
+export const L7_ADDRESSES = ['127.0.0.21', '127.0.0.22'];
+export const HEALTH_WORKERS = 2;
+
+/**
+ * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
+ *           redisUrl: string, adminToken: string, nodeToken: string }} c
+ * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', script: string, env: Record<string,string> }[]}
+ */
+export function localCloudServices(c) {
+  const apiUrl = `http://${c.apiHost}:${c.apiPort}`;
+  const services = [
+    {
+      name: 'api',
+      kind: 'api',
+      script: `${c.root}/apps/api/dist/main.js`,
+      env: {
+        HOST: c.apiHost,
+        PORT: String(c.apiPort),
+        SLB_DB_PATH: `${c.dataDir}/slb.db`,
+        REDIS_URL: c.redisUrl,
+        SLB_ADMIN_TOKEN: c.adminToken,
+        SLB_NODE_TOKEN: c.nodeToken,
+        SLB_DNS_PORT: String(c.dnsPort),
+      },
+    },
+  ];
+  for (let i = 1; i <= HEALTH_WORKERS; i++) {
+    services.push({
+      name: `health-worker-${i}`,
+      kind: 'health-worker',
+      script: `${c.root}/apps/health-worker/dist/main.js`,
+      env: { REDIS_URL: c.redisUrl, SLB_METRICS_PORT: String(9130 + i) },
+    });
+  }
+  const node = (kind, i, address, metricsBase) => ({
+    name: `${kind}-${i}`,
+    kind,
+    script: `${c.root}/apps/${kind}/dist/main.js`,
+    env: {
+      SLB_API_URL: apiUrl,
+      SLB_NODE_TOKEN: c.nodeToken,
+      SLB_NODE_ID: `${kind}-${i}`,
+      SLB_NODE_ADDRESS: address,
+      SLB_STATE_DIR: `${c.dataDir}/node-${kind}-${i}`,
+      SLB_METRICS_PORT: String(metricsBase + i),
+      REDIS_URL: c.redisUrl,
+    },
+  });
+  L4_ADDRESSES.forEach((address, i) => services.push(node('l4-node', i + 1, address, 9110)));
+  L7_ADDRESSES.forEach((address, i) => services.push(node('l7-node', i + 1, address, 9120)));
+  return services;
+}
