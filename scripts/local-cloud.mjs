@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createConnection, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { localCloudServices } from './topology.mjs';
+import { L4_ADDRESSES, L7_ADDRESSES, localCloudServices } from './topology.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
@@ -121,7 +121,25 @@ const dnsPort = Number(process.env.SLB_DNS_PORT ?? 8053);
 const adminToken = secret('admin-token', process.env.SLB_ADMIN_TOKEN);
 const nodeToken = secret('node-token', process.env.SLB_NODE_TOKEN);
 const apiUrl = `http://${apiHost}:${apiPort}`;
-const services = localCloudServices({ root, dataDir, apiHost, apiPort, dnsPort, redisUrl, adminToken, nodeToken });
+const list = (v) => (v ? v.split(',').map((a) => a.trim()) : undefined);
+const l4Addresses = list(process.env.SLB_L4_ADDRESSES) ?? L4_ADDRESSES;
+const l7Addresses = list(process.env.SLB_L7_ADDRESSES) ?? L7_ADDRESSES;
+const services = localCloudServices({
+  root,
+  dataDir,
+  apiHost,
+  apiPort,
+  dnsPort,
+  redisUrl,
+  adminToken,
+  nodeToken,
+  l4Addresses,
+  l7Addresses,
+  metricsPortBase: process.env.SLB_METRICS_PORT_BASE ? Number(process.env.SLB_METRICS_PORT_BASE) : undefined,
+  healthQueue: process.env.SLB_HEALTH_QUEUE,
+  healthKeyPrefix: process.env.SLB_HEALTH_KEY_PREFIX,
+  syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
+});
 for (const s of services) supervise(s.name, process.execPath, [s.script], s.env);
 
 const headers = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
@@ -183,15 +201,15 @@ if (demo) {
     });
   }
   for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(100)) {
-    const ok = await fetch('http://127.0.0.11:8081/').then(
+    const ok = await fetch(`http://${l4Addresses[0]}:8081/`).then(
       (r) => r.ok,
       () => false,
     );
     if (ok) break;
   }
   demoLine = [
-    `  demo LB       ${lb.id}  (HTTP 127.0.0.11:8081 and 127.0.0.12:8081, TCP :9000)`,
-    '    curl http://127.0.0.11:8081/',
+    `  demo LB       ${lb.id}  (HTTP ${l4Addresses.map((a) => `${a}:8081`).join(' and ')}, TCP :9000)`,
+    `    curl http://${l4Addresses[0]}:8081/`,
     `    dig @127.0.0.1 -p ${dnsPort} ${lb.id}.slb.internal +short`,
   ].join('\n');
 }
@@ -203,7 +221,7 @@ process.stdout.write(
     `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
     `  admin token   ${adminToken}   (also in ${dataDir}/admin-token)`,
     `  DNS           127.0.0.1:${dnsPort} (UDP and TCP), zone slb.internal`,
-    `  nodes         L4 127.0.0.11, 127.0.0.12   L7 127.0.0.21, 127.0.0.22   Redis ${redisUrl}`,
+    `  nodes         L4 ${l4Addresses.join(', ')}   L7 ${l7Addresses.join(', ')}   Redis ${redisUrl}`,
     '  try:',
     `    curl -s -H "authorization: Bearer $(cat data/admin-token)" ${apiUrl}/v1/nodes`,
     `    curl -s -X POST -H "authorization: Bearer $(cat data/admin-token)" -H 'content-type: application/json' -d '{"name":"web"}' ${apiUrl}/v1/load-balancers`,

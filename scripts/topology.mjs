@@ -8,11 +8,20 @@ export const HEALTH_WORKERS = 2;
 
 /**
  * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
- *           redisUrl: string, adminToken: string, nodeToken: string }} c
+ *           redisUrl: string, adminToken: string, nodeToken: string,
+ *           l4Addresses?: string[], l7Addresses?: string[], metricsPortBase?: number,
+ *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string }} c
  * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', script: string, env: Record<string,string> }[]}
  */
 export function localCloudServices(c) {
   const apiUrl = `http://${c.apiHost}:${c.apiPort}`;
+  const metricsBase = c.metricsPortBase ?? 9110;
+  // Optional isolation knobs (tests run a local cloud beside others on one machine); unset means the defaults.
+  const health = {
+    ...(c.healthQueue ? { SLB_HEALTH_QUEUE: c.healthQueue } : {}),
+    ...(c.healthKeyPrefix ? { SLB_HEALTH_KEY_PREFIX: c.healthKeyPrefix } : {}),
+  };
+  const sync = c.syncPrefix ? { SLB_SESSION_SYNC_PREFIX: c.syncPrefix } : {};
   const services = [
     {
       name: 'api',
@@ -26,6 +35,7 @@ export function localCloudServices(c) {
         SLB_ADMIN_TOKEN: c.adminToken,
         SLB_NODE_TOKEN: c.nodeToken,
         SLB_DNS_PORT: String(c.dnsPort),
+        ...health,
       },
     },
   ];
@@ -34,10 +44,10 @@ export function localCloudServices(c) {
       name: `health-worker-${i}`,
       kind: 'health-worker',
       script: `${c.root}/apps/health-worker/dist/main.js`,
-      env: { REDIS_URL: c.redisUrl, SLB_METRICS_PORT: String(9130 + i) },
+      env: { REDIS_URL: c.redisUrl, SLB_METRICS_PORT: String(metricsBase + 20 + i), ...health },
     });
   }
-  const node = (kind, i, address, metricsBase) => ({
+  const node = (kind, i, address, portBase) => ({
     name: `${kind}-${i}`,
     kind,
     script: `${c.root}/apps/${kind}/dist/main.js`,
@@ -47,11 +57,14 @@ export function localCloudServices(c) {
       SLB_NODE_ID: `${kind}-${i}`,
       SLB_NODE_ADDRESS: address,
       SLB_STATE_DIR: `${c.dataDir}/node-${kind}-${i}`,
-      SLB_METRICS_PORT: String(metricsBase + i),
+      SLB_METRICS_PORT: String(portBase + i),
       REDIS_URL: c.redisUrl,
+      ...sync,
     },
   });
-  L4_ADDRESSES.forEach((address, i) => services.push(node('l4-node', i + 1, address, 9110)));
-  L7_ADDRESSES.forEach((address, i) => services.push(node('l7-node', i + 1, address, 9120)));
+  (c.l4Addresses ?? L4_ADDRESSES).forEach((address, i) => services.push(node('l4-node', i + 1, address, metricsBase)));
+  (c.l7Addresses ?? L7_ADDRESSES).forEach((address, i) =>
+    services.push(node('l7-node', i + 1, address, metricsBase + 10)),
+  );
   return services;
 }
