@@ -32,9 +32,15 @@ const canConnect = (host, port) =>
   new Promise((resolve) => {
     const socket = createConnection({ host, port });
     socket.setTimeout(500);
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
-    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
   });
 const freePort = () =>
   new Promise((resolve) => {
@@ -215,7 +221,7 @@ if (demo) {
 }
 
 process.stdout.write(
-  [
+  `${[
     '',
     `local cloud ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
@@ -230,5 +236,5 @@ process.stdout.write(
     '',
   ]
     .filter((l) => l !== '')
-    .join('\n') + '\n\n',
+    .join('\n')}\n\n`,
 );

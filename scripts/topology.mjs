@@ -62,9 +62,11 @@ export function localCloudServices(c) {
       ...sync,
     },
   });
-  (c.l4Addresses ?? L4_ADDRESSES).forEach((address, i) => services.push(node('l4-node', i + 1, address, metricsBase)));
-  (c.l7Addresses ?? L7_ADDRESSES).forEach((address, i) =>
-    services.push(node('l7-node', i + 1, address, metricsBase + 10)),
-  );
+  for (const [i, address] of (c.l4Addresses ?? L4_ADDRESSES).entries()) {
+    services.push(node('l4-node', i + 1, address, metricsBase));
+  }
+  for (const [i, address] of (c.l7Addresses ?? L7_ADDRESSES).entries()) {
+    services.push(node('l7-node', i + 1, address, metricsBase + 10));
+  }
   return services;
 }
