@@ -96,7 +96,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         redisUrl: options.redisUrl,
         keyPrefix: options.health?.keyPrefix,
         logger: app.log,
-        onTransition: () => hub.changed(),
+        onTransition: (message) => hub.healthChanged(message.listenerId),
       })
     : null;
   app.addHook('onReady', async () => {

@@ -1,75 +1,116 @@
-import {
-  acls,
-  certificates,
-  type Db,
-  listeners,
-  loadBalancers,
-  rules,
-  serverGroups,
-  serverHealth,
-  servers,
-} from '@slb/db';
+import { acls, certificates, type Db, listeners, loadBalancers, rules, serverHealth, servers } from '@slb/db';
 import type { L7NodeSnapshot, NodeSnapshot } from '@slb/model';
-import { eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { assignL7Ports } from './l7-port.js';
 
 type ListenerRow = typeof listeners.$inferSelect;
 type ServerRow = typeof servers.$inferSelect;
-type L4Listener = NodeSnapshot['listeners'][number];
-type L7Listener = L7NodeSnapshot['listeners'][number];
+export type L4ListenerConfig = Omit<NodeSnapshot['listeners'][number], 'bindAddresses'>;
+export type L7ListenerConfig = Omit<L7NodeSnapshot['listeners'][number], 'bindAddress'>;
 
-export interface CompiledLb {
+export interface LbSummary {
   id: string;
   configVersion: number;
   mode: 'all' | 'spread';
   nodeCount: number | null;
 }
 
-/** Everything the nodes need, read from the database in one pass; snapshots are cut from it per node. */
-export interface FleetConfig {
-  lbs: CompiledLb[];
-  /** Listeners of each LB as an L4 node serves them, without bind addresses (those are per node). */
-  l4ListenersByLb: Map<string, Omit<L4Listener, 'bindAddresses'>[]>;
-  /** Every running http/https listener, as each L7 node serves it. */
-  l7Listeners: L7Listener[];
+/** One LB as the nodes serve it; `json` is each listener serialised once, for cheap diffs per node. */
+export interface CompiledLb {
+  configVersion: number;
+  l4: { config: L4ListenerConfig; json: string }[];
+  l7: { config: L7ListenerConfig; json: string }[];
 }
 
 const healthKey = (listenerId: string, serverId: string) => `${listenerId}/${serverId}`;
+const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const CHUNK = 500; // SQLite bound-variable limit
 
-/** Reads the database into the fleet's configuration. Listeners that are stopped are not served. */
-export function compileFleet(db: Db): FleetConfig {
-  const lbRows = db.select().from(loadBalancers).all();
-  const listenerRows = db.select().from(listeners).where(eq(listeners.status, 'running')).all();
-  const serverRows = db.select().from(servers).all();
-  const ruleRows = db.select().from(rules).all();
-  const aclRows = new Map(
+function chunked<T, R>(items: T[], read: (part: T[]) => R[]): R[] {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(...read(items.slice(i, i + CHUNK)));
+  return out;
+}
+
+export function listLbs(db: Db): LbSummary[] {
+  return db
+    .select({
+      id: loadBalancers.id,
+      configVersion: loadBalancers.configVersion,
+      mode: loadBalancers.placementMode,
+      nodeCount: loadBalancers.placementNodeCount,
+    })
+    .from(loadBalancers)
+    .all();
+}
+
+/** The L7 port of every running http/https listener (assigned over the whole set, so read it whole). */
+export function l7PortsOf(db: Db): Map<string, number> {
+  const ids = db
+    .select({ id: listeners.id })
+    .from(listeners)
+    .where(and(eq(listeners.status, 'running'), inArray(listeners.protocol, ['http', 'https'])))
+    .all()
+    .map((l) => l.id);
+  return assignL7Ports(ids);
+}
+
+/**
+ * Compiles the given LBs from the database: their running listeners as an L4 node and an L7 node serve
+ * them. Only these LBs' rows are read, so a change costs in proportion to what changed, not to the fleet.
+ */
+export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>): Map<string, CompiledLb> {
+  const result = new Map<string, CompiledLb>();
+  if (lbIds.length === 0) return result;
+  const versions = new Map(
+    chunked(lbIds, (part) =>
+      db
+        .select({ id: loadBalancers.id, v: loadBalancers.configVersion })
+        .from(loadBalancers)
+        .where(inArray(loadBalancers.id, part))
+        .all(),
+    ).map((r) => [r.id, r.v]),
+  );
+  const listenerRows = chunked(lbIds, (part) =>
     db
       .select()
-      .from(acls)
-      .all()
-      .map((a) => [a.id, a]),
-  );
-  const certRows = new Map(
-    db
-      .select()
-      .from(certificates)
-      .all()
-      .map((c) => [c.id, c]),
-  );
-  const groupIds = new Set(
-    db
-      .select({ id: serverGroups.id })
-      .from(serverGroups)
-      .all()
-      .map((g) => g.id),
-  );
+      .from(listeners)
+      .where(and(inArray(listeners.loadBalancerId, part), eq(listeners.status, 'running')))
+      .all(),
+  ).sort(byId);
+  const listenerIds = listenerRows.map((l) => l.id);
+  const ruleRows = chunked(listenerIds, (part) =>
+    db.select().from(rules).where(inArray(rules.listenerId, part)).all(),
+  ).sort(byId);
+  const groupIds = [...new Set([...listenerRows.map((l) => l.serverGroupId), ...ruleRows.map((r) => r.serverGroupId)])];
+  const serverRows = chunked(groupIds, (part) =>
+    db.select().from(servers).where(inArray(servers.serverGroupId, part)).all(),
+  ).sort(byId);
   const unhealthy = new Set(
-    db
-      .select()
-      .from(serverHealth)
-      .all()
-      .filter((h) => h.status === 'abnormal')
-      .map((h) => healthKey(h.listenerId, h.serverId)),
+    chunked(listenerIds, (part) =>
+      db
+        .select()
+        .from(serverHealth)
+        .where(and(inArray(serverHealth.listenerId, part), eq(serverHealth.status, 'abnormal')))
+        .all(),
+    ).map((h) => healthKey(h.listenerId, h.serverId)),
+  );
+  const aclIds = [...new Set(listenerRows.map((l) => l.aclId).filter((id): id is string => id !== null))];
+  const aclRows = new Map(
+    chunked(aclIds, (part) => db.select().from(acls).where(inArray(acls.id, part)).all()).map((a) => [a.id, a]),
+  );
+  const certIds = [
+    ...new Set(
+      listenerRows
+        .filter((l) => l.protocol === 'https')
+        .flatMap((l) => [l.certificateId, ...l.additionalCertificateIds]),
+    ),
+  ].filter((id): id is string => id !== null);
+  const certRows = new Map(
+    chunked(certIds, (part) => db.select().from(certificates).where(inArray(certificates.id, part)).all()).map((c) => [
+      c.id,
+      c,
+    ]),
   );
   const serversByGroup = new Map<string, ServerRow[]>();
   for (const s of serverRows) {
@@ -77,30 +118,30 @@ export function compileFleet(db: Db): FleetConfig {
     list.push(s);
     serversByGroup.set(s.serverGroupId, list);
   }
-  const httpListeners = listenerRows.filter((l) => l.protocol === 'http' || l.protocol === 'https');
-  const l7Ports = assignL7Ports(httpListeners.map((l) => l.id));
 
   const backendsOf = (l: ListenerRow, groupId: string) =>
-    (serversByGroup.get(groupId) ?? [])
-      .map((s) => ({
-        serverId: s.id,
-        address: s.address,
-        port: l.backendPort ?? s.port,
-        weight: s.weight,
-        // Not checked yet (no report) counts as healthy: the nodes' connect-retry covers a dead one.
-        healthy: !(l.healthCheck.enabled && unhealthy.has(healthKey(l.id, s.id))),
-      }))
-      .sort((a, b) => (a.serverId < b.serverId ? -1 : 1));
+    (serversByGroup.get(groupId) ?? []).map((s) => ({
+      serverId: s.id,
+      address: s.address,
+      port: l.backendPort ?? s.port,
+      weight: s.weight,
+      // Not checked yet (no report) counts as healthy: the nodes' connect-retry covers a dead one.
+      healthy: !(l.healthCheck.enabled && unhealthy.has(healthKey(l.id, s.id))),
+    }));
   const aclOf = (l: ListenerRow) => {
     const acl = l.aclId ? aclRows.get(l.aclId) : undefined;
     return acl && l.aclMode ? { acl: { mode: l.aclMode, cidrs: acl.entries.map((e) => e.cidr) } } : {};
   };
 
-  const l4ListenersByLb = new Map<string, Omit<L4Listener, 'bindAddresses'>[]>();
-  for (const l of [...listenerRows].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+  for (const id of lbIds) {
+    const v = versions.get(id);
+    if (v !== undefined) result.set(id, { configVersion: v, l4: [], l7: [] });
+  }
+  for (const l of listenerRows) {
+    const entry = result.get(l.loadBalancerId);
+    if (!entry) continue;
     const http = l.protocol === 'http' || l.protocol === 'https';
-    const list = l4ListenersByLb.get(l.loadBalancerId) ?? [];
-    list.push({
+    const l4: L4ListenerConfig = {
       id: l.id,
       loadBalancerId: l.loadBalancerId,
       tenantId: l.tenantId,
@@ -115,57 +156,39 @@ export function compileFleet(db: Db): FleetConfig {
       ...(http ? { l7Port: l7Ports.get(l.id)! } : {}),
       sessionSync: true,
       backends: http ? [] : backendsOf(l, l.serverGroupId),
-    });
-    l4ListenersByLb.set(l.loadBalancerId, list);
+    };
+    entry.l4.push({ config: l4, json: JSON.stringify(l4) });
+    if (!http) continue;
+    const listenerRules = ruleRows.filter((r) => r.listenerId === l.id);
+    const groups = [...new Set([l.serverGroupId, ...listenerRules.map((r) => r.serverGroupId)])];
+    const certs = (l.protocol === 'https' ? [l.certificateId, ...l.additionalCertificateIds] : [])
+      .map((cid) => (cid ? certRows.get(cid) : undefined))
+      .filter((c) => c !== undefined);
+    const l7: L7ListenerConfig = {
+      id: l.id,
+      loadBalancerId: l.loadBalancerId,
+      tenantId: l.tenantId,
+      protocol: l.protocol as 'http' | 'https',
+      port: l7Ports.get(l.id)!,
+      directPort: null,
+      scheduler: l.scheduler === 'wlc' || l.scheduler === 'rr' ? l.scheduler : 'wrr',
+      stickySession: l.stickySession,
+      xForwardedFor: l.xForwardedFor,
+      idleTimeout: l.idleTimeout,
+      requestTimeout: l.requestTimeout ?? 60,
+      certificates: certs.map((c) => ({ id: c.id, certificatePem: c.certificatePem, privateKeyPem: c.privateKeyPem })),
+      defaultServerGroupId: l.serverGroupId,
+      rules: listenerRules.map((r) => ({
+        id: r.id,
+        domain: r.domain,
+        path: r.path,
+        serverGroupId: r.serverGroupId,
+        priority: r.priority,
+      })),
+      serverGroups: groups.map((g) => ({ id: g, backends: backendsOf(l, g) })),
+      ...aclOf(l),
+    };
+    entry.l7.push({ config: l7, json: JSON.stringify(l7) });
   }
-
-  const l7Listeners: L7Listener[] = httpListeners
-    .sort((a, b) => (a.id < b.id ? -1 : 1))
-    .map((l) => {
-      const listenerRules = ruleRows.filter((r) => r.listenerId === l.id);
-      const groups = [...new Set([l.serverGroupId, ...listenerRules.map((r) => r.serverGroupId)])].filter((g) =>
-        groupIds.has(g),
-      );
-      const certIds = l.protocol === 'https' ? [l.certificateId, ...l.additionalCertificateIds] : [];
-      return {
-        id: l.id,
-        loadBalancerId: l.loadBalancerId,
-        tenantId: l.tenantId,
-        protocol: l.protocol as 'http' | 'https',
-        port: l7Ports.get(l.id)!,
-        directPort: null,
-        scheduler: l.scheduler === 'wlc' || l.scheduler === 'rr' ? l.scheduler : 'wrr',
-        stickySession: l.stickySession,
-        xForwardedFor: l.xForwardedFor,
-        idleTimeout: l.idleTimeout,
-        requestTimeout: l.requestTimeout ?? 60,
-        certificates: certIds
-          .map((id) => (id ? certRows.get(id) : undefined))
-          .filter((c) => c !== undefined)
-          .map((c) => ({ id: c.id, certificatePem: c.certificatePem, privateKeyPem: c.privateKeyPem })),
-        defaultServerGroupId: l.serverGroupId,
-        rules: listenerRules
-          .map((r) => ({
-            id: r.id,
-            domain: r.domain,
-            path: r.path,
-            serverGroupId: r.serverGroupId,
-            priority: r.priority,
-          }))
-          .sort((a, b) => (a.id < b.id ? -1 : 1)),
-        serverGroups: groups.map((g) => ({ id: g, backends: backendsOf(l, g) })),
-        ...aclOf(l),
-      };
-    });
-
-  return {
-    lbs: lbRows.map((lb) => ({
-      id: lb.id,
-      configVersion: lb.configVersion,
-      mode: lb.placementMode,
-      nodeCount: lb.placementNodeCount,
-    })),
-    l4ListenersByLb,
-    l7Listeners,
-  };
+  return result;
 }

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { type Db, nodes } from '@slb/db';
+import { type Db, listeners as listenerTable, nodes } from '@slb/db';
 import {
   type ControllerMessage,
   type HelloMessage,
@@ -13,19 +13,19 @@ import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type WebSocket from 'ws';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
-import { compileFleet, type FleetConfig } from './compiler.js';
+import { type CompiledLb, compileLbs, type LbSummary, l7PortsOf, listLbs } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
 import { place } from './placement.js';
-
-type AnySnapshot = NodeSnapshot | L7NodeSnapshot;
 
 interface Session {
   ws: WebSocket;
   nodeId: string;
   kind: 'l4' | 'l7';
   address: string;
-  /** What the node holds once it applies everything sent so far. */
-  sent: AnySnapshot | null;
+  /** The version last sent, and each listener as sent (serialised before per-node fields), for deltas. */
+  sentVersion: number | null;
+  sentJson: Map<string, string>;
+  sentL7Nodes: string | null;
   /** Per sent version: the config version of each LB it carries, for convergence once acked. */
   lbVersionsSent: Map<number, Map<string, number>>;
   ackedLbVersions: Map<string, number>;
@@ -49,7 +49,11 @@ const CIRCUIT_BREAKER_SHARE = 0.5;
 export class ControlHub {
   private readonly sessions = new Map<string, Session>();
   private placement = new Map<string, string[]>();
-  private fleet: FleetConfig | null = null;
+  /** Compiled LBs, reused while their configVersion holds and no health report touched them. */
+  private readonly compiled = new Map<string, CompiledLb>();
+  private readonly dirty = new Set<string>();
+  private lbs: LbSummary[] = [];
+  private l7Ports = new Map<string, number>();
   private version: number;
   private pending = false;
   private lastOnlineL4 = new Set<string>();
@@ -173,7 +177,9 @@ export class ControlHub {
       nodeId: hello.nodeId,
       kind: hello.kind,
       address: hello.address,
-      sent: null,
+      sentVersion: null,
+      sentJson: new Map(),
+      sentL7Nodes: null,
       lbVersionsSent: new Map(),
       ackedLbVersions: new Map(),
       lastSeen: Date.now(),
@@ -221,7 +227,9 @@ export class ControlHub {
       .where(eq(nodes.id, session.nodeId))
       .run();
     // The node keeps its last good config; resend from scratch on the next change.
-    session.sent = null;
+    session.sentVersion = null;
+    session.sentJson = new Map();
+    session.sentL7Nodes = null;
   }
 
   private onlineL4(now = Date.now()) {
@@ -253,8 +261,45 @@ export class ControlHub {
     if (!same) this.changed();
   }
 
+  /** A health report changed a listener's backends: its LB must be compiled again. */
+  healthChanged(listenerId: string): void {
+    const row = this.db
+      .select({ lb: listenerTable.loadBalancerId })
+      .from(listenerTable)
+      .where(eq(listenerTable.id, listenerId))
+      .get();
+    if (row) this.dirty.add(row.lb);
+    this.changed();
+  }
+
+  /** Compiles what changed since the last call; LBs whose version and health are unchanged are reused. */
+  private refreshCompiled(): void {
+    this.lbs = listLbs(this.db);
+    const ports = l7PortsOf(this.db);
+    const portsMoved = new Set<string>();
+    for (const [id, port] of ports) if (this.l7Ports.get(id) !== port) portsMoved.add(id);
+    this.l7Ports = ports;
+    const live = new Set(this.lbs.map((lb) => lb.id));
+    for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
+    const stale = this.lbs
+      .filter((lb) => {
+        const cached = this.compiled.get(lb.id);
+        return (
+          !cached ||
+          cached.configVersion !== lb.configVersion ||
+          this.dirty.has(lb.id) ||
+          cached.l7.some((l) => portsMoved.has(l.config.id))
+        );
+      })
+      .map((lb) => lb.id);
+    this.dirty.clear();
+    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports)) this.compiled.set(id, lb);
+  }
+
   private recompile(): void {
-    this.fleet = compileFleet(this.db);
+    // Nothing to push to: compile lazily when the first node says hello.
+    if (this.sessions.size === 0) return;
+    this.refreshCompiled();
     const online = this.onlineL4();
     const onlineIds = new Set(online.map((n) => n.id));
     const lost = [...this.lastOnlineL4].filter((id) => !onlineIds.has(id)).length;
@@ -262,7 +307,7 @@ export class ControlHub {
       // Circuit breaker: keep the placement; the nodes most likely still serve, we just cannot see them.
       this.log.warn({ lost, of: this.lastOnlineL4.size }, 'most L4 nodes vanished at once: placement frozen');
     } else {
-      this.placement = place(this.fleet.lbs, online, this.placement);
+      this.placement = place(this.lbs, online, this.placement);
       this.lastOnlineL4 = onlineIds;
     }
     const l7Pool = [...this.sessions.values()]
@@ -277,86 +322,103 @@ export class ControlHub {
   }
 
   private pushL4(session: Session, l7Pool: NodeSnapshot['l7Nodes']): void {
-    const fleet = this.fleet!;
     const lbVersions = new Map<string, number>();
-    const listeners: NodeSnapshot['listeners'] = [];
+    const wanted: { id: string; json: string; build: () => unknown }[] = [];
     const taken = new Set<string>();
-    for (const lb of fleet.lbs) {
+    for (const lb of this.lbs) {
       if (!(this.placement.get(lb.id) ?? []).includes(session.nodeId)) continue;
-      lbVersions.set(lb.id, lb.configVersion);
-      for (const l of fleet.l4ListenersByLb.get(lb.id) ?? []) {
+      const compiled = this.compiled.get(lb.id);
+      if (!compiled) continue;
+      lbVersions.set(lb.id, compiled.configVersion);
+      for (const { config, json } of compiled.l4) {
         // Every LB on a node shares the node's address: the first listener on a port keeps it.
-        const key = `${l.protocol === 'udp' ? 'udp' : 'tcp'}/${l.port}`;
+        const key = `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${config.port}`;
         if (taken.has(key)) {
-          this.log.warn({ nodeId: session.nodeId, listenerId: l.id, port: l.port }, 'port already served on this node');
+          this.log.warn(
+            { nodeId: session.nodeId, listenerId: config.id, port: config.port },
+            'port already served on this node',
+          );
           lbVersions.set(lb.id, -1);
           continue;
         }
         taken.add(key);
-        listeners.push({ ...l, bindAddresses: [session.address] });
+        wanted.push({ id: config.id, json, build: () => ({ ...config, bindAddresses: [session.address] }) });
       }
     }
-    listeners.sort((a, b) => (a.id < b.id ? -1 : 1));
-    this.push(session, { listeners, l7Nodes: l7Pool }, lbVersions);
+    this.push(session, wanted, lbVersions, l7Pool);
   }
 
   private pushL7(session: Session): void {
-    const listeners = this.fleet!.l7Listeners.map((l) => ({ ...l, bindAddress: session.address }));
-    const lbVersions = new Map(this.fleet!.lbs.map((lb) => [lb.id, lb.configVersion]));
-    this.push(session, { listeners }, lbVersions);
+    const lbVersions = new Map<string, number>();
+    const wanted: { id: string; json: string; build: () => unknown }[] = [];
+    for (const lb of this.lbs) {
+      const compiled = this.compiled.get(lb.id);
+      if (!compiled) continue;
+      lbVersions.set(lb.id, compiled.configVersion);
+      for (const { config, json } of compiled.l7) {
+        wanted.push({ id: config.id, json, build: () => ({ ...config, bindAddress: session.address }) });
+      }
+    }
+    this.push(session, wanted, lbVersions);
   }
 
+  /** Sends what changed since the last message to this node: a delta, or a snapshot if it has none from us. */
   private push(
     session: Session,
-    content: { listeners: AnySnapshot['listeners']; l7Nodes?: NodeSnapshot['l7Nodes'] },
+    wanted: { id: string; json: string; build: () => unknown }[],
     lbVersions: Map<string, number>,
+    l7Pool?: NodeSnapshot['l7Nodes'],
   ): void {
-    const previous = session.sent;
-    const prevById = new Map((previous?.listeners ?? []).map((l) => [l.id, JSON.stringify(l)]));
-    const upsert = content.listeners.filter((l) => prevById.get(l.id) !== JSON.stringify(l));
-    const nextIds = new Set(content.listeners.map((l) => l.id));
-    const remove = [...prevById.keys()].filter((id) => !nextIds.has(id));
-    const l7Changed =
-      content.l7Nodes !== undefined &&
-      JSON.stringify(content.l7Nodes) !== JSON.stringify((previous as NodeSnapshot | null)?.l7Nodes);
-    const lbChanged = [...lbVersions].some(([id, v]) => session.ackedLbVersions.get(id) !== v);
-    if (previous && upsert.length === 0 && remove.length === 0 && !l7Changed) {
+    wanted.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const first = session.sentVersion === null;
+    const upsert = first ? wanted : wanted.filter((w) => session.sentJson.get(w.id) !== w.json);
+    const wantedIds = new Set(wanted.map((w) => w.id));
+    const remove = first ? [] : [...session.sentJson.keys()].filter((id) => !wantedIds.has(id));
+    const l7Json = l7Pool === undefined ? null : JSON.stringify(l7Pool);
+    const l7Changed = l7Json !== null && l7Json !== session.sentL7Nodes;
+    if (!first && upsert.length === 0 && remove.length === 0 && !l7Changed) {
       // Nothing for the node to do; the LBs it carries are as converged as its last ack says.
-      if (lbChanged && session.lbVersionsSent.size === 0) session.ackedLbVersions = lbVersions;
+      if (session.lbVersionsSent.size === 0) session.ackedLbVersions = lbVersions;
       return;
     }
     const version = ++this.version;
     const generatedAt = new Date().toISOString();
-    const snapshot = { version, generatedAt, ...content } as AnySnapshot;
+    const upserted = upsert.map((w) => w.build());
     let message: ControllerMessage;
-    if (!previous) {
+    if (first) {
       message =
         session.kind === 'l4'
-          ? { type: 'snapshot', kind: 'l4', snapshot: snapshot as NodeSnapshot }
-          : { type: 'snapshot', kind: 'l7', snapshot: snapshot as L7NodeSnapshot };
+          ? {
+              type: 'snapshot',
+              kind: 'l4',
+              snapshot: { version, generatedAt, listeners: upserted, l7Nodes: l7Pool ?? [] } as NodeSnapshot,
+            }
+          : { type: 'snapshot', kind: 'l7', snapshot: { version, generatedAt, listeners: upserted } as L7NodeSnapshot };
     } else if (session.kind === 'l4') {
       message = {
         type: 'delta',
         kind: 'l4',
-        fromVersion: previous.version,
+        fromVersion: session.sentVersion!,
         version,
         generatedAt,
-        upsert: upsert as NodeSnapshot['listeners'],
+        upsert: upserted as NodeSnapshot['listeners'],
         remove,
-        ...(l7Changed ? { l7Nodes: content.l7Nodes } : {}),
+        ...(l7Changed ? { l7Nodes: l7Pool } : {}),
       };
     } else {
       message = {
         type: 'delta',
         kind: 'l7',
-        fromVersion: previous.version,
+        fromVersion: session.sentVersion!,
         version,
         generatedAt,
-        upsert: upsert as L7NodeSnapshot['listeners'],
+        upsert: upserted as L7NodeSnapshot['listeners'],
         remove,
       };
     }
-    session.sent = snapshot;
+    session.sentVersion = version;
+    session.sentJson = new Map(wanted.map((w) => [w.id, w.json]));
+    if (l7Json !== null) session.sentL7Nodes = l7Json;
     session.lbVersionsSent.set(version, lbVersions);
     session.ws.send(JSON.stringify(message));
   }
