@@ -1,4 +1,5 @@
 import type { NodeSnapshot, SnapshotListener } from '@slb/model';
+import type { SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
@@ -12,6 +13,8 @@ export interface L4NodeOptions {
   readonly metrics?: L4Metrics;
   /** ms clock for the conntrack and persistence tables. Default Date.now. */
   readonly now?: () => number;
+  /** Session sync with peer nodes (listeners with `sessionSync` use it). Default none: local tables only. */
+  readonly sync?: SessionSync;
 }
 
 type AnyListener = TcpListener | UdpListener;
@@ -59,7 +62,7 @@ export class L4Node {
 
   constructor(private readonly options: L4NodeOptions) {
     this.metrics = options.metrics ?? new L4Metrics();
-    this.deps = { logger: options.logger, metrics: this.metrics, now: options.now ?? Date.now };
+    this.deps = { logger: options.logger, metrics: this.metrics, now: options.now ?? Date.now, sync: options.sync };
   }
 
   /** Applies a validated snapshot. Calls are serialised; a listener that fails to bind is logged and skipped. */
@@ -86,11 +89,14 @@ export class L4Node {
       const existing = this.listeners.get(l.id);
       if (existing !== undefined) {
         existing.update(resolved);
+        existing.configureSync().catch((err) => log.warn({ err, listener: l.id }, 'session sync attach failed'));
         continue;
       }
       const listener =
         l.protocol === 'udp' ? new UdpListener(resolved, this.deps) : new TcpListener(resolved, this.deps);
       try {
+        // Peers' entries are loaded (bounded by the sync's load timeout) before the first packet is served.
+        await listener.configureSync();
         await listener.start();
         this.listeners.set(l.id, listener);
         this.specs.set(l.id, bindSpec(l));

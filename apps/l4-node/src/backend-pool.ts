@@ -144,6 +144,30 @@ export class BackendPool {
     this.persistence?.set(clientAddr, b.id, now);
   }
 
+  /**
+   * Records a client's backend learnt from a peer node, with its remaining time. Kept even when the server
+   * is unknown here (this node may not have its config yet); `pick` only follows candidates.
+   */
+  learn(clientAddr: string, serverId: string, now: number, remainingMs: number): boolean {
+    if (this.persistence === undefined) return false;
+    this.persistence.set(clientAddr, serverId, now, remainingMs);
+    return true;
+  }
+
+  /** ms; 0 when persistence is off. */
+  get persistenceTimeoutMs(): number {
+    return this.persistenceMs;
+  }
+
+  get persistenceSize(): number {
+    return this.persistence?.size ?? 0;
+  }
+
+  /** Live persistence entries as [client, serverId, remaining ms] (for a full sync republish). */
+  persistenceEntries(now: number): Iterable<[string, string, number]> {
+    return this.persistence?.entries(now) ?? [];
+  }
+
   sweep(now: number): void {
     this.persistence?.sweep(now);
   }

@@ -1,11 +1,12 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { NodeSnapshot } from '@slb/model';
-import { ControlChannelClient } from '@slb/node-runtime';
+import { ControlChannelClient, SessionSync } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
 import { LoadSampler } from './load-sampler.js';
+import { L4Metrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
 import { loadSnapshotFile } from './snapshot-loader.js';
 
@@ -16,7 +17,21 @@ if (!parsed.ok) {
 }
 const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: process.pid } });
-const node = new L4Node({ logger });
+const nodeId = config.SLB_NODE_ID ?? hostname();
+const metricsRegistry = new L4Metrics();
+const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
+// Redis is dialled only once a listener turns sync on; without it the node forwards with local tables.
+const sync =
+  syncUrl === 'off'
+    ? undefined
+    : new SessionSync({
+        url: syncUrl,
+        prefix: config.SLB_SESSION_SYNC_PREFIX,
+        nodeId,
+        logger: logger.child({ component: 'session-sync' }),
+        registry: metricsRegistry.registry,
+      });
+const node = new L4Node({ logger, metrics: metricsRegistry, sync });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
 logger.info({ metricsPort: metrics.address.port, metricsHost: metrics.address.address }, 'metrics listening');
@@ -25,7 +40,6 @@ let channel: ControlChannelClient<NodeSnapshot> | null = null;
 if (config.configPath !== undefined) {
   await runFromFile(config.configPath);
 } else {
-  const nodeId = config.SLB_NODE_ID ?? hostname();
   const load = new LoadSampler(node.metrics.registry);
   channel = new ControlChannelClient<NodeSnapshot>({
     apiUrl: config.SLB_API_URL,
@@ -95,12 +109,14 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) {
     logger.warn({ signal }, 'second signal: closing all connections now');
     await node.close();
+    await sync?.close();
     process.exit(0);
   }
   stopping = true;
   logger.info({ signal }, 'shutting down');
   await channel?.close();
   await node.shutdown();
+  await sync?.close();
   metrics.server.close();
   logger.info('stopped');
   process.exit(0);

@@ -1,9 +1,11 @@
 import net from 'node:net';
 import { ConnTrackTable, type FlowKey, flowKeyString } from '@slb/balancing';
 import type { SnapshotListener } from '@slb/model';
+import type { SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import type { AclCheck } from './acl.js';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
+import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
 import { TcpSession } from './tcp-session.js';
@@ -13,6 +15,8 @@ export interface ListenerDeps {
   readonly metrics: L4Metrics;
   /** ms clock; injected so tables can be driven in tests. */
   readonly now: () => number;
+  /** Session sync with peer nodes; listeners with `sessionSync` use it. */
+  readonly sync?: SessionSync;
 }
 
 /** What a listener runs with after the snapshot is resolved (HTTP listeners point at L7 nodes). */
@@ -35,6 +39,8 @@ export class TcpListener {
   readonly lm: ListenerMetrics;
   readonly conntrack = new ConnTrackTable<string>();
   readonly sessions = new Set<TcpSession>();
+  /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
+  readonly sync: ListenerSync;
   private readonly servers: net.Server[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
   cfg!: ResolvedListener;
@@ -48,6 +54,7 @@ export class TcpListener {
   ) {
     this.lm = deps.metrics.forListener(resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
+    this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.update(resolved);
   }
 
@@ -68,6 +75,11 @@ export class TcpListener {
       drainTimeoutMs: c.connectionDrainTimeout * 1000,
       persistenceTimeoutMs: c.persistenceTimeout * 1000,
     });
+  }
+
+  /** Follows the `sessionSync` switch; a new listener awaits it (bounded) before `start`. */
+  configureSync(): Promise<void> {
+    return this.sync.configure(this.cfg.config, this.deps.sync);
   }
 
   async start(): Promise<void> {
@@ -111,6 +123,7 @@ export class TcpListener {
     for (const s of this.servers) s.close();
     this.servers.length = 0;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sync.stop();
     this.pool.drainAll(drainTimeoutMs);
     const cut = (): void => {
       for (const s of [...this.sessions]) s.drainClose();

@@ -104,6 +104,7 @@ export class TcpSession implements TrackedConn {
     b.metrics.opened.inc();
     const now = l.deps.now();
     l.pool.remember(this.flow.srcAddr, b, now);
+    l.sync.publishPersistence(this.flow.srcAddr, b.id);
     // Over the insert-rate cap the connection is simply not tracked (compute-only): a proxied TCP
     // connection is pinned to its backend by its own sockets, so all it loses is the conntrack entry.
     if (l.conntrack.insert(this.key!, b.id, 'tcp-established', now) === 'rate-limited') l.lm.untracked.inc();

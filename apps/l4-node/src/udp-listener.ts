@@ -2,6 +2,7 @@ import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { type ConnKey, ConnTrackTable, type FlowKey } from '@slb/balancing';
 import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
+import { ListenerSync, peerFlowKey } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
 
@@ -17,6 +18,10 @@ export const DEFAULT_MAX_UDP_FLOWS = 16_384;
 class UdpFlow implements TrackedConn {
   private queue: Buffer[] | undefined = [];
   private closed = false;
+  /** When this flow was last published to peers; -Infinity until the backend first answers. */
+  private syncedAt = Number.NEGATIVE_INFINITY;
+  /** The backend has answered: the flow is established and worth syncing (IPVS never syncs half-open). */
+  established = false;
   /** Bytes not yet added to the metrics (flushed every second and at close). */
   bytesIn = 0;
   bytesOut = 0;
@@ -27,8 +32,8 @@ class UdpFlow implements TrackedConn {
     readonly key: ConnKey,
     readonly backend: BackendState,
     private readonly front: dgram.Socket,
-    private readonly clientAddr: string,
-    private readonly clientPort: number,
+    readonly clientAddr: string,
+    readonly clientPort: number,
   ) {
     this.upstream = dgram.createSocket(isIPv6(backend.address) ? 'udp6' : 'udp4');
     this.upstream.on('message', this.onReply);
@@ -57,9 +62,23 @@ class UdpFlow implements TrackedConn {
   private readonly onReply = (msg: Buffer): void => {
     if (this.closed) return;
     this.bytesOut += msg.length;
-    this.listener.conntrack.lookup(this.key, this.listener.deps.now()); // replies keep the flow alive too
+    const now = this.listener.deps.now();
+    this.listener.conntrack.lookup(this.key, now); // replies keep the flow alive too
     this.front.send(msg, this.clientPort, this.clientAddr);
+    if (!this.established) {
+      this.established = true;
+      this.listener.sync.publishPersistence(this.clientAddr, this.backend.id);
+    }
+    this.maybeSync(now);
   };
+
+  /** Publishes the flow to peers when established and not published within the refresh interval. */
+  maybeSync(now: number): void {
+    const sync = this.listener.sync;
+    if (!this.established || now - this.syncedAt < sync.refreshEvery || !sync.enabled) return;
+    this.syncedAt = now;
+    sync.publishFlow(this.clientAddr, this.clientPort, this.backend.id);
+  }
 
   private readonly onError = (): void => {
     // ICMP port unreachable shows up here on a connected socket: forget the flow so the client's next
@@ -125,6 +144,7 @@ export class UdpListener {
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
   conntrack: ConnTrackTable<UdpFlow>;
+  readonly sync: ListenerSync;
   private readonly sockets: dgram.Socket[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
   cfg!: ResolvedListener;
@@ -137,6 +157,12 @@ export class UdpListener {
     this.lm = deps.metrics.forListener(resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.conntrack = this.newTable(resolved.config.idleTimeout);
+    this.sync = new ListenerSync(
+      this.pool,
+      deps.now,
+      (now) => this.liveFlows(now),
+      () => this.conntrack.size,
+    );
     this.update(resolved);
   }
 
@@ -169,6 +195,23 @@ export class UdpListener {
     });
   }
 
+  /** Follows the `sessionSync` switch; a new listener awaits it (bounded) before `start`. */
+  configureSync(): Promise<void> {
+    return this.sync.configure(this.cfg.config, this.deps.sync);
+  }
+
+  /** Established flows as [peer key, serverId, remaining ms], for a full republish after an outage. */
+  private *liveFlows(now: number): Iterable<[string, string, number]> {
+    const timeout = this.conntrack.timeouts.udp;
+    for (const [key, flow] of this.conntrack.values()) {
+      const seen = this.conntrack.peek(key)?.lastSeen ?? now;
+      const remaining = timeout - (now - seen);
+      if (flow.established && remaining > 0) {
+        yield [peerFlowKey(flow.clientAddr, flow.clientPort), flow.backend.id, remaining];
+      }
+    }
+  }
+
   async start(): Promise<void> {
     const c = this.cfg.config;
     for (const [index, host] of c.bindAddresses.entries()) {
@@ -189,6 +232,7 @@ export class UdpListener {
       const now = this.deps.now();
       this.conntrack.sweep(now);
       this.pool.sweep(now);
+      this.sync.sweep(now);
       for (const [, flow] of this.conntrack.values()) flow.flushBytes();
       this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
     }, 1000);
@@ -210,6 +254,7 @@ export class UdpListener {
    */
   stop(_drainTimeoutMs = 0): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sync.stop();
     this.pool.drainAll(0);
     for (const [key] of [...this.conntrack.values()]) this.conntrack.delete(key);
     for (const s of this.sockets) s.close();
@@ -225,6 +270,7 @@ export class UdpListener {
     const flow = this.conntrack.lookup(key, now);
     if (flow !== undefined) {
       flow.send(msg);
+      flow.maybeSync(now);
       return;
     }
     this.newFlow(front, key, dstAddr, msg, rinfo, now);
@@ -250,7 +296,8 @@ export class UdpListener {
       dstPort: this.cfg.config.port,
       protocol: 'udp',
     };
-    const backend = this.pool.pick(fk, now, undefined);
+    // A flow a peer node already placed (it moved here) keeps its backend, whatever the scheduler says now.
+    const backend = this.sync.peerFlowBackend(rinfo.address, rinfo.port, now) ?? this.pool.pick(fk, now, undefined);
     if (backend === undefined) {
       this.lm.noBackend.inc();
       this.lm.udpDropped.inc();

@@ -107,3 +107,25 @@ describe('PersistenceTable', () => {
     expect(p.get('203.0.113.5', 80_000)).toBeUndefined();
   });
 });
+
+describe('entries learnt with their remaining time (session sync)', () => {
+  it('expires an inserted entry after its remaining time, and never ages an existing one', () => {
+    const t = new ConnTrackTable<string>({ timeouts });
+    t.insert('a', 'srv-1', 'udp', 1_000, 4_000); // 10 s timeout, 4 s left
+    expect(t.lookup('a', 4_500)).toBe('srv-1');
+    expect(t.peek('a')?.lastSeen).toBe(4_500);
+    t.insert('b', 'srv-1', 'udp', 0);
+    t.insert('b', 'srv-2', 'udp', 1_000, 1_000); // a peer's older view: value taken, timer kept
+    expect(t.peek('b')).toMatchObject({ value: 'srv-2', lastSeen: 0 });
+    t.insert('c', 'srv-1', 'udp', 0, 2_000);
+    expect(t.lookup('c', 2_000)).toBeUndefined();
+  });
+
+  it('persistence: set with remaining time, peek and list without refreshing', () => {
+    const p = new PersistenceTable({ timeoutMs: 30_000 });
+    p.set('203.0.113.7', 'srv-3', 10_000, 5_000);
+    expect(p.peek('203.0.113.7', 12_000)).toEqual({ backendId: 'srv-3', remainingMs: 3_000 });
+    expect([...p.entries(12_000)]).toEqual([['203.0.113.7', 'srv-3', 3_000]]);
+    expect(p.get('203.0.113.7', 15_000)).toBeUndefined();
+  });
+});

@@ -120,13 +120,19 @@ export class ConnTrackTable<V> {
   /**
    * Adds or replaces an entry. Returns 'rate-limited' (nothing stored) when the insert-rate cap is hit,
    * 'evicted' when the least recently used entry had to make room.
+   *
+   * `remainingMs` (default: the state's full timeout) inserts an entry that has already been idle for part
+   * of its timeout, e.g. one learnt from a peer node with its remaining time. It never makes an existing
+   * entry older than it is.
    */
-  insert(key: ConnKey, value: V, state: FlowState, now: number): InsertResult {
+  insert(key: ConnKey, value: V, state: FlowState, now: number, remainingMs?: number): InsertResult {
+    const lastSeen =
+      remainingMs === undefined ? now : now - Math.max(0, this.timeoutOf(state) - Math.max(0, remainingMs));
     const existing = this.entries.get(key);
     if (existing !== undefined) {
       existing.value = value;
       existing.state = state;
-      existing.lastSeen = now;
+      existing.lastSeen = Math.max(existing.lastSeen, lastSeen);
       return 'inserted';
     }
     if (!this.takeToken(now)) {
@@ -147,7 +153,7 @@ export class ConnTrackTable<V> {
         this.onRemove?.(oldest.value, victim.value, reason);
       }
     }
-    this.entries.set(key, { value, state, lastSeen: now, ordered: now });
+    this.entries.set(key, { value, state, lastSeen, ordered: now });
     return result;
   }
 

@@ -14,8 +14,10 @@ export interface PersistenceOptions {
  */
 export class PersistenceTable {
   private readonly table: ConnTrackTable<string>;
+  readonly timeoutMs: number;
 
   constructor(options: PersistenceOptions) {
+    this.timeoutMs = options.timeoutMs;
     this.table = new ConnTrackTable<string>({
       maxEntries: options.maxEntries,
       timeouts: { udp: options.timeoutMs },
@@ -33,8 +35,25 @@ export class PersistenceTable {
     return this.table.lookup(clientAddr, now);
   }
 
-  set(clientAddr: string, backendId: string, now: number): void {
-    this.table.insert(clientAddr, backendId, 'udp', now);
+  /** Remembers a client's backend; `remainingMs` (default the full timeout) for entries learnt from peers. */
+  set(clientAddr: string, backendId: string, now: number, remainingMs?: number): void {
+    this.table.insert(clientAddr, backendId, 'udp', now, remainingMs);
+  }
+
+  /** The remembered backend and remaining time of a client, without refreshing it. */
+  peek(clientAddr: string, now: number): { backendId: string; remainingMs: number } | undefined {
+    const e = this.table.peek(clientAddr);
+    if (e === undefined) return undefined;
+    const remainingMs = this.timeoutMs - (now - e.lastSeen);
+    return remainingMs > 0 ? { backendId: e.value, remainingMs } : undefined;
+  }
+
+  /** Every live entry with its remaining time (for a full resync to peers); not for the forwarding path. */
+  *entries(now: number): IterableIterator<[string, string, number]> {
+    for (const [k] of this.table.values()) {
+      const p = this.peek(k as string, now);
+      if (p !== undefined) yield [k as string, p.backendId, p.remainingMs];
+    }
   }
 
   delete(clientAddr: string): void {

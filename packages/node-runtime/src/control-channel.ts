@@ -211,6 +211,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.options.logger.warn({ version, reason }, 'snapshot rejected; keeping the last good config');
       return;
     }
+    const started = performance.now();
     try {
       await this.options.apply(next as S);
     } catch (err) {
@@ -224,6 +225,14 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.options.logger.error({ err: String(err) }, 'could not save the snapshot to disk'),
     );
     this.send({ type: 'ack', version });
+    this.options.logger.info(
+      {
+        version,
+        listeners: (next as S).listeners.length,
+        applyMs: Math.round((performance.now() - started) * 10) / 10,
+      },
+      'config applied',
+    );
     for (const l of this.listeners) l(version);
   }
 }

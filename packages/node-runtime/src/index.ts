@@ -1,4 +1,15 @@
 export { reconnectDelay } from './backoff.js';
+export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 export { type ChannelLogger, ControlChannelClient, type ControlChannelOptions } from './control-channel.js';
 export { applyListenerDelta } from './delta.js';
+export {
+  SessionSync,
+  type SessionSyncOptions,
+  type SyncChannel,
+  type SyncEntry,
+  type SyncKind,
+  type SyncLogger,
+  type SyncScope,
+  type SyncTarget,
+} from './session-sync.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';

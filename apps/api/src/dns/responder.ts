@@ -72,8 +72,22 @@ export class DnsResponder {
     private readonly log: DnsLogger,
   ) {}
 
+  /** Binds UDP and TCP on the same port; with port 0, retries until a port is free for both. */
   async listen(host: string, port: number): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.bind(host, port);
+      } catch (err) {
+        this.udp?.close();
+        this.udp = null;
+        if (port !== 0 || attempt >= 10) throw err;
+      }
+    }
+  }
+
+  private async bind(host: string, port: number): Promise<number> {
     const udp = createSocket(isIPv6(host) ? 'udp6' : 'udp4');
+    this.udp = udp;
     udp.on('message', (message, remote) => {
       const query = decode(message);
       if (!query) {
@@ -93,7 +107,6 @@ export class DnsResponder {
       tcp.once('error', reject);
       tcp.listen(bound, host, () => resolve());
     });
-    this.udp = udp;
     this.tcp = tcp;
     return bound;
   }

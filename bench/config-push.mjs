@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+// Time from an API write to every node's ack, at fleet scale, with real processes on loopback.
+//   npm run build && node bench/config-push.mjs        (LBS=1000 LISTENERS=4 SERVERS=10 L4=4 WRITES=200)
+// Prints p50/p99 write→converged, the full snapshot size and the nodes' apply times.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const LBS = Number(process.env.LBS ?? 1000);
+const LISTENERS = Number(process.env.LISTENERS ?? 4);
+const SERVERS = Number(process.env.SERVERS ?? 10);
+const L4 = Number(process.env.L4 ?? 4);
+const WRITES = Number(process.env.WRITES ?? 200);
+const FIRST_PORT = 30000;
+const root = fileURLToPath(new URL('..', import.meta.url));
+const ADMIN = 'bench-admin-token-0123456789';
+const NODE_TOKEN = 'bench-node-token-0123456789';
+const dir = mkdtempSync(join(tmpdir(), 'slb-config-push-'));
+const children = [];
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+function start(name, script, env) {
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = [];
+  child.stdout.on('data', (d) => lines.push(...d.toString().split('\n').filter(Boolean)));
+  children.push(child);
+  return { child, lines, name };
+}
+
+const percentile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+
+const apiPort = await freePort();
+const api = `http://127.0.0.1:${apiPort}`;
+const headers = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+const call = async (method, path, body) => {
+  const res = await fetch(`${api}${path}`, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+};
+
+try {
+  start('api', join(root, 'apps/api/dist/main.js'), {
+    PORT: String(apiPort),
+    SLB_DB_PATH: join(dir, 'slb.db'),
+    SLB_ADMIN_TOKEN: ADMIN,
+    SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_DNS_PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+  for (
+    let i = 0;
+    i < 100 &&
+    !(await fetch(`${api}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
+
+  console.error(`seeding ${LBS} LBs × ${LISTENERS} listeners × ${SERVERS} servers …`);
+  const t0 = Date.now();
+  const lbs = [];
+  for (let i = 0; i < LBS; i++) {
+    const lb = await call('POST', '/v1/load-balancers', { name: `lb${i}` });
+    const sg = await call('POST', `/v1/load-balancers/${lb.id}/server-groups`, {
+      name: 'pool',
+      servers: Array.from({ length: SERVERS }, (_, s) => ({ address: '127.0.0.1', port: 40000 + s })),
+    });
+    for (let l = 0; l < LISTENERS; l++) {
+      await call('POST', `/v1/load-balancers/${lb.id}/listeners`, {
+        protocol: 'tcp',
+        port: FIRST_PORT + i * LISTENERS + l,
+        serverGroupId: sg.id,
+      });
+    }
+    lbs.push({ id: lb.id, sgId: sg.id, servers: sg.servers.map((s) => s.id) });
+    if (i % 100 === 99) console.error(`  ${i + 1} LBs (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  }
+
+  const nodes = [];
+  const joinStart = Date.now();
+  for (let n = 0; n < L4; n++) {
+    nodes.push(
+      start(`l4-${n}`, join(root, 'apps/l4-node/dist/main.js'), {
+        SLB_API_URL: api,
+        SLB_NODE_TOKEN: NODE_TOKEN,
+        SLB_NODE_ID: `bench-l4-${n}`,
+        SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
+        SLB_STATE_DIR: join(dir, `node-${n}`),
+        SLB_METRICS_PORT: '0',
+        LOG_LEVEL: 'info',
+      }),
+    );
+  }
+  const converged = async (lbId, version) => {
+    const lb = await call('GET', `/v1/load-balancers/${lbId}`);
+    return lb.status === 'active' && lb.configVersion >= version && lb.nodes.length === L4;
+  };
+  while (!(await converged(lbs.at(-1).id, 1))) {
+    if (Date.now() - joinStart > 120_000) throw new Error('nodes did not converge within 120 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const joinMs = Date.now() - joinStart;
+  await new Promise((r) => setTimeout(r, 200)); // let the nodes' log lines arrive
+  const applyTimes = nodes.flatMap((n) =>
+    n.lines
+      .filter((l) => l.includes('"config applied"'))
+      .map((l) => JSON.parse(l))
+      .filter((l) => typeof l.applyMs === 'number' && l.listeners >= LBS * LISTENERS)
+      .map((l) => l.applyMs),
+  );
+  if (applyTimes.length === 0)
+    console.error('no apply lines; node output:', nodes[0].lines.length, nodes[0].lines.slice(0, 5).join('\n'));
+  const snapshotBytes = statSync(join(dir, 'node-0', 'last-known-good.json')).size;
+
+  console.error(`measuring ${WRITES} weight changes …`);
+  const latencies = [];
+  for (let w = 0; w < WRITES; w++) {
+    const lb = lbs[(w * 7919) % lbs.length];
+    const srv = lb.servers[w % lb.servers.length];
+    const started = performance.now();
+    const server = await call('PATCH', `/v1/load-balancers/${lb.id}/server-groups/${lb.sgId}/servers/${srv}`, {
+      weight: 1 + (w % 100),
+    });
+    const { configVersion } = await call('GET', `/v1/load-balancers/${lb.id}`);
+    while (!(await converged(lb.id, configVersion))) {
+      if (performance.now() - started > 10_000) throw new Error('a write did not converge within 10 s');
+    }
+    latencies.push(performance.now() - started);
+    void server;
+  }
+  const fmt = (ms) => `${ms.toFixed(1)} ms`;
+  console.log(`\nconfig push: ${L4} L4 nodes, ${LBS} LBs × ${LISTENERS} listeners × ${SERVERS} servers`);
+  console.log(`  nodes joined and applied the full snapshot in ${fmt(joinMs)}`);
+  console.log(
+    `  full snapshot: ${(snapshotBytes / 1024).toFixed(0)} KiB; apply on the node p50 ${fmt(percentile(applyTimes, 50))}, max ${fmt(Math.max(...applyTimes))}`,
+  );
+  console.log(
+    `  write → every node acked (${WRITES} writes): p50 ${fmt(percentile(latencies, 50))}, p99 ${fmt(percentile(latencies, 99))}   goal p99 <= 100 ms`,
+  );
+  void readFileSync;
+} finally {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SessionSync, type SyncEntry, type SyncTarget } from './session-sync.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const silent = { info() {}, warn() {}, error() {}, debug() {} };
+const scope = { tenantId: 'tnt-1', listenerId: 'lsn-1' };
+
+/** A target that records what it is given and dumps `local`. */
+class Table implements SyncTarget {
+  readonly got = new Map<string, SyncEntry>();
+  local: SyncEntry[] = [];
+  apply(e: SyncEntry): boolean {
+    this.got.set(`${e.kind}|${e.key}`, e);
+    return true;
+  }
+  dump(): Iterable<SyncEntry> {
+    return this.local;
+  }
+  sizes() {
+    return { got: this.got.size };
+  }
+}
+
+async function metric(reg: Registry, name: string): Promise<number> {
+  const m = await reg.getSingleMetric(name)?.get();
+  return (m?.values ?? []).reduce((a, v) => a + v.value, 0);
+}
+
+async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('SessionSync (real Redis)', () => {
+  const prefix = `test-${randomUUID()}`;
+  const syncs: SessionSync[] = [];
+  const admin = new Redis(REDIS_URL);
+  const make = (nodeId: string, extra: { url?: string; loadTimeoutMs?: number } = {}) => {
+    const registry = new Registry();
+    const s = new SessionSync({ url: REDIS_URL, prefix, nodeId, logger: silent, registry, ...extra });
+    syncs.push(s);
+    return { s, registry };
+  };
+
+  afterEach(async () => {
+    await Promise.all(syncs.splice(0).map((s) => s.close()));
+  });
+  afterAll(async () => {
+    const keys = await admin.keys(`${prefix}:*`);
+    if (keys.length > 0) await admin.del(...keys);
+    await admin.quit();
+  });
+
+  it('delivers a peer’s entries, not its own, and coalesces unchanged refreshes', async () => {
+    const a = make('node-a');
+    const b = make('node-b');
+    const ta = new Table();
+    const tb = new Table();
+    const ca = a.s.attach(scope, ta);
+    const cb = b.s.attach(scope, tb);
+    expect(await ca.ready).toBe(true);
+    expect(await cb.ready).toBe(true);
+    for (let i = 0; i < 50; i++) ca.publish('persist', '10.0.0.1', 'srv-x', 60_000);
+    ca.publish('flow', '10.0.0.1|5000', 'srv-y', 30_000);
+    await until(() => tb.got.size === 2);
+    expect(tb.got.get('persist|10.0.0.1')?.serverId).toBe('srv-x');
+    expect(tb.got.get('flow|10.0.0.1|5000')?.remainingMs).toBeGreaterThan(29_000);
+    // B can apply before A's pipeline reply is back: wait for A's count.
+    await until(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2);
+    expect(await metric(a.registry, 'slb_session_sync_coalesced_total')).toBe(49);
+    // A changed server is not coalesced.
+    ca.publish('persist', '10.0.0.1', 'srv-z', 60_000);
+    await until(() => tb.got.get('persist|10.0.0.1')?.serverId === 'srv-z');
+    expect(ta.got.size).toBe(0);
+    const lag = (await b.registry.getSingleMetric('slb_session_sync_apply_lag_seconds')?.get())?.values;
+    expect(lag?.find((v) => v.metricName === 'slb_session_sync_apply_lag_seconds_count')?.value).toBe(3);
+    expect(await metric(b.registry, 'slb_session_sync_table_entries')).toBe(2);
+  });
+
+  it('loads live entries when a node attaches later, skipping expired ones, then follows the stream', async () => {
+    const a = make('node-a');
+    const ca = a.s.attach(scope, new Table());
+    await ca.ready;
+    ca.publish('persist', '10.0.0.2', 'srv-live', 60_000);
+    ca.publish('persist', '10.0.0.3', 'srv-short', 1);
+    await until(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2);
+    await new Promise((r) => setTimeout(r, 5));
+    const c = make('node-c');
+    const tc = new Table();
+    const cc = c.s.attach(scope, tc);
+    expect(await cc.ready).toBe(true);
+    expect(tc.got.get('persist|10.0.0.2')?.serverId).toBe('srv-live');
+    expect(tc.got.has('persist|10.0.0.3')).toBe(false);
+    ca.publish('persist', '10.0.0.4', 'srv-next', 60_000);
+    await until(() => tc.got.has('persist|10.0.0.4'));
+  });
+
+  it('drops and counts malformed messages and entries, and keeps applying good ones', async () => {
+    const b = make('node-b');
+    const tb = new Table();
+    const cb = b.s.attach(scope, tb);
+    await cb.ready;
+    const { stream } = b.s.keys(scope);
+    await admin.xadd(stream, '*', 'o', 'evil#1', 'd', 'not json');
+    await admin.xadd(stream, '*', 'nothing', 'here');
+    await admin.xadd(
+      stream,
+      '*',
+      'o',
+      'evil#1',
+      'd',
+      JSON.stringify([
+        ['bogus', 'k', 's', 1, 1],
+        ['persist', 'k2', 'srv-ok', 60_000, Date.now()],
+      ]),
+    );
+    await until(() => tb.got.has('persist|k2'));
+    expect(await metric(b.registry, 'slb_session_sync_malformed_total')).toBe(3);
+  });
+
+  it('without a reachable Redis: serves after the load timeout, counts what it could not publish', async () => {
+    const d = make('node-d', { url: 'redis://127.0.0.1:1', loadTimeoutMs: 200 });
+    const started = Date.now();
+    const cd = d.s.attach(scope, new Table());
+    expect(await cd.ready).toBe(false);
+    expect(Date.now() - started).toBeLessThan(1000);
+    cd.publish('persist', '10.0.0.9', 'srv-x', 60_000);
+    await until(async () => (await metric(d.registry, 'slb_session_sync_unpublished_total')) === 1);
+    expect(await metric(d.registry, 'slb_session_sync_redis_up')).toBe(0);
+  });
+});
