@@ -13,6 +13,7 @@ const LBS = Number(process.env.LBS ?? 1000);
 const LISTENERS = Number(process.env.LISTENERS ?? 4);
 const SERVERS = Number(process.env.SERVERS ?? 10);
 const L4 = Number(process.env.L4 ?? 4);
+const L7 = Number(process.env.L7 ?? 4);
 const WRITES = Number(process.env.WRITES ?? 200);
 const FIRST_PORT = 30000;
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -86,7 +87,8 @@ try {
     });
     for (let l = 0; l < LISTENERS; l++) {
       await call('POST', `/v1/load-balancers/${lb.id}/listeners`, {
-        protocol: 'tcp',
+        // One listener in four is HTTP, so the L7 nodes carry a share of the fleet too.
+        protocol: l === 3 ? 'http' : 'tcp',
         port: FIRST_PORT + i * LISTENERS + l,
         serverGroupId: sg.id,
       });
@@ -105,6 +107,19 @@ try {
         SLB_NODE_ID: `bench-l4-${n}`,
         SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
         SLB_STATE_DIR: join(dir, `node-${n}`),
+        SLB_METRICS_PORT: '0',
+        LOG_LEVEL: 'info',
+      }),
+    );
+  }
+  for (let n = 0; n < L7; n++) {
+    nodes.push(
+      start(`l7-${n}`, join(root, 'apps/l7-node/dist/main.js'), {
+        SLB_API_URL: api,
+        SLB_NODE_TOKEN: NODE_TOKEN,
+        SLB_NODE_ID: `bench-l7-${n}`,
+        SLB_NODE_ADDRESS: `127.0.0.${41 + n}`,
+        SLB_STATE_DIR: join(dir, `node-l7-${n}`),
         SLB_METRICS_PORT: '0',
         LOG_LEVEL: 'info',
       }),
@@ -148,7 +163,7 @@ try {
     void server;
   }
   const fmt = (ms) => `${ms.toFixed(1)} ms`;
-  console.log(`\nconfig push: ${L4} L4 nodes, ${LBS} LBs × ${LISTENERS} listeners × ${SERVERS} servers`);
+  console.log(`\nconfig push: ${L4} L4 + ${L7} L7 nodes, ${LBS} LBs × ${LISTENERS} listeners × ${SERVERS} servers`);
   console.log(`  nodes joined and applied the full snapshot in ${fmt(joinMs)}`);
   console.log(
     `  full snapshot: ${(snapshotBytes / 1024).toFixed(0)} KiB; apply on the node p50 ${fmt(percentile(applyTimes, 50))}, max ${fmt(Math.max(...applyTimes))}`,
