@@ -2,7 +2,8 @@
 // The whole local cloud as processes on loopback: API, health workers, L4 and L7 nodes (scripts/topology.mjs).
 //   npm run local-cloud              builds, starts everything, prints the API URL and admin token
 //   npm run local-cloud -- --demo    also starts three demo backends and an LB in front of them
-// Ctrl-C stops everything. A crashed process is restarted with backoff.
+// Ctrl-C stops everything. A crashed process is restarted with backoff; `--no-restart` (or SLB_NO_RESTART=1)
+// leaves it down instead, for tests that kill a process and watch the rest of the cloud react.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { L4_ADDRESSES, L7_ADDRESSES, localCloudServices } from './topology.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
 const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
 const demo = process.argv.includes('--demo');
+const noRestart = process.argv.includes('--no-restart') || process.env.SLB_NO_RESTART === '1';
 mkdirSync(dataDir, { recursive: true });
 const started = Date.now();
 const say = (line) => process.stdout.write(`[local-cloud] ${line}\n`);
@@ -73,6 +75,10 @@ function supervise(name, command, args, env, attempt = 0) {
   children.set(name, child);
   child.on('exit', (code, signal) => {
     if (stopping) return;
+    if (noRestart) {
+      say(`${name} exited (${signal ?? code}); not restarting (--no-restart)`);
+      return;
+    }
     const next = Date.now() - startedAt > 30_000 ? 0 : attempt + 1;
     const delay = Math.min(10_000, 500 * 2 ** Math.min(next, 5));
     say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
@@ -85,7 +91,7 @@ async function stop(code = 0) {
   stopping = true;
   say('stopping');
   const exits = [...children.values()]
-    .filter((c) => c.exitCode === null)
+    .filter((c) => c.exitCode === null && c.signalCode === null) // a child killed by a signal has no exit code
     .map((c) => new Promise((r) => c.once('exit', r)));
   for (const c of children.values()) c.kill('SIGTERM');
   const force = setTimeout(() => {
@@ -177,8 +183,9 @@ for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; )
   await sleep(200);
 }
 if (!ready) {
-  say('the local cloud did not become ready within 60 s; see the logs above');
+  if (!stopping) say('the local cloud did not become ready within 60 s; see the logs above');
   await stop(1);
+  await new Promise(() => {}); // a stop already under way (Ctrl-C while starting) exits the process itself
 }
 
 let demoLine = '';

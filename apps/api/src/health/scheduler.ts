@@ -61,6 +61,9 @@ export class HealthScheduler {
       connection: redisOptionsFromUrl(options.redisUrl),
     });
     this.queue.on('error', (err) => this.log?.warn({ err: err.message }, 'health queue error'));
+    // The schedules live in Redis: after Redis comes back (possibly empty), put them back at once
+    // instead of waiting for the periodic resync.
+    this.queue.client.then((client) => client.on('ready', () => this.requestSync())).catch(() => undefined);
     const every = options.resyncIntervalMs ?? 30_000;
     if (every > 0) {
       this.resync = setInterval(() => this.requestSync(), every);

@@ -136,6 +136,13 @@ export class TransitionConsumer {
         if (entries.length > 0) await this.handle(entries);
       } catch (err) {
         if (this.closed) return;
+        if (String(err).includes('NOGROUP')) {
+          // Redis lost the stream and its group (restarted without persistence): create them again, or no
+          // transition would ever be read again.
+          this.options.logger?.warn('health transition stream or group gone (Redis restarted?); recreating');
+          await this.redis.xgroup('CREATE', this.stream, this.group, '0', 'MKSTREAM').catch(() => undefined);
+          continue;
+        }
         this.options.logger?.warn({ err: String(err) }, 'reading health transitions failed; retrying');
         await new Promise((r) => setTimeout(r, 1000));
       }
