@@ -1,5 +1,5 @@
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -250,6 +250,12 @@ describe('control channel with real processes', () => {
   });
 
   it('with the API down, a restarted node still forwards from its saved snapshot, then reconverges', async () => {
+    // The node saves what it applied within half a second; wait until its file holds its applied version.
+    const { data: nodeA } = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: 'node-a' } } });
+    await eventually('node-a saved its config', async () => {
+      const saved = JSON.parse(readFileSync(join(dir, 'node-node-a', 'last-known-good.json'), 'utf8'));
+      return saved.version >= nodeA!.appliedConfigVersion ? true : undefined;
+    });
     await api.stop('SIGKILL');
     await nodes.get('node-a')!.stop('SIGKILL');
     startNode('node-a', '127.0.0.11');

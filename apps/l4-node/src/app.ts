@@ -56,6 +56,8 @@ export class L4Node {
   readonly metrics: L4Metrics;
   readonly listeners = new Map<string, AnyListener>();
   private readonly specs = new Map<string, string>();
+  /** The snapshot object each running listener was last configured from. */
+  private readonly applied = new Map<string, SnapshotListener>();
   private readonly deps: ListenerDeps;
   private queue: Promise<unknown> = Promise.resolve();
   current: NodeSnapshot | undefined;
@@ -82,11 +84,18 @@ export class L4Node {
       listener.stop(listener.cfg.config.connectionDrainTimeout * 1000);
       this.listeners.delete(id);
       this.specs.delete(id);
+      this.applied.delete(id);
       log.info({ listener: id }, next ? 'listener re-binding' : 'listener removed');
     }
+    // A delta carries the unchanged listeners as the very same objects: those are skipped without work,
+    // which matters when a node serves thousands of listeners and one server's weight changed.
+    const l7Changed = this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
     for (const l of s.listeners) {
-      const resolved = resolve(l, s);
       const existing = this.listeners.get(l.id);
+      const http = l.protocol === 'http' || l.protocol === 'https';
+      if (existing !== undefined && this.applied.get(l.id) === l && !(http && l7Changed)) continue;
+      this.applied.set(l.id, l);
+      const resolved = resolve(l, s);
       if (existing !== undefined) {
         existing.update(resolved);
         existing.configureSync().catch((err) => log.warn({ err, listener: l.id }, 'session sync attach failed'));

@@ -60,6 +60,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const budgets = new Map<string, RetryBudget>();
   const learned = new Map<string, LearnedCookies>();
   let version: number | null = null;
+  /** The snapshot object each running listener was last built from. */
+  const appliedConfigs = new Map<string, L7Listener>();
   let applying: Promise<void> = Promise.resolve();
 
   function stateFor(l: L7Listener): ListenerState {
@@ -86,6 +88,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       const next = wanted.get(id);
       if (next && rt.canKeepSockets(next)) continue;
       listeners.delete(id);
+      appliedConfigs.delete(id);
       leaving.push(rt);
     }
     // Ports of removed or rebuilt listeners are released before anything binds; their requests drain.
@@ -93,6 +96,9 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     for (const rt of leaving) void rt.drain(drainMs);
     for (const l of snapshot.listeners) {
       const existing = listeners.get(l.id);
+      // A delta carries unchanged listeners as the very same objects: nothing to rebuild for them.
+      if (existing && appliedConfigs.get(l.id) === l) continue;
+      appliedConfigs.set(l.id, l);
       if (existing) {
         existing.update(stateFor(l));
         continue;

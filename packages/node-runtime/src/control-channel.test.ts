@@ -112,6 +112,7 @@ describe('control channel client', () => {
     );
     await until('ack 6', () => received.some((m) => (m as { type: string; version?: number }).version === 6));
     expect(applied.at(-1)!.listeners.map((l) => l.id)).toEqual(['lsn-00000000000000000002']);
+    await client!.flushed();
     const saved = JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'));
     expect(saved.version).toBe(6);
     await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
@@ -173,7 +174,8 @@ describe('control channel client', () => {
         snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
       }),
     );
-    await until('saved', () => client!.current?.version === 9);
+    await until('applied', () => client!.current?.version === 9);
+    await client!.flushed();
     await client!.close();
     wss.close();
     applied = [];
