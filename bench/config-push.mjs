@@ -106,6 +106,7 @@ try {
         SLB_NODE_TOKEN: NODE_TOKEN,
         SLB_NODE_ID: `bench-l4-${n}`,
         SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
+        ...(process.env.SYNC === 'off' ? { SLB_SESSION_SYNC_REDIS_URL: 'off' } : {}),
         SLB_STATE_DIR: join(dir, `node-${n}`),
         SLB_METRICS_PORT: '0',
         LOG_LEVEL: 'info',
@@ -190,6 +191,8 @@ try {
     `  write → every node acked (${WRITES} writes): p50 ${fmt(percentile(latencies, 50))}, p99 ${fmt(percentile(latencies, 99))}   goal p99 <= 100 ms`,
   );
 } finally {
-  for (const c of children) c.kill('SIGKILL');
+  // SIGTERM first, so profiled processes can write their profiles.
+  for (const c of children) c.kill(process.env.PROFILE_DIR ? 'SIGINT' : 'SIGKILL');
+  if (process.env.PROFILE_DIR) await new Promise((r) => setTimeout(r, 8000));
   rmSync(dir, { recursive: true, force: true });
 }

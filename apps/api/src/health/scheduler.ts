@@ -16,6 +16,8 @@ export interface HealthSchedulerOptions {
   queue?: string;
   /** Quiet period of {@link HealthScheduler.requestSync}, ms. Default: 50. */
   debounceMs?: number;
+  /** Longest a requested sync waits while writes keep coming, ms. Default: 1,000. */
+  maxWaitMs?: number;
   /**
    * Period of a full sync that also repairs schedulers whose chain broke (a worker killed between taking a
    * check and queueing the next one), ms; 0 turns it off. Default: 30,000.
@@ -48,6 +50,10 @@ export class HealthScheduler {
   private readonly debounceMs: number;
   private readonly log: FastifyBaseLogger | undefined;
   private timer: NodeJS.Timeout | null = null;
+  private readonly maxWaitMs: number;
+  private firstRequestAt: number | null = null;
+  /** The plan last written to Redis (key → payload); an unchanged plan needs no Redis round trip. */
+  private lastPlan: Map<string, string> | null = null;
   private resync: NodeJS.Timeout | null = null;
   private running: Promise<SyncResult> | null = null;
   private pending: Promise<SyncResult> | null = null;
@@ -56,6 +62,7 @@ export class HealthScheduler {
   constructor(options: HealthSchedulerOptions) {
     this.db = options.db;
     this.debounceMs = options.debounceMs ?? 50;
+    this.maxWaitMs = options.maxWaitMs ?? 1000;
     this.log = options.logger;
     this.queue = new Queue(options.queue ?? HEALTH_QUEUE_DEFAULT, {
       connection: redisOptionsFromUrl(options.redisUrl),
@@ -63,10 +70,20 @@ export class HealthScheduler {
     this.queue.on('error', (err) => this.log?.warn({ err: err.message }, 'health queue error'));
     // The schedules live in Redis: after Redis comes back (possibly empty), put them back at once
     // instead of waiting for the periodic resync.
-    this.queue.client.then((client) => client.on('ready', () => this.requestSync())).catch(() => undefined);
+    this.queue.client
+      .then((client) =>
+        client.on('ready', () => {
+          this.lastPlan = null;
+          this.requestSync();
+        }),
+      )
+      .catch(() => undefined);
     const every = options.resyncIntervalMs ?? 30_000;
     if (every > 0) {
-      this.resync = setInterval(() => this.requestSync(), every);
+      this.resync = setInterval(() => {
+        this.lastPlan = null; // a full look at Redis, to repair broken schedules
+        this.requestSync();
+      }, every);
       this.resync.unref();
     }
   }
@@ -75,10 +92,15 @@ export class HealthScheduler {
   requestSync(): void {
     if (this.closed) return;
     if (this.timer) clearTimeout(this.timer);
+    const now = Date.now();
+    this.firstRequestAt ??= now;
+    // Debounced, but a steady stream of writes still gets a sync at least every maxWaitMs.
+    const delay = Math.max(0, Math.min(this.debounceMs, this.firstRequestAt + this.maxWaitMs - now));
     this.timer = setTimeout(() => {
       this.timer = null;
+      this.firstRequestAt = null;
       this.sync().catch((err: unknown) => this.log?.error({ err: String(err) }, 'health-check sync failed'));
-    }, this.debounceMs);
+    }, delay);
     this.timer.unref();
   }
 
@@ -111,6 +133,13 @@ export class HealthScheduler {
 
   private async syncOnce(): Promise<SyncResult> {
     const plan = planHealthChecks(this.db);
+    const planned = new Map(
+      [...plan.jobs].map(([key, job]) => [key, `${job.settings.interval}|${JSON.stringify(job)}`]),
+    );
+    if (this.lastPlan && samePlan(this.lastPlan, planned)) {
+      // Most writes (a weight, a name) change no check: nothing to tell Redis.
+      return { total: plan.jobs.size, upserted: 0, removed: 0, repaired: 0, skipped: plan.skipped.length };
+    }
     for (const s of plan.skipped) this.log?.warn(s, 'health check left out: settings do not resolve');
     const existing = await this.queue.getJobSchedulers(0, -1, true);
     const now = Date.now();
@@ -135,6 +164,7 @@ export class HealthScheduler {
       writes.push(this.queue.removeJobScheduler(key));
     }
     await Promise.all(writes);
+    this.lastPlan = planned;
     const result = { total: plan.jobs.size, upserted, removed, repaired, skipped: plan.skipped.length };
     if (upserted + removed + repaired > 0) this.log?.info(result, 'health-check schedule synced');
     return result;
@@ -161,4 +191,10 @@ export function slotOffset(key: string, every: number): number {
 
 function sameData(stored: unknown, job: HealthCheckJob): boolean {
   return JSON.stringify(stored) === JSON.stringify(job);
+}
+
+function samePlan(a: Map<string, string>, b: Map<string, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [key, value] of a) if (b.get(key) !== value) return false;
+  return true;
 }
