@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Measures the API beside a bare fastify route returning the same JSON, in one run, and prints ratios.
-//   npm run build && node bench/api.mjs            (DURATION=10 CONNECTIONS=50 to change the load)
+//   npm run build && node bench/api.mjs     (DURATION=5 per round, ROUNDS=3, CONNECTIONS=50 to change the load)
 // Servers are pinned to CPU 1 and the load generator to CPU 0 when `taskset` exists (2-core machines).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
-const DURATION = Number(process.env.DURATION ?? 10);
+const DURATION = Number(process.env.DURATION ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const TOKEN = 'bench-admin-token-0123456789';
@@ -85,21 +85,30 @@ try {
     await waitFor(`${bareUrl}/healthz`);
     console.error(`warming up, then ${DURATION}s per case with ${CONNECTIONS} connections`);
     await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers, duration: 2 });
-    const results = {
-      readApi: await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers }),
-      readBare: await run({ url: `${bareUrl}/lb` }),
-      createApi: await run({ url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' }),
-      createBare: await run({
+    // Rounds alternate the API and the reference, so drift on a shared machine hits both alike; medians.
+    const ROUNDS = Number(process.env.ROUNDS ?? 3);
+    const cases = {
+      readApi: { url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers },
+      readBare: { url: `${bareUrl}/lb` },
+      createApi: { url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' },
+      createBare: {
         url: `${bareUrl}/lb`,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: '{"name":"bench"}',
-      }),
+      },
     };
+    const runs = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, opts] of Object.entries(cases)) runs[name].push(await run(opts));
+    }
+    const median = (list) =>
+      [...list].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(list.length / 2)];
+    const results = Object.fromEntries(Object.entries(runs).map(([k, list]) => [k, median(list)]));
     const row = (name, r) =>
       `${name.padEnd(34)} ${String(Math.round(r.requests.average)).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
     console.log(
-      `\nAPI benchmark (${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`,
+      `\nAPI benchmark (median of ${ROUNDS} alternating rounds of ${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`,
     );
     console.log(row('GET /v1/load-balancers/{id}', results.readApi));
     console.log(row('bare fastify GET (same JSON)', results.readBare));

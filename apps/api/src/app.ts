@@ -115,8 +115,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     'services',
     createServices(
       store.db,
+      store.sqlite,
       () => app.authenticator,
       (id, version) => hub.runtime(id, version),
+      options.dnsZone,
     ),
   );
   app.decorate('authenticator', new Authenticator(store.db));
@@ -144,13 +146,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   }
 
-  // Every successful write may change what a node serves: recompile (coalesced per tick).
-  app.addHook('onResponse', (request, reply, done) => {
-    if (request.method !== 'GET' && reply.statusCode < 400 && request.url.startsWith('/v1/')) {
+  // Every successful write may change what a node serves: recompile (coalesced per tick). Attached to
+  // write routes only, so reads (the hot path) do not pay for a hook.
+  const afterWrite = (_request: unknown, reply: { statusCode: number }, done: () => void) => {
+    if (reply.statusCode < 400) {
       hub.changed();
       healthScheduler?.requestSync();
     }
     done();
+  };
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!route.url.startsWith('/v1/') || methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    const existing = route.onResponse ? (Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]) : [];
+    route.onResponse = [...existing, afterWrite] as typeof route.onResponse;
   });
 
   app.addHook('onRequest', (request, _reply, done) => {

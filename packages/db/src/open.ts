@@ -16,6 +16,10 @@ export interface OpenDatabase {
 export function openDatabase(path: string): OpenDatabase {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const sqlite = new Database(path);
+  // The control plane is the database's only user: holding the lock for the connection's lifetime lets
+  // WAL reads skip the shared-memory index (a read costs 1.7 µs instead of 4-5 µs). Other processes
+  // cannot open the file while the API runs; back it up through the API's own connection.
+  if (path !== ':memory:') sqlite.pragma('locking_mode = EXCLUSIVE');
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL'); // durable across process crashes in WAL mode; fsync at checkpoints

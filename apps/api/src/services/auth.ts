@@ -28,15 +28,16 @@ export class Authenticator {
   constructor(private readonly db: Db) {}
 
   authenticate(secret: string): AuthContext | null {
-    const hash = hashToken(secret);
     const now = Date.now();
-    let hit = this.cache.get(hash);
+    // Keyed by the presented secret, so a hit costs no hash; only verified tokens are ever cached.
+    let hit = this.cache.get(secret);
     if (!hit) {
+      const hash = hashToken(secret);
       const row = this.db.select().from(tokens).where(eq(tokens.secretHash, hash)).get();
       if (!row) return null;
       hit = { auth: { tokenId: row.id, tenantId: row.tenantId, role: row.role }, lastUsedWrite: 0 };
       if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, hit);
+      this.cache.set(secret, hit);
     }
     if (now - hit.lastUsedWrite > LAST_USED_WRITE_INTERVAL_MS) {
       hit.lastUsedWrite = now;

@@ -1,4 +1,5 @@
 import type { Db } from '@slb/db';
+import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
 import type { Authenticator } from './auth.js';
 import { CertificateService } from './certificates.js';
@@ -10,8 +11,14 @@ import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
 
-export function createServices(db: Db, authenticator: () => Authenticator, runtime: RuntimeView, dnsZone?: string) {
-  const loadBalancers = new LoadBalancerService(db, runtime, dnsZone);
+export function createServices(
+  db: Db,
+  sqlite: Database.Database,
+  authenticator: () => Authenticator,
+  runtime: RuntimeView,
+  dnsZone?: string,
+) {
+  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone);
   const serverGroups = new ServerGroupService(db, loadBalancers);
   const listeners = new ListenerService(db, loadBalancers, serverGroups);
   return {
