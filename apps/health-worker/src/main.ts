@@ -1,7 +1,7 @@
+import { startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { HealthWorker } from './app.js';
 import { parseConfig } from './config.js';
-import { startMetricsServer } from './metrics-server.js';
 
 const parsed = parseConfig(process.env);
 if (!parsed.ok) {

@@ -1,13 +1,13 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, SessionSync } from '@slb/node-runtime';
+import { ControlChannelClient, SessionSync, startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
 import { LoadSampler } from './load-sampler.js';
 import { L4Metrics } from './metrics.js';
-import { startMetricsServer } from './metrics-server.js';
+
 import { loadSnapshotFile } from './snapshot-loader.js';
 
 const parsed = parseConfig(process.argv.slice(2), process.env);

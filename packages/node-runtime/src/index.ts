@@ -2,6 +2,7 @@ export { reconnectDelay } from './backoff.js';
 export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 export { type ChannelLogger, ControlChannelClient, type ControlChannelOptions } from './control-channel.js';
 export { applyListenerDelta } from './delta.js';
+export { startMetricsServer } from './metrics-server.js';
 export {
   SessionSync,
   type SessionSyncOptions,
