@@ -70,6 +70,7 @@ const api = start([join(root, 'apps/api/dist/main.js')], {
   SLB_DB_PATH: join(dir, 'slb.db'),
   SLB_ADMIN_TOKEN: TOKEN,
   SLB_DNS_PORT: '0',
+  SLB_RATE_LIMIT_RPS: '0',
   LOG_LEVEL: 'warn',
 });
 const apiUrl = `http://127.0.0.1:${apiPort}`;

@@ -63,6 +63,7 @@ try {
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: '0',
+    SLB_RATE_LIMIT_RPS: '0',
     LOG_LEVEL: 'warn',
   });
   for (

@@ -16,6 +16,7 @@ import { ProblemSchema } from './routes/shared.js';
 import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
 import { IdempotencyStore } from './services/idempotency.js';
 import { createServices, type Services } from './services/index.js';
+import { RateLimiter } from './services/rate-limiter.js';
 
 export interface AppOptions {
   /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
@@ -27,6 +28,8 @@ export interface AppOptions {
   onAdminTokenGenerated?: (token: string) => void;
   /** Shared secret nodes present on the control channel; without it no node can connect. */
   nodeToken?: string;
+  /** Requests per second (and burst) each token, or each address without one, may make; absent: no limit. */
+  rateLimit?: { rps: number; burst: number };
   /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
   dnsZone?: string;
   /** With redisUrl: schedule health checks on this BullMQ queue and read transitions under this key prefix. */
@@ -162,11 +165,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     route.onResponse = [...existing, afterWrite] as typeof route.onResponse;
   });
 
-  app.addHook('onRequest', (request, _reply, done) => {
+  const limiter =
+    options.rateLimit && options.rateLimit.rps > 0
+      ? new RateLimiter(options.rateLimit.rps, options.rateLimit.burst)
+      : null;
+  app.addHook('onRequest', (request, reply, done) => {
     if (!request.url.startsWith('/v1/')) return done();
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
     const auth = match?.[1] ? app.authenticator.authenticate(match[1]) : null;
+    const wait = limiter?.take(auth ? auth.tokenId : `ip:${request.ip}`) ?? 0;
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return done(new ApiError('rate_limited', `too many requests; retry in ${wait} s`));
+    }
     if (!auth) return done(new ApiError('unauthorized', 'a valid bearer token is required'));
     if (request.routeOptions.config?.adminOnly && auth.role !== 'admin') {
       return done(new ApiError('forbidden', 'this route needs an admin token'));

@@ -22,6 +22,9 @@ const Env = Type.Object({
   /** BullMQ queue health checks are scheduled on, and the key prefix of the fleet's state (as the workers'). */
   SLB_HEALTH_QUEUE: Type.String({ minLength: 1, maxLength: 100, default: 'slb-health' }),
   SLB_HEALTH_KEY_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:health' }),
+  /** Per-token request rate (and burst) before 429 with Retry-After; 0 turns limiting off. */
+  SLB_RATE_LIMIT_RPS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 200 }),
+  SLB_RATE_LIMIT_BURST: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 400 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },

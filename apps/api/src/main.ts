@@ -24,6 +24,7 @@ try {
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,
+    rateLimit: { rps: config.SLB_RATE_LIMIT_RPS, burst: config.SLB_RATE_LIMIT_BURST },
     dnsZone: config.SLB_DNS_ZONE,
     health: { queue: config.SLB_HEALTH_QUEUE, keyPrefix: config.SLB_HEALTH_KEY_PREFIX },
     logger,

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { buildApp } from '../src/app.js';
+import { type AppOptions, buildApp } from '../src/app.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -15,9 +15,12 @@ export interface TestApp {
 }
 
 /** A real app on a real SQLite file in a fresh temp folder. */
-export async function makeApp(dir = mkdtempSync(join(tmpdir(), 'slb-api-'))): Promise<TestApp> {
+export async function makeApp(
+  dir = mkdtempSync(join(tmpdir(), 'slb-api-')),
+  options: Partial<AppOptions> = {},
+): Promise<TestApp> {
   const dbPath = join(dir, 'slb.db');
-  const app = await buildApp({ dbPath, adminToken: ADMIN_TOKEN });
+  const app = await buildApp({ dbPath, adminToken: ADMIN_TOKEN, ...options });
   await app.ready();
   return {
     app,

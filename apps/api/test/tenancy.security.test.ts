@@ -177,3 +177,27 @@ describe('authentication and roles', () => {
     expect((await call(t.app, secret, 'GET', '/v1/load-balancers')).status).toBe(401);
   });
 });
+
+describe('rate limiting', () => {
+  it('answers 429 problem+json with Retry-After once a token exceeds its rate, per token', async () => {
+    const limited = await makeApp(undefined, { rateLimit: { rps: 1, burst: 3 } });
+    try {
+      const statuses: number[] = [];
+      let last: Awaited<ReturnType<typeof call>> | null = null;
+      for (let i = 0; i < 5; i++) {
+        last = await call(limited.app, ADMIN_TOKEN, 'GET', '/v1/load-balancers');
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      expect(last!.headers['retry-after']).toBe('1');
+      expect(last!.body.code).toBe('rate_limited');
+      // Unauthenticated callers are limited by address, so guessing tokens is slowed down too.
+      const guesses: number[] = [];
+      for (let i = 0; i < 5; i++)
+        guesses.push((await call(limited.app, 'slb_guess', 'GET', '/v1/load-balancers')).status);
+      expect(guesses).toEqual([401, 401, 401, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});

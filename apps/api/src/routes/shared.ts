@@ -17,7 +17,7 @@ export function problems(...statuses: number[]) {
 export const PROBLEM_SCHEMA_ID = 'Problem';
 export const ProblemSchema: TSchema = { ...Problem, $id: PROBLEM_SCHEMA_ID };
 /** Every authenticated route can answer these. */
-export const AUTH_PROBLEMS = [400, 401] as const;
+export const AUTH_PROBLEMS = [400, 401, 429] as const;
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ maxLength: 200, description: 'ETag from a previous read; 412 if stale' })),
