@@ -1,4 +1,5 @@
 import type { L7Listener, L7NodeSnapshot } from '@slb/model';
+import type { SessionSync } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -8,6 +9,7 @@ import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { compileRules } from './rules.js';
 import { type BackendState, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
 import { LearnedCookies } from './sticky.js';
+import { StickySync, syncsSticky } from './sticky-sync.js';
 
 // The L7 node as a program without a process: apply snapshots, serve, close. main.ts adds the file,
 // signals and the metrics port.
@@ -25,6 +27,11 @@ export interface L7AppOptions {
   readonly listener?: Partial<ListenerOptions>;
   /** How long a removed listener may finish its in-flight requests, ms. Default 10000. */
   readonly drainMs?: number;
+  /**
+   * Session sync between L7 nodes: `server`-mode listeners share their learned backend cookies. The caller
+   * owns it (closes it after `close()`); absent = local tables only.
+   */
+  readonly sync?: SessionSync;
 }
 
 export interface L7App {
@@ -59,10 +66,43 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const backendStates = new Map<string, BackendState>();
   const budgets = new Map<string, RetryBudget>();
   const learned = new Map<string, LearnedCookies>();
+  const stickySyncs = new Map<string, StickySync>();
   let version: number | null = null;
   /** The snapshot object each running listener was last built from. */
   const appliedConfigs = new Map<string, L7Listener>();
   let applying: Promise<void> = Promise.resolve();
+
+  function learnedFor(listenerId: string): LearnedCookies {
+    let cookies = learned.get(listenerId);
+    if (!cookies) {
+      cookies = new LearnedCookies();
+      learned.set(listenerId, cookies);
+    }
+    return cookies;
+  }
+
+  /**
+   * Attaches `server`-mode listeners to session sync (and detaches the others); resolves once newly
+   * attached ones have loaded their peers' entries, bounded by the sync's load timeout.
+   */
+  async function syncSticky(snapshot: L7NodeSnapshot, wanted: Map<string, L7Listener>): Promise<void> {
+    for (const [id, s] of stickySyncs) {
+      const l = wanted.get(id);
+      if (l && syncsSticky(l) && s.scope.tenantId === l.tenantId) continue;
+      s.detach();
+      stickySyncs.delete(id);
+    }
+    const sync = options.sync;
+    if (sync === undefined) return;
+    const loading: Promise<boolean>[] = [];
+    for (const l of snapshot.listeners) {
+      if (!syncsSticky(l) || stickySyncs.has(l.id)) continue;
+      const s = new StickySync(sync, { tenantId: l.tenantId, listenerId: l.id }, learnedFor(l.id));
+      stickySyncs.set(l.id, s);
+      loading.push(s.ready);
+    }
+    await Promise.all(loading);
+  }
 
   function stateFor(l: L7Listener): ListenerState {
     let budget = budgets.get(l.id);
@@ -70,11 +110,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       budget = new RetryBudget(options.retryBudget);
       budgets.set(l.id, budget);
     }
-    let cookies = learned.get(l.id);
-    if (!cookies) {
-      cookies = new LearnedCookies();
-      learned.set(l.id, cookies);
-    }
+    const cookies = learnedFor(l.id);
     const groups = new Map(
       l.serverGroups.map((g) => [g.id, new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health)]),
     );
@@ -83,6 +119,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
 
   async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
     const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
+    await syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];
     for (const [id, rt] of listeners) {
       const next = wanted.get(id);
@@ -148,6 +185,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     },
     async close() {
       await applying.catch(() => {});
+      for (const s of stickySyncs.values()) s.detach();
+      stickySyncs.clear();
       await Promise.all([...listeners.values()].map((l) => l.close(drainMs)));
       listeners.clear();
       await pools.close();

@@ -19,6 +19,13 @@ const Env = Type.Object({
   // How long a removed listener's in-flight requests may finish after a reload or on shutdown.
   SLB_DRAIN_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
   ...ChannelEnvProperties,
+  // Session sync between L7 nodes (`server`-mode sticky cookies); REDIS_URL is the fallback.
+  SLB_SESSION_SYNC_REDIS_URL: Type.Optional(
+    Type.String({ pattern: '^(rediss?://.+|off)$', description: "'off' disables sync" }),
+  ),
+  REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
+  // Key prefix of the sync streams, so tests (and several fleets on one Redis) stay apart.
+  SLB_SESSION_SYNC_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:sync' }),
 });
 
 export type L7Config = Static<typeof Env> & { configPath: string | undefined };

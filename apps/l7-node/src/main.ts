@@ -1,10 +1,11 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { L7NodeSnapshot } from '@slb/model';
-import { ControlChannelClient } from '@slb/node-runtime';
+import { ControlChannelClient, SessionSync } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { createL7App } from './app.js';
 import { parseConfig } from './config.js';
+import { createMetrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
 import { loadSnapshotFile } from './snapshot-loader.js';
 
@@ -18,8 +19,24 @@ if (!parsed.ok) {
 }
 const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l7-node', pid: process.pid } });
+const nodeId = config.SLB_NODE_ID ?? hostname();
+const metrics = createMetrics();
+const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
+// Redis is dialled only once a `server`-mode sticky listener is attached; without it, local tables only.
+const sync =
+  syncUrl === 'off'
+    ? undefined
+    : new SessionSync({
+        url: syncUrl,
+        prefix: config.SLB_SESSION_SYNC_PREFIX,
+        nodeId,
+        logger: logger.child({ component: 'session-sync' }),
+        registry: metrics.registry,
+      });
 const app = createL7App({
   logger,
+  metrics,
+  sync,
   drainMs: config.SLB_DRAIN_MS,
   listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS },
 });
@@ -32,7 +49,6 @@ let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
 if (config.configPath !== undefined) {
   await runFromFile(config.configPath);
 } else {
-  const nodeId = config.SLB_NODE_ID ?? hostname();
   channel = new ControlChannelClient<L7NodeSnapshot>({
     apiUrl: config.SLB_API_URL,
     token: config.SLB_NODE_TOKEN!,
@@ -107,6 +123,7 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   metricsServer.server.close();
   await app.close();
+  await sync?.close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

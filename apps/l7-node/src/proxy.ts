@@ -10,7 +10,7 @@ import { type NodeAnswer, sendProblem } from './problem.js';
 import type { RetryBudget } from './retry-budget.js';
 import { type CompiledRule, matchRoute, normalizeHost } from './rules.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
-import { insertCookie, type LearnedCookies, readCookie, setCookieValue } from './sticky.js';
+import { insertCookie, type LearnedCookies, readCookie, setCookieTtlMs, setCookieValue } from './sticky.js';
 
 /** What a listener forwards with; replaced as a whole on reload, so a request sees one consistent config. */
 export interface ListenerState {
@@ -239,7 +239,7 @@ function forward(
         if (sticky?.mode === 'server') {
           for (const line of setCookies) {
             const v = setCookieValue(line, sticky.cookieName);
-            if (v !== undefined) state.learned.learn(v, b.serverId);
+            if (v !== undefined) state.learned.learn(v, b.serverId, setCookieTtlMs(line, Date.now()));
           }
         } else if (sticky?.mode === 'insert' && !stuck) {
           out.push(
