@@ -27,6 +27,8 @@ export interface L7AppOptions {
   readonly listener?: Partial<ListenerOptions>;
   /** How long a removed listener may finish its in-flight requests, ms. Default 10000. */
   readonly drainMs?: number;
+  /** Delay before state of backends no longer in use is forgotten after a change, ms. Default 1000. */
+  readonly cleanupDelayMs?: number;
   /**
    * Session sync between L7 nodes: `server`-mode listeners share their learned backend cookies. The caller
    * owns it (closes it after `close()`); absent = local tables only.
@@ -68,6 +70,34 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const learned = new Map<string, LearnedCookies>();
   const stickySyncs = new Map<string, StickySync>();
   let version: number | null = null;
+  let latest: L7NodeSnapshot | null = null;
+  let cleanupTimer: NodeJS.Timeout | null = null;
+
+  /**
+   * Forgets the state of backends and pools no listener uses any more. It walks every backend, so it runs
+   * once per quiet second rather than on every applied change (a delta touches one listener of thousands).
+   */
+  function scheduleCleanup(): void {
+    if (cleanupTimer) return;
+    cleanupTimer = setTimeout(() => {
+      cleanupTimer = null;
+      if (!latest) return;
+      const live = new Set<string>();
+      const origins = new Set<string>();
+      for (const l of latest.listeners) {
+        for (const g of l.serverGroups) {
+          for (const b of g.backends) {
+            live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
+            origins.add(b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`);
+          }
+        }
+      }
+      for (const key of [...backendStates.keys()]) if (!live.has(key)) backendStates.delete(key);
+      pools.retain(origins);
+    }, options.cleanupDelayMs ?? 1000);
+    cleanupTimer.unref();
+  }
+
   /** The snapshot object each running listener was last built from. */
   const appliedConfigs = new Map<string, L7Listener>();
   let applying: Promise<void> = Promise.resolve();
@@ -123,7 +153,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     const leaving: ListenerRuntime[] = [];
     for (const [id, rt] of listeners) {
       const next = wanted.get(id);
-      if (next && rt.canKeepSockets(next)) continue;
+      if (next && (appliedConfigs.get(id) === next || rt.canKeepSockets(next))) continue;
       listeners.delete(id);
       appliedConfigs.delete(id);
       leaving.push(rt);
@@ -157,18 +187,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         learned.delete(id);
       }
     }
-    const live = new Set<string>();
-    const origins = new Set<string>();
-    for (const l of snapshot.listeners) {
-      for (const g of l.serverGroups) {
-        for (const b of g.backends) {
-          live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
-          origins.add(b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`);
-        }
-      }
-    }
-    for (const key of [...backendStates.keys()]) if (!live.has(key)) backendStates.delete(key);
-    pools.retain(origins);
+    latest = snapshot;
+    scheduleCleanup();
     version = snapshot.version;
     metrics.reloads.labels('applied').inc();
   }
@@ -185,6 +205,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     },
     async close() {
       await applying.catch(() => {});
+      if (cleanupTimer) clearTimeout(cleanupTimer);
       for (const s of stickySyncs.values()) s.detach();
       stickySyncs.clear();
       await Promise.all([...listeners.values()].map((l) => l.close(drainMs)));

@@ -1,12 +1,11 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { L7NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, SessionSync } from '@slb/node-runtime';
+import { ControlChannelClient, SessionSync, startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { createL7App } from './app.js';
 import { parseConfig } from './config.js';
 import { createMetrics } from './metrics.js';
-import { startMetricsServer } from './metrics-server.js';
 import { loadSnapshotFile } from './snapshot-loader.js';
 
 // The process: reads config, applies the snapshot file, reloads it on SIGHUP and when it changes, serves
