@@ -68,7 +68,10 @@ export interface SessionSyncOptions {
   readonly streamMaxLen?: number;
   /** How long `attach` waits for the current entries before the caller serves anyway, ms. Default 2 000. */
   readonly loadTimeoutMs?: number;
-  /** XREAD BLOCK time; also how soon a newly attached scope joins the read, ms. Default 200. */
+  /**
+   * XREAD BLOCK time; also how soon a newly attached scope joins the read, ms. Default 1000: an idle read
+   * over thousands of streams is not free, and entries are delivered as soon as they arrive regardless.
+   */
   readonly blockMs?: number;
   /** Expired entries are removed from Redis this often, ms. Default 5 000. */
   readonly cleanupIntervalMs?: number;
@@ -109,6 +112,8 @@ class Scope implements SyncChannel {
   ready: Promise<boolean> = Promise.resolve(false);
   /** Longest entry timeout seen; the keys' TTL follows it. */
   keyTtlMs = 0;
+  /** Latest expiry this node published here: until then its cleanup has something to remove. */
+  cleanupUntil = 0;
   // Two generations of recently published keys: O(1) coalescing without a per-entry timer.
   private recent = new Map<string, { sid: string; at: number }>();
   private older = new Map<string, { sid: string; at: number }>();
@@ -203,7 +208,7 @@ export class SessionSync {
     this.refreshMs = options.refreshMs ?? 5_000;
     this.streamMaxLen = options.streamMaxLen ?? 10_000;
     this.loadTimeoutMs = options.loadTimeoutMs ?? 2_000;
-    this.blockMs = options.blockMs ?? 200;
+    this.blockMs = options.blockMs ?? 1000;
     this.cleanupIntervalMs = options.cleanupIntervalMs ?? 5_000;
     this.metrics = new SyncMetrics(options.registry, () => this.scopes.values());
     // Fail fast while Redis is away (no offline queue, no resend): forwarding never waits on Redis, and a
@@ -510,6 +515,7 @@ export class SessionSync {
         zArgs.push(exp, field);
         if (exp > maxExp) maxExp = exp;
       }
+      if (maxExp > s.cleanupUntil) s.cleanupUntil = maxExp;
       p.xadd(
         s.stream,
         'MAXLEN',
@@ -556,6 +562,9 @@ export class SessionSync {
     if (this.cmd.status !== 'ready') return;
     const now = this.now();
     for (const s of this.scopes.values()) {
+      // Each node expires what it published: a scope with nothing of ours left to expire costs no call,
+      // which matters on a node with thousands of listeners and few flows.
+      if (s.cleanupUntil === 0 || now > s.cleanupUntil + this.cleanupIntervalMs) continue;
       try {
         await (
           this.cmd as unknown as { syncCleanup(z: string, h: string, now: number, n: number): Promise<number> }
