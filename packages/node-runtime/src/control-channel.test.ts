@@ -7,6 +7,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
+import { serializeSnapshot } from './state-file.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 const listener = (id: string, port: number): NodeSnapshot['listeners'][number] => ({
@@ -187,6 +188,14 @@ describe('control channel client', () => {
 });
 
 describe('helpers', () => {
+  it('serialises a snapshot to the same JSON as JSON.stringify, reusing unchanged listeners', () => {
+    const a = snapshot(1, [listener('lsn-00000000000000000001', 1000), listener('lsn-00000000000000000002', 1001)]);
+    expect(JSON.parse(serializeSnapshot(a))).toEqual(a);
+    const b = { ...a, version: 2, listeners: [a.listeners[0]!, listener('lsn-00000000000000000002', 1002)] };
+    expect(JSON.parse(serializeSnapshot(b))).toEqual(b);
+    expect(JSON.parse(serializeSnapshot({ version: 3, listeners: [] }))).toEqual({ version: 3, listeners: [] });
+  });
+
   it('reconnect delays grow, are jittered and capped at 3 s', () => {
     expect(reconnectDelay(0, 200, 3000, () => 0.5)).toBe(200);
     expect(reconnectDelay(3, 200, 3000, () => 0.5)).toBe(1600);

@@ -5,6 +5,29 @@ import { Value } from '@sinclair/typebox/value';
 
 const FILE = 'last-known-good.json';
 
+/** Each listener serialised once: a snapshot after a delta shares all but the changed listeners' objects. */
+const listenerJson = new WeakMap<object, string>();
+
+/**
+ * JSON of a snapshot, reusing the text of listeners already serialised: saving a big fleet's snapshot
+ * after a one-listener change costs a string join, not a full JSON.stringify that stalls the node.
+ */
+export function serializeSnapshot(snapshot: unknown): string {
+  const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
+  if (!Array.isArray(listeners)) return JSON.stringify(snapshot);
+  const parts = listeners.map((l) => {
+    if (l === null || typeof l !== 'object') return JSON.stringify(l);
+    let json = listenerJson.get(l);
+    if (json === undefined) {
+      json = JSON.stringify(l);
+      listenerJson.set(l, json);
+    }
+    return json;
+  });
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}]}`;
+}
+
 /**
  * Writes the applied snapshot so a restarted node serves it while the control plane is unreachable
  * (static stability). Write-then-rename: a crash mid-write leaves the previous file, never half a file.
@@ -12,7 +35,7 @@ const FILE = 'last-known-good.json';
 export async function saveSnapshot(dir: string, snapshot: unknown): Promise<void> {
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
-  await writeFile(tmp, JSON.stringify(snapshot), { mode: 0o600 }); // holds TLS keys on L7 nodes
+  await writeFile(tmp, serializeSnapshot(snapshot), { mode: 0o600 }); // holds TLS keys on L7 nodes
   await rename(tmp, join(dir, FILE));
 }
 
