@@ -1,61 +1,12 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend, freePort, idServer, LineClient, listener, snapshot, whoAnswers } from './helpers.js';
+import { root, startNode } from './node-process.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const main = join(root, 'apps/l4-node/dist/main.js');
-
-type LogLine = Record<string, unknown> & { msg?: string };
-
-/** The process, its parsed JSON log lines, and a way to wait for one. */
-function start(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [main, ...args], {
-    env: { ...process.env, SLB_METRICS_PORT: '0', SLB_CONFIG_POLL_MS: '100', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: LogLine[] = [];
-  const waiters: { pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }[] = [];
-  let buf = '';
-  let stderr = '';
-  child.stderr!.on('data', (d) => {
-    stderr += d;
-  });
-  child.stdout!.on('data', (d) => {
-    buf += d;
-    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-      const line = JSON.parse(buf.slice(0, i)) as LogLine;
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of [...waiters]) {
-        if (w.pred(line)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(line);
-        }
-      }
-    }
-  });
-  const waitLog = (pred: (l: LogLine) => boolean, timeoutMs = 10_000): Promise<LogLine> => {
-    const seen = lines.find(pred);
-    if (seen) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`log line not seen; stderr: ${stderr}`)), timeoutMs);
-      waiters.push({
-        pred,
-        resolve: (l) => {
-          clearTimeout(t);
-          resolve(l);
-        },
-      });
-    });
-  };
-  const exit = once(child, 'exit') as Promise<[number | null, string | null]>;
-  return { child, lines, waitLog, exit, stderr: () => stderr };
-}
+const start = startNode;
 
 describe('l4-node process (dist/main.js)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'l4-node-'));

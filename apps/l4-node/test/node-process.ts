@@ -70,7 +70,7 @@ export function startNode(args: string[], env: Record<string, string> = {}) {
     child.kill('SIGKILL');
     await exit;
   };
-  return { child, lines, waitLog, metric, stop };
+  return { child, lines, waitLog, metric, stop, exit, stderr: () => stderr };
 }
 
 export type NodeProcess = ReturnType<typeof startNode>;
