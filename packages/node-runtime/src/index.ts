@@ -3,6 +3,7 @@ export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 export { type ChannelLogger, ControlChannelClient, type ControlChannelOptions } from './control-channel.js';
 export { applyListenerDelta } from './delta.js';
 export { startMetricsServer } from './metrics-server.js';
+export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
 export {
   SessionSync,
   type SessionSyncOptions,
