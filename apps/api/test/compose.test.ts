@@ -54,7 +54,9 @@ const mountPoints = (s: Service) => (s.volumes ?? []).map((v) => v.split(':')[1]
 /** The variable names an app's config.ts reads (the environment contract of ARCHITECTURE.md "Entry points"). */
 function contract(kind: LocalCloudService['kind']): Set<string> {
   const files = [`apps/${kind}/src/config.ts`];
-  if (kind === 'l4-node' || kind === 'l7-node') files.push('packages/node-runtime/src/channel-env.ts');
+  if (kind === 'l4-node' || kind === 'l7-node') {
+    files.push('packages/node-runtime/src/channel-env.ts', 'packages/node-runtime/src/node-config.ts');
+  }
   const names = files.flatMap((f) => [...read(f).matchAll(/^\s+([A-Z][A-Z0-9_]*):\s*Type\./gm)].map((m) => m[1]!));
   return new Set(names);
 }
