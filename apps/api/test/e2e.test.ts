@@ -1,27 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSlbClient } from '@slb/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupRedis, isolatedHealthEnv } from './fleet.js';
+import { cleanupRedis, freePort, isolatedHealthEnv } from './fleet.js';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = 'e2e-admin-token-0123456789';
 const healthEnv = isolatedHealthEnv();
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 let proc: ChildProcess;
 let dir: string;

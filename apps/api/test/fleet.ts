@@ -28,10 +28,13 @@ export const L4_MAIN = fileURLToPath(new URL('../../l4-node/dist/main.js', impor
 export const L7_MAIN = fileURLToPath(new URL('../../l7-node/dist/main.js', import.meta.url));
 
 export function startProcess(script: string, env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  return supervise(
+    spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
+}
+
+/** Keeps a child's output lines and gives it a stop that waits for the exit. */
+function supervise(child: ChildProcess): Proc {
   const output: string[] = [];
   child.stdout?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
   child.stderr?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
@@ -315,26 +318,11 @@ export async function deleteRedisKeys(url: string, patterns: string[]): Promise<
 
 /** A redis-server of the test's own (no persistence), for scenarios that kill and restart Redis. */
 export function startRedis(port: number): Proc {
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
+  return supervise(
+    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    }),
   );
-  const output: string[] = [];
-  child.stdout?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
-  child.stderr?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
-  return {
-    child,
-    output,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill(signal);
-      await exited;
-    },
-  };
 }
 
 // ---- Traffic for the local-cloud suite: backends that can be killed and brought back, clients, load loops.
