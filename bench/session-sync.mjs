@@ -1,8 +1,8 @@
 // Session-sync bench. Needs `npx tsc -b apps/l4-node` and a Redis (REDIS_URL, default redis://127.0.0.1:6379).
 //
-// 1. end to end: two l4-node processes (dist/main.js) with one UDP listener, sync on; new flows (a fresh
-//    client socket each) through node A at increasing rates; per step: entries published by A and applied by
-//    B per second, and B's apply lag p50/p99 (creation on A → in B's table; from B's lag histogram).
+// 1. end to end: two l4-node processes (dist/main.js) with one UDP listener, sync and persistence on; new
+//    flows (a fresh client socket and address each) through node A at increasing rates; per step: entries
+//    (flow + persistence) published by A and applied by B per second, and B's apply lag p50/p99 (creation on A → in B's table; from B's lag histogram).
 // 2. component: one SessionSync publishing at increasing rates, one applying in another process; exact lag.
 //
 // usage: node bench/session-sync.mjs [STEP_SECONDS=2]   Prints one JSON line per step.
@@ -144,10 +144,13 @@ async function endToEnd(prefix) {
       port,
       bindAddresses: ['127.0.0.1'],
       scheduler: 'sch',
-      persistenceTimeout: 0,
+      // Every new flow comes from a new client address, so it publishes two entries: the flow and the
+      // client's persistence. A 1 s idle timeout keeps live flows (one upstream socket each) under the
+      // node's flow bound and the fd limit at the highest rate.
+      persistenceTimeout: 30,
       proxyProtocol: 'off',
       connectionDrainTimeout: 0,
-      idleTimeout: 3,
+      idleTimeout: 1,
       sessionSync: true,
       backends: [
         { serverId: rid('srv', 1), address: '127.0.0.1', port: echo.address().port, weight: 10, healthy: true },
@@ -169,7 +172,7 @@ async function endToEnd(prefix) {
   await sleep(500);
   const results = [];
   let seq = 0;
-  for (const rate of [2_000, 5_000, 10_000, 20_000]) {
+  for (const rate of [2_000, 5_000, 10_000, 12_500]) {
     const a0 = await scrape(mA);
     const b0 = await scrape(mB);
     const t0 = performance.now();
@@ -180,7 +183,8 @@ async function endToEnd(prefix) {
       for (; sent < due; sent++) {
         const s = dgram.createSocket('udp4');
         s.on('error', () => {});
-        s.bind(0, `127.0.${1 + ((seq >> 8) & 63)}.${1 + ((seq & 255) % 254)}`);
+        // A client address never used before in this run, so its persistence entry is new too.
+        s.bind(0, `127.${10 + Math.floor(seq / 64_516)}.${Math.floor((seq % 64_516) / 254)}.${1 + (seq % 254)}`);
         seq++;
         s.send('x', ports[0], '127.0.0.1', () => setTimeout(() => s.close(), 50));
       }
@@ -208,8 +212,8 @@ async function endToEnd(prefix) {
       target_flows_per_s: rate,
       offered_per_s: Math.round(sent / elapsed),
       flows_opened_per_s: Math.round(flows / elapsed),
-      published_per_s: Math.round(published / elapsed),
-      applied_per_s: Math.round(applied / elapsed),
+      entries_published_per_s: Math.round(published / elapsed),
+      entries_applied_per_s: Math.round(applied / elapsed),
       lag_p50_ms: histQuantile(b0, b1, 'slb_session_sync_apply_lag_seconds', 0.5),
       lag_p99_ms: histQuantile(b0, b1, 'slb_session_sync_apply_lag_seconds', 0.99),
       unpublished: sum(a1, 'slb_session_sync_unpublished_total') - sum(a0, 'slb_session_sync_unpublished_total'),
