@@ -8,7 +8,8 @@ import { installChannelServer } from './control/channel-server.js';
 import { ControlHub } from './control/hub.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
-import { installErrorHandling } from './plugins/errors.js';
+import { writeChangesHealthTargets } from './health/write-routes.js';
+import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
@@ -69,6 +70,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
+    frameworkErrors: answerFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const store = openDatabase(options.dbPath);
@@ -151,7 +153,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // Every successful write may change what a node serves: recompile (coalesced per tick). Attached to
   // write routes only, so reads (the hot path) do not pay for a hook.
+  // Only writes that can change the checked targets replan the health checks (see write-routes.ts).
   const afterWrite = (_request: unknown, reply: { statusCode: number }, done: () => void) => {
+    if (reply.statusCode < 400) hub.changed();
+    done();
+  };
+  const afterTargetWrite = (_request: unknown, reply: { statusCode: number }, done: () => void) => {
     if (reply.statusCode < 400) {
       hub.changed();
       healthScheduler?.requestSync();
@@ -159,10 +166,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     done();
   };
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!route.url.startsWith('/v1/') || methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter(
+      (m) => m !== 'GET' && m !== 'HEAD',
+    );
+    if (!route.url.startsWith('/v1/') || methods.length === 0) return;
+    const hook = methods.some((m) => writeChangesHealthTargets(m, route.url)) ? afterTargetWrite : afterWrite;
     const existing = route.onResponse ? (Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]) : [];
-    route.onResponse = [...existing, afterWrite] as typeof route.onResponse;
+    route.onResponse = [...existing, hook] as typeof route.onResponse;
   });
 
   const limiter =
@@ -170,7 +180,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ? new RateLimiter(options.rateLimit.rps, options.rateLimit.burst)
       : null;
   app.addHook('onRequest', (request, reply, done) => {
-    if (!request.url.startsWith('/v1/')) return done();
+    // The router decodes the path, so `/%761/nodes` reaches a /v1 route: the route decides, not the raw URL.
+    const guarded = request.url.startsWith('/v1/') || request.routeOptions.url?.startsWith('/v1/') === true;
+    if (!guarded) return done();
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
     const auth = match?.[1] ? app.authenticator.authenticate(match[1]) : null;
