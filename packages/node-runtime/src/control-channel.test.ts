@@ -5,7 +5,7 @@ import { type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema } from '@slb/mode
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
-import { ControlChannelClient } from './control-channel.js';
+import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
 import { serializeSnapshot } from './state-file.js';
 
@@ -220,5 +220,19 @@ describe('helpers', () => {
       { id: 'b', v: 2 },
       { id: 'c', v: 1 },
     ]);
+  });
+});
+
+describe('saveSpacingMs', () => {
+  it('keeps the configured spacing for a snapshot that is quick to serialise', () => {
+    expect(saveSpacingMs(500, 0)).toBe(500);
+    expect(saveSpacingMs(500, 5)).toBe(500);
+  });
+  it('spaces slow saves so they hold the event loop at most ~2% of the time, within 10 s', () => {
+    expect(saveSpacingMs(500, 25)).toBe(1250);
+    expect(saveSpacingMs(500, 1000)).toBe(10_000);
+  });
+  it('0 turns spacing off', () => {
+    expect(saveSpacingMs(0, 100)).toBe(0);
   });
 });

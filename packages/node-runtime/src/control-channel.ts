@@ -45,8 +45,24 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
   logger: ChannelLogger;
   /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
   maxReconnectDelayMs?: number;
-  /** The first applied snapshot is saved at once, later ones at most once per this many ms. Default 500. */
+  /**
+   * The first applied snapshot is saved at once, later ones at most once per this many ms (longer for a
+   * snapshot that is slow to serialise, up to 10 s). Default 500.
+   */
   saveIntervalMs?: number;
+}
+
+/** Longest a saved snapshot lags the applied one because saves are spaced out. */
+const MAX_SAVE_INTERVAL_MS = 10_000;
+
+/**
+ * Time between two saves of the applied snapshot. A save holds the event loop while it serialises (tens of
+ * ms for thousands of listeners), delaying forwarding and acks: saves are spaced so that they take at most
+ * ~2% of the loop, and the file never lags the applied config by more than MAX_SAVE_INTERVAL_MS.
+ */
+export function saveSpacingMs(baseMs: number, lastBlockingMs: number): number {
+  if (baseMs <= 0) return 0;
+  return Math.max(baseMs, Math.min(MAX_SAVE_INTERVAL_MS, Math.round(lastBlockingMs * 50)));
 }
 
 const checkControllerMessage = TypeCompiler.Compile(ControllerMessage);
@@ -166,7 +182,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
    */
   private persist(): void {
     if (this.saveTimer) return;
-    const wait = this.options.saveIntervalMs ?? 500;
+    const wait = saveSpacingMs(this.options.saveIntervalMs ?? 500, this.lastSaveBlockingMs);
     if (wait > 0 && this.savedOnce) {
       this.saveTimer = setTimeout(() => {
         this.saveTimer = null;
@@ -179,6 +195,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   }
 
   private savedOnce = false;
+  private lastSaveBlockingMs = 0;
 
   private writeNow(): void {
     if (this.saving) {
@@ -187,6 +204,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     }
     const snapshot = this.current;
     this.saving = saveSnapshot(this.options.stateDir, snapshot)
+      .then(({ blockingMs }) => {
+        this.lastSaveBlockingMs = blockingMs;
+      })
       .catch((err) => this.options.logger.error({ err: String(err) }, 'could not save the snapshot to disk'))
       .finally(() => {
         this.saving = null;
