@@ -31,7 +31,9 @@ const freePort = () =>
   });
 
 function start(name, script, env) {
-  const child = spawn(process.execPath, [script], {
+  // PROFILE_DIR=dir: every process writes a CPU profile there when the bench stops it.
+  const prof = process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

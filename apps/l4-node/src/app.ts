@@ -80,7 +80,8 @@ export class L4Node {
     // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
     for (const [id, listener] of this.listeners) {
       const next = wanted.get(id);
-      if (next !== undefined && bindSpec(next) === this.specs.get(id)) continue;
+      // The same object as last time (a delta's untouched listener) binds the same: no spec to build.
+      if (next !== undefined && (next === this.applied.get(id) || bindSpec(next) === this.specs.get(id))) continue;
       listener.stop(listener.cfg.config.connectionDrainTimeout * 1000);
       this.listeners.delete(id);
       this.specs.delete(id);
