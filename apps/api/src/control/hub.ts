@@ -13,7 +13,15 @@ import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type WebSocket from 'ws';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
-import { type CompiledLb, compileLbs, type LbSummary, l7PortsOf, listLbs } from './compiler.js';
+import {
+  type CompiledLb,
+  compileLbs,
+  type L4ListenerConfig,
+  type L7ListenerConfig,
+  type LbSummary,
+  l7PortsOf,
+  listLbs,
+} from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
 import { place } from './placement.js';
 
@@ -26,8 +34,11 @@ interface Session {
   sentVersion: number | null;
   sentJson: Map<string, string>;
   sentL7Nodes: string | null;
-  /** Per sent version: the config version of each LB it carries, for convergence once acked. */
-  lbVersionsSent: Map<number, Map<string, number>>;
+  /** Listener ids sent per LB, and (L4) the LB holding each port on this node: enough to resend one LB alone. */
+  sentByLb: Map<string, string[]>;
+  portOwner: Map<string, string>;
+  /** Per sent version: the LB config versions it carries (all, or the changed ones), for convergence once acked. */
+  lbVersionsSent: Map<number, LbVersions>;
   ackedLbVersions: Map<string, number>;
   lastSeen: number;
 }
@@ -180,6 +191,8 @@ export class ControlHub {
       sentVersion: null,
       sentJson: new Map(),
       sentL7Nodes: null,
+      sentByLb: new Map(),
+      portOwner: new Map(),
       lbVersionsSent: new Map(),
       ackedLbVersions: new Map(),
       lastSeen: Date.now(),
@@ -208,10 +221,15 @@ export class ControlHub {
   }
 
   private ack(session: Session, version: number): void {
-    const lbVersions = session.lbVersionsSent.get(version);
-    if (!lbVersions) return; // an ack for something we did not send (or already superseded)
-    session.ackedLbVersions = lbVersions;
-    for (const v of session.lbVersionsSent.keys()) if (v <= version) session.lbVersionsSent.delete(v);
+    if (!session.lbVersionsSent.has(version)) return; // an ack for something we did not send (or already superseded)
+    // The node applied every version up to this one, in order.
+    const done = [...session.lbVersionsSent.keys()].filter((v) => v <= version).sort((a, b) => a - b);
+    for (const v of done) {
+      applyLbVersions(session.ackedLbVersions, session.lbVersionsSent.get(v)!, (full) => {
+        session.ackedLbVersions = full;
+      });
+      session.lbVersionsSent.delete(v);
+    }
     this.db
       .update(nodes)
       .set({ appliedConfigVersion: version, lastError: null })
@@ -230,6 +248,8 @@ export class ControlHub {
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;
+    session.sentByLb = new Map();
+    session.portOwner = new Map();
   }
 
   private onlineL4(now = Date.now()) {
@@ -272,8 +292,14 @@ export class ControlHub {
     this.changed();
   }
 
-  /** Compiles what changed since the last call; LBs whose version and health are unchanged are reused. */
-  private refreshCompiled(): void {
+  /**
+   * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
+   * Returns the LBs compiled again, and whether the change can reach beyond them (LBs added or removed, an
+   * L7 port moved, an LB's L4 ports changed, which can move a port collision to another LB): then every
+   * node gets a full diff instead of one limited to the changed LBs.
+   */
+  private refreshCompiled(): { changed: string[]; beyond: boolean } {
+    const before = this.lbs;
     this.lbs = listLbs(this.db);
     const ports = l7PortsOf(this.db);
     const portsMoved = new Set<string>();
@@ -281,6 +307,12 @@ export class ControlHub {
     this.l7Ports = ports;
     const live = new Set(this.lbs.map((lb) => lb.id));
     for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
+    let beyond =
+      portsMoved.size > 0 ||
+      before.length !== this.lbs.length ||
+      this.lbs.some(
+        (lb, i) => before[i]?.id !== lb.id || before[i]?.mode !== lb.mode || before[i]?.nodeCount !== lb.nodeCount,
+      );
     const stale = this.lbs
       .filter((lb) => {
         const cached = this.compiled.get(lb.id);
@@ -293,16 +325,22 @@ export class ControlHub {
       })
       .map((lb) => lb.id);
     this.dirty.clear();
-    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports)) this.compiled.set(id, lb);
+    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports)) {
+      const old = this.compiled.get(id);
+      if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
+      this.compiled.set(id, lb);
+    }
+    return { changed: stale, beyond };
   }
 
   private recompile(): void {
     // Nothing to push to: compile lazily when the first node says hello.
     if (this.sessions.size === 0) return;
-    this.refreshCompiled();
+    const { changed, beyond } = this.refreshCompiled();
     const online = this.onlineL4();
     const onlineIds = new Set(online.map((n) => n.id));
     const lost = [...this.lastOnlineL4].filter((id) => !onlineIds.has(id)).length;
+    const previousPlacement = this.placement;
     if (this.lastOnlineL4.size >= 2 && lost / this.lastOnlineL4.size > CIRCUIT_BREAKER_SHARE) {
       // Circuit breaker: keep the placement; the nodes most likely still serve, we just cannot see them.
       this.log.warn({ lost, of: this.lastOnlineL4.size }, 'most L4 nodes vanished at once: placement frozen');
@@ -310,30 +348,39 @@ export class ControlHub {
       this.placement = place(this.lbs, online, this.placement);
       this.lastOnlineL4 = onlineIds;
     }
+    const fullDiff = beyond || !samePlacement(previousPlacement, this.placement);
     const l7Pool = [...this.sessions.values()]
       .filter((s) => s.kind === 'l7' && Date.now() - s.lastSeen <= OFFLINE_AFTER_MS)
       .map((s) => ({ nodeId: s.nodeId, address: s.address, port: L7_PORT_BASE, healthy: true }))
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const l7Json = JSON.stringify(l7Pool);
     for (const session of this.sessions.values()) {
       if (session.ws.readyState !== session.ws.OPEN) continue;
-      if (session.kind === 'l4') this.pushL4(session, l7Pool);
+      // A write touches one LB of thousands: diff only that LB for each node (what made fleet-wide diffs
+      // per write cost tens of ms at 1,000 LBs), unless the change can reach other LBs.
+      const onlyChanged =
+        !fullDiff && session.sentVersion !== null && (session.kind === 'l7' || session.sentL7Nodes === l7Json);
+      if (onlyChanged) this.pushChanged(session, changed);
+      else if (session.kind === 'l4') this.pushL4(session, l7Pool);
       else this.pushL7(session);
     }
   }
 
   private pushL4(session: Session, l7Pool: NodeSnapshot['l7Nodes']): void {
     const lbVersions = new Map<string, number>();
-    const wanted: { id: string; json: string; build: () => unknown }[] = [];
-    const taken = new Set<string>();
+    const wanted: Wanted[] = [];
+    const byLb = new Map<string, string[]>();
+    const owner = new Map<string, string>();
     for (const lb of this.lbs) {
       if (!(this.placement.get(lb.id) ?? []).includes(session.nodeId)) continue;
       const compiled = this.compiled.get(lb.id);
       if (!compiled) continue;
       lbVersions.set(lb.id, compiled.configVersion);
+      const ids: string[] = [];
       for (const { config, json } of compiled.l4) {
         // Every LB on a node shares the node's address: the first listener on a port keeps it.
-        const key = `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${config.port}`;
-        if (taken.has(key)) {
+        const key = l4PortKey(config);
+        if (owner.has(key)) {
           this.log.warn(
             { nodeId: session.nodeId, listenerId: config.id, port: config.port },
             'port already served on this node',
@@ -341,46 +388,122 @@ export class ControlHub {
           lbVersions.set(lb.id, -1);
           continue;
         }
-        taken.add(key);
-        wanted.push({ id: config.id, json, build: () => ({ ...config, bindAddresses: [session.address] }) });
+        owner.set(key, lb.id);
+        ids.push(config.id);
+        wanted.push(this.l4Wanted(session, config, json));
       }
+      byLb.set(lb.id, ids);
     }
-    this.push(session, wanted, lbVersions, l7Pool);
+    session.portOwner = owner;
+    this.pushAll(session, wanted, byLb, lbVersions, l7Pool);
   }
 
   private pushL7(session: Session): void {
     const lbVersions = new Map<string, number>();
-    const wanted: { id: string; json: string; build: () => unknown }[] = [];
+    const wanted: Wanted[] = [];
+    const byLb = new Map<string, string[]>();
     for (const lb of this.lbs) {
       const compiled = this.compiled.get(lb.id);
       if (!compiled) continue;
       lbVersions.set(lb.id, compiled.configVersion);
-      for (const { config, json } of compiled.l7) {
-        wanted.push({ id: config.id, json, build: () => ({ ...config, bindAddress: session.address }) });
-      }
+      byLb.set(
+        lb.id,
+        compiled.l7.map((l) => l.config.id),
+      );
+      for (const { config, json } of compiled.l7) wanted.push(this.l7Wanted(session, config, json));
     }
-    this.push(session, wanted, lbVersions);
+    this.pushAll(session, wanted, byLb, lbVersions);
   }
 
-  /** Sends what changed since the last message to this node: a delta, or a snapshot if it has none from us. */
-  private push(
+  private l4Wanted(session: Session, config: L4ListenerConfig, json: string): Wanted {
+    return { id: config.id, json, build: () => ({ ...config, bindAddresses: [session.address] }) };
+  }
+
+  private l7Wanted(session: Session, config: L7ListenerConfig, json: string): Wanted {
+    return { id: config.id, json, build: () => ({ ...config, bindAddress: session.address }) };
+  }
+
+  /** Diffs the node's whole config against what it was sent. */
+  private pushAll(
     session: Session,
-    wanted: { id: string; json: string; build: () => unknown }[],
+    wanted: Wanted[],
+    byLb: Map<string, string[]>,
     lbVersions: Map<string, number>,
     l7Pool?: NodeSnapshot['l7Nodes'],
   ): void {
-    wanted.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const first = session.sentVersion === null;
     const upsert = first ? wanted : wanted.filter((w) => session.sentJson.get(w.id) !== w.json);
     const wantedIds = new Set(wanted.map((w) => w.id));
     const remove = first ? [] : [...session.sentJson.keys()].filter((id) => !wantedIds.has(id));
+    session.sentByLb = byLb;
+    this.deliver(session, upsert, remove, { full: true, versions: lbVersions }, l7Pool);
+  }
+
+  /**
+   * Diffs only the given LBs, when nothing else can have moved (same placement, LBs, ports and L7 pool):
+   * the cost of a write is then that of its LB, not of the fleet.
+   */
+  private pushChanged(session: Session, lbIds: string[]): void {
+    const upsert: Wanted[] = [];
+    const remove: string[] = [];
+    // Only the changed LBs' versions: copying every LB's per write was the largest cost left at 1,000 LBs.
+    const lbVersions = new Map<string, number>();
+    for (const lbId of lbIds) {
+      const compiled = this.compiled.get(lbId);
+      const ids: string[] = [];
+      if (compiled && session.kind === 'l4') {
+        if (!(this.placement.get(lbId) ?? []).includes(session.nodeId)) continue;
+        lbVersions.set(lbId, compiled.configVersion);
+        for (const { config, json } of compiled.l4) {
+          if (session.portOwner.get(l4PortKey(config)) !== lbId) {
+            lbVersions.set(lbId, -1);
+            continue;
+          }
+          ids.push(config.id);
+          if (session.sentJson.get(config.id) !== json) upsert.push(this.l4Wanted(session, config, json));
+        }
+      } else if (compiled) {
+        lbVersions.set(lbId, compiled.configVersion);
+        for (const { config, json } of compiled.l7) {
+          ids.push(config.id);
+          if (session.sentJson.get(config.id) !== json) upsert.push(this.l7Wanted(session, config, json));
+        }
+      }
+      const kept = new Set(ids);
+      for (const id of session.sentByLb.get(lbId) ?? []) if (!kept.has(id)) remove.push(id);
+      session.sentByLb.set(lbId, ids);
+    }
+    this.deliver(session, upsert, remove, { full: false, versions: lbVersions });
+  }
+
+  /** Sends a delta (or the first snapshot) and records what the node will have once it acks it. */
+  private deliver(
+    session: Session,
+    upsert: Wanted[],
+    remove: string[],
+    lbVersions: LbVersions,
+    l7Pool?: NodeSnapshot['l7Nodes'],
+  ): void {
+    const first = session.sentVersion === null;
     const l7Json = l7Pool === undefined ? null : JSON.stringify(l7Pool);
     const l7Changed = l7Json !== null && l7Json !== session.sentL7Nodes;
     if (!first && upsert.length === 0 && remove.length === 0 && !l7Changed) {
-      // Nothing for the node to do; the LBs it carries are as converged as its last ack says.
-      if (session.lbVersionsSent.size === 0) session.ackedLbVersions = lbVersions;
+      // Nothing for the node to do. Its config, once it acks what is in flight, is the current one: the
+      // newest pending version (or the node's current one) carries these LB versions.
+      const pending = [...session.lbVersionsSent.keys()];
+      if (pending.length === 0) {
+        applyLbVersions(session.ackedLbVersions, lbVersions, (full) => {
+          session.ackedLbVersions = full;
+        });
+      } else {
+        const newest = Math.max(...pending);
+        const entry = session.lbVersionsSent.get(newest)!;
+        if (lbVersions.full) session.lbVersionsSent.set(newest, lbVersions);
+        else for (const [id, v] of lbVersions.versions) entry.versions.set(id, v);
+      }
       return;
     }
+    upsert.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const version = ++this.version;
     const generatedAt = new Date().toISOString();
     const upserted = upsert.map((w) => w.build());
@@ -417,9 +540,41 @@ export class ControlHub {
       };
     }
     session.sentVersion = version;
-    session.sentJson = new Map(wanted.map((w) => [w.id, w.json]));
+    for (const id of remove) session.sentJson.delete(id);
+    for (const w of upsert) session.sentJson.set(w.id, w.json);
     if (l7Json !== null) session.sentL7Nodes = l7Json;
     session.lbVersionsSent.set(version, lbVersions);
     session.ws.send(JSON.stringify(message));
   }
+}
+
+type Wanted = { id: string; json: string; build: () => unknown };
+
+/** LB config versions a config carries: every LB on the node (`full`), or only those a delta changed. */
+interface LbVersions {
+  full: boolean;
+  versions: Map<string, number>;
+}
+
+function applyLbVersions(acked: Map<string, number>, update: LbVersions, replace: (m: Map<string, number>) => void) {
+  if (update.full) replace(update.versions);
+  else for (const [id, v] of update.versions) acked.set(id, v);
+}
+
+/** An L4 listener's claim on its node's address: transport and port. */
+function l4PortKey(config: L4ListenerConfig): string {
+  return `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${config.port}`;
+}
+
+function l4PortKeys(lb: CompiledLb): string {
+  return lb.l4.map((l) => l4PortKey(l.config)).join(',');
+}
+
+function samePlacement(a: ReadonlyMap<string, string[]>, b: ReadonlyMap<string, string[]>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, nodes] of a) {
+    const other = b.get(id);
+    if (other === undefined || other.length !== nodes.length || other.some((n, i) => n !== nodes[i])) return false;
+  }
+  return true;
 }

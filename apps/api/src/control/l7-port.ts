@@ -12,10 +12,23 @@ export function assignL7Ports(listenerIds: string[]): Map<string, number> {
   const taken = new Set<number>();
   const ports = new Map<string, number>();
   for (const id of [...listenerIds].sort()) {
-    let slot = createHash('sha256').update(id).digest().readUInt32BE(0) % L7_PORT_RANGE;
+    let slot = homeSlot(id);
     while (taken.has(slot)) slot = (slot + 1) % L7_PORT_RANGE;
     taken.add(slot);
     ports.set(id, L7_PORT_BASE + slot);
   }
   return ports;
+}
+
+/** Each id's hash, kept: the ports are reassigned on every config change, over thousands of listeners. */
+const homeSlots = new Map<string, number>();
+
+function homeSlot(id: string): number {
+  let slot = homeSlots.get(id);
+  if (slot === undefined) {
+    if (homeSlots.size >= 200_000) homeSlots.clear(); // deleted listeners' ids would otherwise pile up
+    slot = createHash('sha256').update(id).digest().readUInt32BE(0) % L7_PORT_RANGE;
+    homeSlots.set(id, slot);
+  }
+  return slot;
 }

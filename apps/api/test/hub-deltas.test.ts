@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+
+/**
+ * The hub's diffs per node, driven through the real API and hub with in-process node sessions: what each
+ * node is sent after a write, and when the LB counts as converged. (The channel's socket is replaced by an
+ * object that records messages; the WebSocket path itself is covered by control-channel.e2e.test.ts.)
+ */
+interface FakeNode {
+  sent: any[];
+  /** Messages not yet acked. */
+  unacked: number[];
+  say(message: unknown): void;
+  ack(version?: number): void;
+}
+
+function connect(t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): FakeNode {
+  const handlers: Record<string, (...args: any[]) => void> = {};
+  const node: FakeNode = {
+    sent: [],
+    unacked: [],
+    say: (message) => handlers.message?.(Buffer.from(JSON.stringify(message)), false),
+    ack: (version) => {
+      const v = version ?? node.unacked.at(-1);
+      node.unacked = node.unacked.filter((u) => u > (v as number));
+      node.say({ type: 'ack', version: v });
+    },
+  };
+  const ws = {
+    OPEN: 1,
+    CLOSED: 3,
+    readyState: 1,
+    on: (event: string, fn: (...args: any[]) => void) => {
+      handlers[event] = fn;
+    },
+    close: () => undefined,
+    send: (text: string) => {
+      const m = JSON.parse(text);
+      node.sent.push(m);
+      const v = m.version ?? m.snapshot?.version;
+      if (typeof v === 'number') node.unacked.push(v);
+    },
+  };
+  t.app.controlHub.attach(ws as never);
+  node.say({ type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 });
+  return node;
+}
+
+/**
+ * Lets the write's hooks and the hub's recompile (a setImmediate after the response) run: several turns
+ * of the event loop, not a fixed time, which a loaded machine can skip past in one turn.
+ */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('control hub: per-node diffs', () => {
+  let t: TestApp;
+  let token: string;
+  let l4: FakeNode;
+  let l7: FakeNode;
+
+  beforeEach(async () => {
+    t = await makeApp();
+    ({ token } = await newTenant(t.app));
+    l4 = connect(t, 'l4-a', 'l4', '127.0.0.71');
+    l7 = connect(t, 'l7-a', 'l7', '127.0.0.72');
+    await settle();
+  });
+  afterEach(async () => {
+    t.app.controlHub.close();
+    await t.close();
+  });
+
+  async function lb(id: string) {
+    return (await call(t.app, token, 'GET', `/v1/load-balancers/${id}`)).body;
+  }
+
+  it('a weight change sends each node only the listeners it touched, and the LB converges on their acks', async () => {
+    const a = await newLoadBalancer(t.app, token);
+    const b = await newLoadBalancer(t.app, token);
+    const tcpA = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7001,
+      serverGroupId: a.sgId,
+    });
+    const httpA = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'http',
+      port: 7002,
+      serverGroupId: a.sgId,
+    });
+    await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7003,
+      serverGroupId: b.sgId,
+    });
+    await settle();
+    l4.ack();
+    l7.ack();
+    expect((await lb(a.lbId)).status).toBe('active');
+    const l4Before = l4.sent.length;
+    const l7Before = l7.sent.length;
+
+    await call(
+      t.app,
+      token,
+      'PATCH',
+      `/v1/load-balancers/${a.lbId}/server-groups/${a.sgId}/servers/${a.servers[0]!.id}`,
+      {
+        weight: 7,
+      },
+    );
+    await settle();
+    const toL4 = l4.sent.slice(l4Before);
+    const toL7 = l7.sent.slice(l7Before);
+    expect(toL4).toHaveLength(1);
+    expect(toL4[0]).toMatchObject({ type: 'delta', remove: [] });
+    expect(toL4[0].upsert.map((l: { id: string }) => l.id)).toEqual([tcpA.body.id]);
+    expect(toL4[0].upsert[0].backends.find((s: { weight: number }) => s.weight === 7)).toBeDefined();
+    expect(toL7).toHaveLength(1);
+    expect(toL7[0].upsert.map((l: { id: string }) => l.id)).toEqual([httpA.body.id]);
+    expect((await lb(a.lbId)).status).toBe('provisioning');
+    expect((await lb(b.lbId)).status).toBe('active');
+    // Status follows the L4 nodes hosting the LB (its addresses), as API.md defines it.
+    l4.ack();
+    expect((await lb(a.lbId)).status).toBe('active');
+  });
+
+  it('a deleted listener is removed from the node, and only it', async () => {
+    const a = await newLoadBalancer(t.app, token);
+    const keep = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7011,
+      serverGroupId: a.sgId,
+    });
+    const gone = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'udp',
+      port: 7012,
+      serverGroupId: a.sgId,
+    });
+    await settle();
+    l4.ack();
+    const before = l4.sent.length;
+    expect((await call(t.app, token, 'DELETE', `/v1/load-balancers/${a.lbId}/listeners/${gone.body.id}`)).status).toBe(
+      204,
+    );
+    await settle();
+    const deltas = l4.sent.slice(before);
+    expect(deltas.flatMap((d) => d.remove)).toEqual([gone.body.id]);
+    expect(deltas.flatMap((d) => d.upsert).map((l: { id: string }) => l.id)).not.toContain(gone.body.id);
+    l4.ack();
+    expect((await lb(a.lbId)).status).toBe('active');
+    void keep;
+  });
+
+  it('two LBs on one port of a node: the second waits, and gets the port once the first lets it go', async () => {
+    const a = await newLoadBalancer(t.app, token);
+    const b = await newLoadBalancer(t.app, token);
+    const first = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7021,
+      serverGroupId: a.sgId,
+    });
+    const second = await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7021,
+      serverGroupId: b.sgId,
+    });
+    await settle();
+    l4.ack();
+    const sentIds = () =>
+      new Set(l4.sent.flatMap((m) => (m.snapshot?.listeners ?? m.upsert ?? []).map((l: any) => l.id)));
+    expect(sentIds().has(first.body.id)).toBe(true);
+    expect(sentIds().has(second.body.id)).toBe(false);
+    expect((await lb(b.lbId)).status).toBe('provisioning');
+
+    await call(t.app, token, 'DELETE', `/v1/load-balancers/${a.lbId}/listeners/${first.body.id}`);
+    await settle();
+    const last = l4.sent.at(-1);
+    expect(last.remove).toEqual([first.body.id]);
+    expect(last.upsert.map((l: { id: string }) => l.id)).toEqual([second.body.id]);
+    l4.ack();
+    expect((await lb(b.lbId)).status).toBe('active');
+  });
+
+  it('a change with nothing for a node still converges once the node acks what was in flight', async () => {
+    const a = await newLoadBalancer(t.app, token);
+    await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7031,
+      serverGroupId: a.sgId,
+    });
+    await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+      protocol: 'http',
+      port: 7032,
+      serverGroupId: a.sgId,
+    });
+    await settle();
+    l4.ack();
+    l7.ack();
+    // A TCP-side change (sent to the L4 node, left unacked), then a name change that alters no node config.
+    await call(
+      t.app,
+      token,
+      'PATCH',
+      `/v1/load-balancers/${a.lbId}/server-groups/${a.sgId}/servers/${a.servers[1]!.id}`,
+      {
+        weight: 3,
+      },
+    );
+    await settle();
+    const pending = l4.unacked.at(-1);
+    l7.ack();
+    const sentBefore = l4.sent.length;
+    await call(t.app, token, 'PATCH', `/v1/load-balancers/${a.lbId}`, { name: 'renamed' });
+    await settle();
+    expect(l4.sent.length).toBe(sentBefore); // nothing new for the L4 node
+    expect((await lb(a.lbId)).status).toBe('provisioning');
+    l4.ack(pending);
+    expect((await lb(a.lbId)).status).toBe('active');
+  });
+});
