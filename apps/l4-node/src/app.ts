@@ -19,6 +19,18 @@ export interface L4NodeOptions {
 
 type AnyListener = TcpListener | UdpListener;
 
+/** Listeners started at once when a snapshot brings many new ones. */
+const START_CONCURRENCY = 64;
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+async function withConcurrency<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
 /** What decides whether a listener can be updated in place or must be re-bound. */
 function bindSpec(l: SnapshotListener): string {
   const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
@@ -91,6 +103,7 @@ export class L4Node {
     // A delta carries the unchanged listeners as the very same objects: those are skipped without work,
     // which matters when a node serves thousands of listeners and one server's weight changed.
     const l7Changed = this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
+    const starting: { l: SnapshotListener; listener: AnyListener }[] = [];
     for (const l of s.listeners) {
       const existing = this.listeners.get(l.id);
       const http = l.protocol === 'http' || l.protocol === 'https';
@@ -104,6 +117,11 @@ export class L4Node {
       }
       const listener =
         l.protocol === 'udp' ? new UdpListener(resolved, this.deps) : new TcpListener(resolved, this.deps);
+      starting.push({ l, listener });
+    }
+    // New listeners start side by side: one after another, a full snapshot of thousands took tens of seconds,
+    // each waiting for its session-sync load (a Redis round trip) and its bind.
+    await withConcurrency(starting, START_CONCURRENCY, async ({ l, listener }) => {
       try {
         // Peers' entries are loaded (bounded by the sync's load timeout) before the first packet is served.
         await listener.configureSync();
@@ -115,7 +133,7 @@ export class L4Node {
         listener.stop(0);
         log.error({ err, listener: l.id }, 'listener failed to start');
       }
-    }
+    });
     this.current = s;
     this.metrics.configVersion.set(s.version);
     log.info({ version: s.version, listeners: this.listeners.size }, 'config applied');
