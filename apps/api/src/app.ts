@@ -141,10 +141,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
 
   // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
+  // The path only: a query string is client-controlled text, and a client that puts its token there
+  // (?access_token=…) must not have it written to the log.
   if (options.logger && ['trace', 'debug', 'info'].includes(options.logger.level)) {
     app.addHook('onResponse', (request, reply, done) => {
+      const path = request.url.split('?', 1)[0];
       request.log.info(
-        { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+        { method: request.method, url: path, status: reply.statusCode, ms: reply.elapsedTime },
         'request',
       );
       done();

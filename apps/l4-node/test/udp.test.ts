@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
 import { once } from 'node:events';
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { L4Metrics } from '../src/metrics.js';
@@ -117,5 +118,49 @@ describe('UDP flow bound', () => {
     for (const c of clients) c.close();
     udp.stop(0);
     await server.close();
+  });
+});
+
+describe('UDP garbage', () => {
+  it('forwards any datagram byte for byte (empty, 64 KiB, random, PROXY-like) and keeps serving', async () => {
+    // A backend that keeps exactly what it was sent: the node must neither parse nor mangle payloads.
+    const received: Buffer[] = [];
+    const raw = dgram.createSocket('udp4');
+    raw.on('message', (msg, r) => {
+      received.push(Buffer.from(msg));
+      raw.send('ok', r.port, r.address);
+    });
+    raw.bind(0, '127.0.0.1');
+    await once(raw, 'listening');
+    const node = newNode();
+    const port = await freePort();
+    await node.apply(snapshot(1, [listener(7, port, { protocol: 'udp', backends: [backend(1, raw.address().port)] })]));
+    const signature = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
+    const datagrams = [
+      Buffer.alloc(0),
+      Buffer.alloc(65_507, 0xab),
+      Buffer.concat([signature, Buffer.from([0x21, 0x12, 0xff, 0xff])]),
+      Buffer.from('PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n'),
+      ...fc.sample(fc.uint8Array({ maxLength: 1500 }), { numRuns: 200, seed: 3 }).map((a) => Buffer.from(a)),
+    ];
+    const clients = await Promise.all(Array.from({ length: 20 }, () => udpClient()));
+    // One datagram in flight per client at a time: a burst could overflow the backend's receive buffer,
+    // and UDP loss there would say nothing about the node.
+    await Promise.all(
+      clients.map(async (c, k) => {
+        for (let i = k; i < datagrams.length; i += clients.length) {
+          const answered = once(c.socket, 'message');
+          c.socket.send(datagrams[i]!, port, '127.0.0.1');
+          await answered;
+        }
+      }),
+    );
+    const hex = (list: Buffer[]) => list.map((b) => b.toString('hex')).sort();
+    expect(hex(received)).toEqual(hex(datagrams));
+    const fresh = await udpClient();
+    await fresh.ask(port, 'still there');
+    for (const c of [...clients, fresh]) c.close();
+    await node.close();
+    await new Promise<void>((r) => raw.close(() => r()));
   });
 });

@@ -48,6 +48,38 @@ describe('timeouts', () => {
     await be.close();
   });
 
+  it('bounds the whole header time: a slowloris client trickling a byte every 100 ms is still cut off', async () => {
+    const be = await startBackend('a');
+    const node = await startApp(listener({ backends: [be.spec] }), { listener: { headersTimeoutMs: 500 } });
+    const header = `GET / HTTP/1.1\r\nHost: h\r\n${'X-Slow: a\r\n'.repeat(100)}`;
+    const started = Date.now();
+    const slow = () =>
+      new Promise<{ answer: string; ms: number }>((resolve) => {
+        let got = '';
+        let i = 0;
+        const s = connect(node.direct, '127.0.0.1');
+        // Every byte resets an idle timer, so only a bound on the whole header can end this.
+        const timer = setInterval(() => {
+          if (i < header.length && !s.destroyed) s.write(header[i++]!);
+        }, 100);
+        s.on('data', (d) => (got += d.toString()));
+        s.on('close', () => {
+          clearInterval(timer);
+          resolve({ answer: got, ms: Date.now() - started });
+        });
+        s.on('error', () => {});
+      });
+    const clients = await Promise.all([slow(), slow(), slow()]);
+    for (const { answer, ms } of clients) {
+      expect(answer.startsWith('HTTP/1.1 408')).toBe(true);
+      // 500 ms of header time, checked every second by the server: well before the trickle would end.
+      expect(ms).toBeLessThan(3000);
+    }
+    expect(be.requests).toHaveLength(0);
+    await node.app.close();
+    await be.close();
+  });
+
   it('keeps a connection that is in use', async () => {
     const be = await startBackend('a');
     const node = await startApp(listener({ idleTimeout: 1, backends: [be.spec] }));

@@ -7,7 +7,8 @@ import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
 // an invalid one is answered with an `error` and changes nothing.
 
 const NodeId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
-const Version = Type.Integer({ minimum: 0 });
+// Bounded where a number still counts by ones: a hello past it would freeze the controller's next version.
+const Version = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 const Load = Type.Object(
   {
     activeConnections: Type.Integer({ minimum: 0 }),

@@ -39,11 +39,15 @@ export const Description = Type.String({ maxLength: 256, pattern: '^[^\\u0000-\\
 export const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 export const Weight = Type.Integer({ minimum: 0, maximum: 100, description: '0 takes no new connections (drain)' });
 export const IpAddress = Type.String({ minLength: 2, maxLength: 45, description: 'IPv4 or IPv6 address' });
-export const Tags = Type.Record(
-  Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
-  Type.String({ maxLength: 256 }),
-  { maxProperties: 20, description: 'free key/value labels' },
-);
+const TagKey = Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+// A key outside the pattern would otherwise pass unchecked (and its value with it); propertyNames carries
+// the key rule into the OpenAPI document, where patternProperties becomes additionalProperties.
+export const Tags = Type.Record(TagKey, Type.String({ maxLength: 256 }), {
+  maxProperties: 20,
+  additionalProperties: false,
+  propertyNames: TagKey,
+  description: 'free key/value labels',
+});
 
 export const Timestamps = {
   createdAt: Timestamp,

@@ -1,10 +1,17 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { CONTROL_CHANNEL_MAX_BYTES, CONTROL_CHANNEL_PATH } from '@slb/model';
+import { CONTROL_CHANNEL_PATH } from '@slb/model';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { ControlHub } from './hub.js';
+
+/**
+ * Nodes send hellos, heartbeats, acks and nacks (a nack's reason is at most 2,000 characters): a message
+ * past this is not one of them, and is refused before it is buffered (the 64 MiB channel limit is for
+ * snapshots going the other way).
+ */
+export const NODE_MESSAGE_MAX_BYTES = 64 * 1024;
 
 function tokenMatches(header: string | undefined, expected: string | undefined): boolean {
   if (!expected || !header) return false;
@@ -20,7 +27,7 @@ function tokenMatches(header: string | undefined, expected: string | undefined):
  * `Authorization: Bearer $SLB_NODE_TOKEN`. A wrong token gets a 401 before any WebSocket exists.
  */
 export function installChannelServer(app: FastifyInstance, hub: ControlHub, nodeToken: string | undefined): void {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: CONTROL_CHANNEL_MAX_BYTES });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_MESSAGE_MAX_BYTES });
   const refuse = (socket: Duplex, status: number, text: string) => {
     socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   };
@@ -31,7 +38,17 @@ export function installChannelServer(app: FastifyInstance, hub: ControlHub, node
       app.log.warn({ remote: request.socket.remoteAddress }, 'control channel refused: wrong or missing node token');
       return refuse(socket, 401, 'Unauthorized');
     }
-    wss.handleUpgrade(request, socket, head, (ws) => hub.attach(ws));
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      // A broken frame (unmasked, bad opcode, oversized…) is emitted as 'error' and ws closes the socket;
+      // without a listener it would be an uncaught exception that takes the whole API down.
+      ws.on('error', (err) =>
+        app.log.warn(
+          { remote: request.socket.remoteAddress, code: (err as { code?: string }).code },
+          'control channel closed: protocol error',
+        ),
+      );
+      hub.attach(ws);
+    });
   });
   app.addHook('onClose', async () => {
     hub.close();

@@ -1,8 +1,9 @@
 import { createSocket } from 'node:dgram';
 import { createConnection } from 'node:net';
 import dnsPacket from 'dns-packet';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DnsResponder } from './responder.js';
+import { answer, DnsResponder } from './responder.js';
 
 const LB = 'lb-01m8ner50mnhdg38k7n0';
 const table: Record<string, string[]> = { [LB]: ['127.0.0.11', '127.0.0.12', '::1'] };
@@ -63,6 +64,40 @@ describe('DNS responder', () => {
     }
     expect(responder.malformed).toBeGreaterThanOrEqual(2);
     expect(dnsPacket.decode((await queryUdp(query(`${LB}.slb.internal`)))!).rcode).toBe('NOERROR');
+  });
+
+  it('survives fuzzed datagrams (random, bit-flipped and truncated queries, pointer loops), then still answers', async () => {
+    const valid = query(`${LB}.slb.internal`);
+    const datagram = fc.oneof(
+      fc.uint8Array({ maxLength: 600 }).map((a) => Buffer.from(a)),
+      fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 20 })).map(([at, byte, n]) => {
+        const copy = Buffer.from(valid);
+        for (let i = 0; i <= n; i++) copy[(at + i * 7) % copy.length] = (byte + i) & 0xff;
+        return copy;
+      }),
+      fc.nat().map((n) => valid.subarray(0, n % valid.length)),
+      // A name whose compression pointer points at itself, and a header claiming 65,535 questions.
+      fc.constant(Buffer.concat([valid.subarray(0, 12), Buffer.from([0xc0, 0x0c, 0, 1, 0, 1])])),
+      fc.constant(Buffer.concat([Buffer.from([0, 1, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0]), valid.subarray(12)])),
+    );
+    const sent = fc.sample(datagram, { numRuns: 300, seed: 11 });
+    // Whatever decodes is answered without throwing: the reply is built and encoded in the socket handler,
+    // where an exception would take the whole API process down.
+    for (const d of sent) {
+      let decoded: ReturnType<typeof dnsPacket.decode> | null = null;
+      try {
+        decoded = dnsPacket.decode(d);
+      } catch {}
+      if (decoded?.type === 'query') dnsPacket.encode(answer(decoded, 'slb.internal', (id) => table[id] ?? null));
+    }
+    const socket = createSocket('udp4');
+    for (const d of sent) await new Promise((r) => socket.send(d, port, '127.0.0.1', r));
+    socket.close();
+    // The burst can overflow the socket's receive buffer, so a query may be dropped: a client retries.
+    let reply: Buffer | null = null;
+    for (let attempt = 0; attempt < 5 && reply === null; attempt++) reply = await queryUdp(valid, 500);
+    expect(dnsPacket.decode(reply!).answers).toHaveLength(2);
+    expect(responder.malformed).toBeGreaterThan(100);
   });
 
   it('answers over TCP too', async () => {

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode, problem } from '../errors.js';
 import { fieldErrors } from './validation.js';
 
@@ -44,4 +44,14 @@ export function installErrorHandling(app: FastifyInstance): void {
       .type('application/problem+json')
       .send(problem('not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
   });
+}
+
+/**
+ * URLs the router refuses before any route or hook runs (bad percent-encoding, a path parameter over the
+ * router's length limit): bad input like any other, so a 400 problem+json rather than fastify's own JSON.
+ */
+export function answerFrameworkError(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const detail =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not validly percent-encoded';
+  reply.code(400).type('application/problem+json').send(problem('bad_request', detail));
 }
