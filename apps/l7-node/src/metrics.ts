@@ -40,6 +40,12 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['server_group', 'backend'] as const,
       registers: [registry],
     }),
+    failOpen: new Counter({
+      name: 'slb_l7_fail_open_total',
+      help: 'requests sent to a group with no healthy backend, so spread over every positive-weight one',
+      labelNames: ['server_group'] as const,
+      registers: [registry],
+    }),
     connectFailures: new Counter({
       name: 'slb_l7_backend_connect_failures_total',
       help: 'failed connections to backends',

@@ -157,6 +157,7 @@ export function handleRequest(
       fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
       return;
     }
+    if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
     backend = b;
     tried.add(b);
     attempts++;
@@ -183,7 +184,10 @@ export function handleRequest(
         fail('backend-failed');
         return;
       }
-      if (!retrySlot) {
+      // A failed connect means no backend saw the request: sending it to another one amplifies nothing (the
+      // attempts cap bounds it, as the L4 node's connect retries), so only retries of a request a backend
+      // may have started on spend the retry budget. A black-holed backend costs no client a 502.
+      if (!retrySlot && outcome.kind !== 'connect-failed') {
         if (!state.budget.tryStartRetry()) {
           deps.metrics.retryBudgetExhausted.labels(listener).inc();
           fail('backend-failed');

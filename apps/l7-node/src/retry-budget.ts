@@ -1,5 +1,7 @@
 // Envoy's retry budget: retries in flight may be at most `budgetPercent` of the requests in flight
-// (never fewer than `minConcurrency`), so a sick pool is not hammered by a retry storm.
+// (never fewer than `minConcurrency`), so a sick pool is not hammered by a retry storm. Only retries of a
+// request a backend may have started on spend it; the retry of a failed connect is bounded by the
+// attempts cap alone (proxy.ts).
 
 export interface RetryBudgetOptions {
   /** Share of active requests that may be retries at once. Default 20. */

@@ -55,3 +55,46 @@ describe('passive health', () => {
     expect(g.pick(new Set([first, second]))).toBeNull();
   });
 });
+
+describe('fail open', () => {
+  const health = { consecutiveFailures: 1, baseEjectionMs: 1000, maxEjectionMs: 1000, maxEjectionPercent: 50 };
+
+  it('takes every positive-weight backend when none is healthy, and stops once one is', () => {
+    const sick = [
+      { ...backend(1), healthy: false },
+      { ...backend(2), healthy: false },
+      { ...backend(3), healthy: false, weight: 0 },
+    ];
+    const g = new ServerGroupRuntime('sg-3', sick, 'rr', new Map(), health);
+    expect(g.failOpen).toBe(true);
+    const picked = new Set(Array.from({ length: 6 }, () => g.pick()?.serverId));
+    expect([...picked].sort()).toEqual([backend(1).serverId, backend(2).serverId]);
+    expect(g.takesRequests(backend(1).serverId)).toBeDefined(); // sticky sessions keep working too
+
+    const oneBack = new ServerGroupRuntime('sg-3', [{ ...sick[0]!, healthy: true }, sick[1]!], 'rr', new Map(), health);
+    expect(oneBack.failOpen).toBe(false);
+    expect(new Set(Array.from({ length: 4 }, () => oneBack.pick()?.serverId))).toEqual(new Set([backend(1).serverId]));
+  });
+
+  it('still skips passively ejected backends, and has nothing to offer when every weight is 0', () => {
+    const now = 1000;
+    const g = new ServerGroupRuntime(
+      'sg-4',
+      [
+        { ...backend(1), healthy: false },
+        { ...backend(2), healthy: false },
+      ],
+      'rr',
+      new Map(),
+      health,
+      () => now,
+    );
+    const [a, b] = g.backends;
+    expect(g.connectFailed(a!)).toBe(true);
+    expect(new Set(Array.from({ length: 4 }, () => g.pick()?.serverId))).toEqual(new Set([b!.serverId]));
+
+    const drained = new ServerGroupRuntime('sg-5', [{ ...backend(1), weight: 0 }], 'rr', new Map(), health);
+    expect(drained.failOpen).toBe(false);
+    expect(drained.pick()).toBeNull();
+  });
+});

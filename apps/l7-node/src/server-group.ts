@@ -6,6 +6,10 @@ import type { L7Backend } from '@slb/model';
 // outlier detection: N consecutive connect failures eject a backend for base × 2^(times ejected before),
 // capped, and never more than `maxEjectionPercent` of the group at once. The health fleet stays the source
 // of truth for `healthy`; ejection only covers the gap until it notices.
+// When no positive-weight backend is healthy the group fails open, as the L4 node and cloud load balancers
+// do (AWS routes to every target when all are unhealthy): a health check that is wrong everywhere at once
+// (a bad path, a firewall in front of the checkers) must not take the whole service down. Requests then go
+// to every positive-weight backend; one that is really dead fails its connect and the request is retried.
 
 export interface PassiveHealthOptions {
   /** Consecutive connect failures that eject a backend. Default 3. */
@@ -48,6 +52,8 @@ export class ServerGroupRuntime {
   private eligible: Backend[] = [];
   private scheduler: Scheduler | null = null;
   private nextExpiry = Number.POSITIVE_INFINITY;
+  /** No positive-weight backend is healthy, so every positive-weight one takes requests. */
+  failOpen = false;
 
   constructor(
     readonly id: string,
@@ -73,8 +79,10 @@ export class ServerGroupRuntime {
   private rebuild(): void {
     const t = this.now();
     this.nextExpiry = Number.POSITIVE_INFINITY;
-    this.eligible = this.backends.filter((b) => {
-      if (!b.healthy || b.weight <= 0) return false;
+    const weighted = this.backends.filter((b) => b.weight > 0);
+    this.failOpen = weighted.length > 0 && !weighted.some((b) => b.healthy);
+    this.eligible = weighted.filter((b) => {
+      if (!b.healthy && !this.failOpen) return false;
       if (b.state.ejectedUntil > t) {
         this.nextExpiry = Math.min(this.nextExpiry, b.state.ejectedUntil);
         return false;

@@ -75,6 +75,7 @@ export function handleUpgrade(
       log(tried.size === 0 ? 503 : 502, b?.serverId ?? 'none');
       return;
     }
+    if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
     tried.add(b);
     const upstream: Socket = connect({ host: b.address, port: b.port });
     const onConnectError = () => {

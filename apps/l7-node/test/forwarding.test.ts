@@ -93,12 +93,39 @@ describe('no matching rule', () => {
     await be.close();
   });
 
-  it('answers 503 when the group has no healthy backend', async () => {
+  it('fails open when no backend of the group is healthy: the requests still reach them, and are counted', async () => {
+    const x = await startBackend('x');
+    const y = await startBackend('y');
+    const node = await startApp(
+      listener({
+        scheduler: 'rr',
+        backends: [
+          { ...x.spec, healthy: false },
+          { ...y.spec, healthy: false },
+        ],
+      }),
+    );
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const res = await request(`${node.url}/`);
+      expect(res.statusCode).toBe(200);
+      seen.add(((await res.body.json()) as { backend: string }).backend);
+    }
+    expect([...seen].sort()).toEqual(['x', 'y']);
+    const failOpen = (await node.app.metrics.failOpen.get()).values.reduce((s, v) => s + v.value, 0);
+    expect(failOpen).toBe(4);
+    await node.app.close();
+    await x.close();
+    await y.close();
+  });
+
+  it('answers 503 when the group has no backend with a positive weight', async () => {
     const be = await startBackend('x');
-    const node = await startApp(listener({ backends: [{ ...be.spec, healthy: false }] }));
+    const node = await startApp(listener({ backends: [{ ...be.spec, weight: 0 }] }));
     const res = await request(`${node.url}/`);
     expect(res.statusCode).toBe(503);
     expect(await res.body.json()).toMatchObject({ detail: 'no healthy backend server' });
+    expect(be.requests).toHaveLength(0);
     await node.app.close();
     await be.close();
   });

@@ -96,7 +96,27 @@ describe('reset before any response byte', () => {
 });
 
 describe('retry budget', () => {
-  it('refuses retries past the budget and counts it', async () => {
+  it('refuses retries of requests a backend reset past the budget, and counts it', async () => {
+    const resetter = await startBackend('resetter', (req) => req.socket.destroy());
+    const good = await startBackend('good');
+    const node = await startApp(listener({ scheduler: 'rr', backends: [resetter.spec, good.spec] }), {
+      retryBudget: { budgetPercent: 0, minConcurrency: 0 },
+      passiveHealth: { consecutiveFailures: 100 },
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await request(`${node.url}/`);
+      await res.body.text();
+      statuses.push(res.statusCode);
+    }
+    expect(statuses.sort()).toEqual([200, 200, 502, 502]);
+    expect(await sum(node.app.metrics.retryBudgetExhausted)).toBe(2);
+    await node.app.close();
+    await resetter.close();
+    await good.close();
+  });
+
+  it('never refuses the retry of a failed connect: no backend saw the request (a black hole costs no 502)', async () => {
     const good = await startBackend('good');
     const dead = { serverId: id('srv'), address: '127.0.0.1', port: await refusedPort(), weight: 100, healthy: true };
     const node = await startApp(listener({ scheduler: 'rr', backends: [dead, good.spec] }), {
@@ -109,8 +129,9 @@ describe('retry budget', () => {
       await res.body.text();
       statuses.push(res.statusCode);
     }
-    expect(statuses.sort()).toEqual([200, 200, 502, 502]);
-    expect(await sum(node.app.metrics.retryBudgetExhausted)).toBe(2);
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    expect(await sum(node.app.metrics.retries)).toBe(4); // rr sends every first attempt to the dead one
+    expect(await sum(node.app.metrics.retryBudgetExhausted)).toBe(0);
     await node.app.close();
     await good.close();
   });

@@ -52,6 +52,28 @@ export interface LbRuntime {
 const checkNodeMessage = TypeCompiler.Compile(NodeMessage);
 /** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
 const CIRCUIT_BREAKER_SHARE = 0.5;
+/** How long after a controller start L7 nodes have to reconnect before the L4 nodes stop using them. */
+export const L7_REJOIN_GRACE_MS = 10_000;
+
+export interface ControlHubOptions {
+  /** Default {@link L7_REJOIN_GRACE_MS}. */
+  l7RejoinGraceMs?: number;
+}
+
+/**
+ * The L7 nodes the previous controller last saw online: those whose heartbeat was stored within the
+ * offline threshold of the newest heartbeat of any node (the controller stops storing them when it dies).
+ */
+function lastKnownL7(db: Db): Map<string, string> {
+  const rows = db.select().from(nodes).all();
+  const beats = rows.map((r) => (r.lastHeartbeatAt ? Date.parse(r.lastHeartbeatAt) : 0));
+  const newest = Math.max(0, ...beats);
+  return new Map(
+    rows
+      .filter((r, i) => r.kind === 'l7' && beats[i]! > 0 && beats[i]! >= newest - OFFLINE_AFTER_MS)
+      .map((r) => [r.id, r.address]),
+  );
+}
 
 /**
  * The controller side of the control channel: holds one session per node, compiles the fleet's config
@@ -69,20 +91,40 @@ export class ControlHub {
   private pending = false;
   private lastOnlineL4 = new Set<string>();
   private readonly ticker: NodeJS.Timeout;
+  /**
+   * After a restart, the L7 nodes the previous controller knew, kept in the L4 nodes' L7 pool until they
+   * reconnect (or the grace ends): L4 nodes that reconnect first would otherwise get an empty pool and
+   * refuse every HTTP connection until the L7 nodes are back. nodeId → address.
+   */
+  private readonly rejoining: Map<string, string>;
+  private rejoinTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Db,
     private readonly log: FastifyBaseLogger,
     now = Date.now(),
+    options: ControlHubOptions = {},
   ) {
     // Versions outlive a controller restart: they start from the clock and only grow.
     this.version = now;
     this.ticker = setInterval(() => this.checkLiveness(), 250);
     this.ticker.unref();
+    this.rejoining = lastKnownL7(db);
+    if (this.rejoining.size > 0) {
+      this.rejoinTimer = setTimeout(() => {
+        this.rejoinTimer = null;
+        if (this.rejoining.size === 0) return;
+        this.log.warn({ nodes: [...this.rejoining.keys()] }, 'L7 nodes did not reconnect: out of the L7 pool');
+        this.rejoining.clear();
+        this.changed();
+      }, options.l7RejoinGraceMs ?? L7_REJOIN_GRACE_MS);
+      this.rejoinTimer.unref();
+    }
   }
 
   close(): void {
     clearInterval(this.ticker);
+    if (this.rejoinTimer) clearTimeout(this.rejoinTimer);
     for (const s of this.sessions.values()) s.ws.close(1001, 'controller shutting down');
   }
 
@@ -198,6 +240,7 @@ export class ControlHub {
       lastSeen: Date.now(),
     };
     this.sessions.set(hello.nodeId, session);
+    this.rejoining.delete(hello.nodeId);
     this.log.info(
       { nodeId: hello.nodeId, kind: hello.kind, address: hello.address, appliedVersion: hello.appliedVersion },
       'node connected',
@@ -349,9 +392,13 @@ export class ControlHub {
       this.lastOnlineL4 = onlineIds;
     }
     const fullDiff = beyond || !samePlacement(previousPlacement, this.placement);
-    const l7Pool = [...this.sessions.values()]
-      .filter((s) => s.kind === 'l7' && Date.now() - s.lastSeen <= OFFLINE_AFTER_MS)
-      .map((s) => ({ nodeId: s.nodeId, address: s.address, port: L7_PORT_BASE, healthy: true }))
+    const l7Pool = [
+      ...[...this.sessions.values()]
+        .filter((s) => s.kind === 'l7' && Date.now() - s.lastSeen <= OFFLINE_AFTER_MS)
+        .map((s) => ({ nodeId: s.nodeId, address: s.address })),
+      ...[...this.rejoining].map(([nodeId, address]) => ({ nodeId, address })),
+    ]
+      .map((n) => ({ ...n, port: L7_PORT_BASE, healthy: true }))
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
     const l7Json = JSON.stringify(l7Pool);
     for (const session of this.sessions.values()) {

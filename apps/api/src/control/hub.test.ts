@@ -1,0 +1,84 @@
+import { EventEmitter } from 'node:events';
+import type { FastifyBaseLogger } from 'fastify';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type WebSocket from 'ws';
+import { createTestDb, type TestDb } from '../health/test-db.js';
+import { ControlHub } from './hub.js';
+
+// The controller's side of the control channel, driven with in-memory sockets: what a node is sent.
+
+class FakeSocket extends EventEmitter {
+  readonly OPEN = 1;
+  readonly CLOSED = 3;
+  readyState = 1;
+  readonly sent: { type: string; snapshot?: { l7Nodes?: { nodeId: string }[] }; l7Nodes?: { nodeId: string }[] }[] = [];
+  send(data: string): void {
+    this.sent.push(JSON.parse(data));
+  }
+  close(): void {
+    this.readyState = this.CLOSED;
+    this.emit('close');
+  }
+}
+
+const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
+
+function connect(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): FakeSocket {
+  const ws = new FakeSocket();
+  hub.attach(ws as unknown as WebSocket);
+  const hello = { type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 };
+  ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+  return ws;
+}
+
+/** The L7 pool as the L4 node last got it (a snapshot, or a delta that changed it). */
+function l7PoolOf(ws: FakeSocket): string[] | undefined {
+  for (const m of [...ws.sent].reverse()) {
+    const pool = m.type === 'snapshot' ? m.snapshot?.l7Nodes : m.l7Nodes;
+    if (pool) return pool.map((n) => n.nodeId);
+  }
+  return undefined;
+}
+
+describe('control hub: the L7 pool across a controller restart', () => {
+  let t: TestDb;
+  const hubs: ControlHub[] = [];
+  afterEach(() => {
+    for (const h of hubs.splice(0)) h.close();
+    t?.close();
+  });
+
+  /** A first controller that saw two L7 nodes and an L4 node, then died (its sessions just stop). */
+  function previousController(): void {
+    t = createTestDb();
+    const first = new ControlHub(t.db, logger);
+    connect(first, 'l7-a', 'l7', '127.0.0.21');
+    connect(first, 'l7-b', 'l7', '127.0.0.22');
+    const l4 = connect(first, 'l4-a', 'l4', '127.0.0.11');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+    first.close();
+  }
+
+  it('keeps the L7 nodes it last knew for an L4 node that reconnects first, until they rejoin', () => {
+    previousController();
+    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 60_000 });
+    hubs.push(hub);
+    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // not [] while the L7 nodes are still reconnecting
+    connect(hub, 'l7-b', 'l7', '127.0.0.22');
+    connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+  });
+
+  it('drops an L7 node that does not come back once the grace is over', async () => {
+    previousController();
+    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 100 });
+    hubs.push(hub);
+    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+    await new Promise((r) => setTimeout(r, 250));
+    expect(l7PoolOf(l4)).toEqual(['l7-a']);
+  });
+});

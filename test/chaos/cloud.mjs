@@ -1,0 +1,276 @@
+// The local cloud for the chaos runner: the services of scripts/topology.mjs (the same definition as
+// `npm run local-cloud` and docker-compose) on a redis-server of its own, each a child process the runner
+// can kill -9 and start again by name. Every child's output goes to a log file; stopAll() ends them all.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { join } from 'node:path';
+import { localCloudServices } from '../../scripts/topology.mjs';
+import { stablePort, until } from './util.mjs';
+
+/** Every child process of the runner, so an exit on any path still ends them. */
+const children = new Set();
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** Starts `command` with its output appended to `logFile`; the handle is registered for cleanup. */
+export function startChild(command, args, { env = {}, logFile, ipc = false }) {
+  const child = spawn(command, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  if (logFile) {
+    const log = createWriteStream(logFile, { flags: 'a' });
+    log.write(`---- ${new Date().toISOString()} start pid ${child.pid}\n`);
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
+    child.once('exit', (code, signal) => {
+      log.end(`---- ${new Date().toISOString()} exit ${signal ?? code}\n`);
+    });
+  } else {
+    child.stdout.resume();
+    child.stderr.resume();
+  }
+  return child;
+}
+
+/** Ends a child: `signal` (SIGKILL = kill -9), then SIGKILL if it is still there after `graceMs`. */
+export async function stopChild(child, signal = 'SIGTERM', graceMs = 5000) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Ends every child; Redis last, so the services do not spend their shutdown waiting for it. */
+export async function stopAllChildren() {
+  const redis = [...children].filter((c) => c.spawnfile === 'redis-server');
+  await Promise.all([...children].filter((c) => !redis.includes(c)).map((c) => stopChild(c, 'SIGTERM', 5000)));
+  await Promise.all(redis.map((c) => stopChild(c, 'SIGTERM', 5000)));
+}
+
+const redisPing = (port) =>
+  new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.setTimeout(500, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      socket.destroy();
+      resolve(d.toString().startsWith('+PONG'));
+    });
+    socket.on('error', () => resolve(false));
+  });
+
+/**
+ * @param {{ root: string, outDir: string, l4: string[], l7: string[] }} options
+ */
+export async function startCloud({ root, outDir, l4, l7 }) {
+  const logs = join(outDir, 'logs');
+  const dataDir = join(outDir, 'data');
+  mkdirSync(logs, { recursive: true });
+  mkdirSync(dataDir, { recursive: true });
+  const id = `chaos-${randomUUID()}`;
+  // Every port is one a restarted process can bind again (see stablePort).
+  const redisPort = await stablePort();
+  const apiPort = await stablePort();
+  const dnsPort = await stablePort(['127.0.0.1'], { udp: true }); // the DNS responder binds UDP and TCP
+  const metricsBase = await stablePort(['127.0.0.1'], { offsets: [1, 2, 11, 12, 21, 22] });
+  const adminToken = `chaos-admin-${randomUUID()}`;
+  const nodeToken = `chaos-node-${randomUUID()}`;
+  const services = localCloudServices({
+    root,
+    dataDir,
+    apiHost: '127.0.0.1',
+    apiPort,
+    dnsPort,
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    adminToken,
+    nodeToken,
+    l4Addresses: l4,
+    l7Addresses: l7,
+    metricsPortBase: metricsBase,
+    healthQueue: id,
+    healthKeyPrefix: `${id}:health`,
+    syncPrefix: `${id}:sync`,
+  });
+  const byName = new Map(services.map((s) => [s.name, s]));
+  const running = new Map();
+
+  const cloud = {
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    adminToken,
+    dnsPort,
+    redisPort,
+    l4,
+    l7,
+    services,
+    /** Metrics port of a service (nodes and health workers). */
+    metricsPort: (name) => Number(byName.get(name)?.env.SLB_METRICS_PORT),
+    isRunning: (name) => {
+      const c = running.get(name);
+      return c !== undefined && c.exitCode === null && c.signalCode === null;
+    },
+    pidOf: (name) => running.get(name)?.pid,
+
+    async startRedis() {
+      const child = startChild(
+        'redis-server',
+        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { logFile: join(logs, 'redis.log') },
+      );
+      running.set('redis', child);
+      await until(
+        'redis-server answering PING',
+        async () => ((await redisPing(redisPort)) ? true : undefined),
+        10_000,
+        50,
+      );
+    },
+
+    start(name) {
+      if (name === 'redis') return cloud.startRedis();
+      const s = byName.get(name);
+      if (!s) throw new Error(`no service ${name}`);
+      const child = startChild(process.execPath, [s.script], {
+        env: { ...s.env, LOG_LEVEL: 'warn' },
+        logFile: join(logs, `${name}.log`),
+      });
+      running.set(name, child);
+      return Promise.resolve();
+    },
+
+    /** kill -9; resolves once the process is gone. */
+    async kill(name) {
+      const child = running.get(name);
+      if (!child) throw new Error(`${name} is not running`);
+      await stopChild(child, 'SIGKILL');
+    },
+
+    async api(method, path, body, { headers = {}, timeoutMs = 5000 } = {}) {
+      const res = await fetch(`${cloud.apiUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${adminToken}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await res.text();
+      let json = null;
+      try {
+        json = text ? JSON.parse(text) : null;
+      } catch {
+        json = text;
+      }
+      return { status: res.status, body: json, headers: res.headers };
+    },
+
+    /** The API's answer, or an error naming what failed. */
+    async ok(method, path, body, options) {
+      const r = await cloud.api(method, path, body, options);
+      if (r.status < 200 || r.status > 299) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+
+    async apiReady(timeoutMs = 20_000) {
+      await until(
+        'the API ready (/readyz)',
+        () =>
+          fetch(`${cloud.apiUrl}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => (r.ok ? true : undefined)),
+        timeoutMs,
+        100,
+      );
+    },
+
+    /** Every forwarding node online in the API's view. */
+    async nodesOnline(timeoutMs = 20_000) {
+      const wanted = services.filter((s) => s.kind.endsWith('-node')).map((s) => s.env.SLB_NODE_ID);
+      await until(
+        `nodes ${wanted.join(', ')} online`,
+        async () => {
+          const page = await cloud.ok('GET', '/v1/nodes?limit=500');
+          const online = new Set(page.items.filter((n) => n.status === 'online').map((n) => n.id));
+          return wanted.every((w) => online.has(w)) ? true : undefined;
+        },
+        timeoutMs,
+        100,
+      );
+    },
+
+    async metrics(name) {
+      const res = await fetch(`http://127.0.0.1:${cloud.metricsPort(name)}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      return res.text();
+    },
+
+    async startAll() {
+      await cloud.startRedis();
+      for (const s of services) await cloud.start(s.name);
+      await cloud.apiReady(30_000);
+      await cloud.nodesOnline(30_000);
+    },
+  };
+  return cloud;
+}
+
+/** A fresh backend host process (test/chaos/backend-host.mjs) with an IPC channel for its fault mode. */
+export async function startBackendHost({ name, httpPort, tcpPort, logFile }) {
+  const script = new URL('./backend-host.mjs', import.meta.url).pathname;
+  const child = startChild(process.execPath, [script], {
+    env: { CHAOS_NAME: name, CHAOS_HTTP_PORT: String(httpPort), CHAOS_TCP_PORT: String(tcpPort) },
+    logFile,
+    ipc: true,
+  });
+  let seq = 0;
+  const pending = new Map();
+  /** When the host closed its ports ({from, to}, ms): connections queued on them then were reset. */
+  const downs = [];
+  child.on('message', (m) => {
+    if (m.event === 'down') downs.push({ from: m.from, to: m.to });
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.ok) p.resolve();
+    else p.reject(new Error(`${name}: ${m.error}`));
+  });
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`backend ${name} did not start within 10 s`)), 10_000);
+    child.on('message', (m) => {
+      if (!m.ready) return;
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`backend ${name} exited (${signal ?? code}) while starting`));
+    });
+  });
+  return {
+    name,
+    httpPort,
+    tcpPort,
+    child,
+    downs,
+    /** Switches the fault mode; resolves once the host applied it. */
+    mode(mode) {
+      const id = ++seq;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        child.send({ id, mode });
+      });
+    },
+  };
+}
