@@ -50,15 +50,32 @@ function supervise(child: ChildProcess): Proc {
   };
 }
 
+/**
+ * A free port below the kernel's ephemeral range. A port the kernel handed out (listen on 0) lies inside it,
+ * and while a process is down for a restart any client connection may take it as its source port: the
+ * restart then fails with EADDRINUSE.
+ */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, host, () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+  const low = 10_000;
+  const high = ephemeralLow();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, host, () => srv.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error(`no free port on ${host}`);
+}
+
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  } catch {
+    return 32_768;
+  }
 }
 
 /** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
