@@ -1,19 +1,23 @@
 #!/usr/bin/env node
 // Health-check fleet benchmark, loopback only: 10,000 TCP targets at a 2 s interval, 1 then 2 worker processes.
 //
-//   npx tsc -b apps/health-worker && node bench/health.mjs
+//   npx tsc -b apps/health-worker apps/api && node bench/health.mjs
 //   TARGETS=2000 PHASE=10 node bench/health.mjs      # smaller / shorter
+//   WORKERS=2 node bench/health.mjs                  # one phase, from a clean start (no backlog of phase 1)
+//   WARMUP=15 node bench/health.mjs                  # seconds before each phase's measurement (default 6, then 3)
 //
 // Backends: one child process with TARGETS listeners on 127.0.0.1 (one port per target); 1 % of them flap
 // (closed and reopened every 7 s) and, in each phase, 100 others are killed 5 s in to measure detection.
-// Checks are scheduled straight on BullMQ as the API's HealthScheduler does (one job scheduler per probe key,
-// every 2 s), so the control plane's SQLite is not part of the measurement. Per phase it reports achieved
-// checks/s (worker counters), p99 lateness of a check against its due time (worker queue-lag histogram,
-// interpolated in its bucket), detection latency from a backend's death to the transition entry in the
-// stream, and CPU per 1,000 checks (workers' /proc utime+stime; Redis from INFO cpu). Every process it starts
-// is stopped by PID on exit, and every Redis key it made is deleted.
+// Checks are scheduled straight on BullMQ with the API's own shard planner (apps/api/src/health/shards.ts:
+// one job scheduler per shard of probes, every 2 s; SHARDS, default 64), so the control plane's SQLite is not
+// part of the measurement. Per phase it reports achieved checks/s and checks given up because they were a
+// whole interval late (worker counters), p50/p99 lateness of a check against its own due time (worker
+// check-lateness histogram, interpolated in its bucket), detection latency from a backend's death to the
+// transition entry in the stream, and CPU per 1,000 checks (workers' /proc utime+stime; Redis from INFO cpu,
+// so it includes whatever else uses that Redis). Every process it starts is stopped by PID on exit, and
+// every Redis key it made is deleted.
 import { fork, spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +27,9 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TARGETS = Number(process.env.TARGETS ?? 10_000);
 const PHASE_S = Number(process.env.PHASE ?? 20);
 const INTERVAL_S = 2;
+const SHARDS = Number(process.env.SHARDS ?? 64);
+const WORKER_COUNTS = (process.env.WORKERS ?? '1,2').split(',').map(Number);
+const WARMUP_S = process.env.WARMUP === undefined ? null : Number(process.env.WARMUP);
 const KILLED_PER_PHASE = Math.min(100, Math.floor(TARGETS / 20));
 const FLAPPING = Math.floor(TARGETS / 100);
 
@@ -50,11 +57,12 @@ async function backends() {
 }
 
 async function main() {
-  const [{ Queue }, { Redis }, health, model] = await Promise.all([
+  const [{ Queue }, { Redis }, health, model, shards] = await Promise.all([
     import('bullmq'),
     import('ioredis'),
     import(fileURLToPath(new URL('../packages/health/dist/index.js', import.meta.url))),
     import(fileURLToPath(new URL('../packages/model/dist/index.js', import.meta.url))),
+    import(fileURLToPath(new URL('../apps/api/dist/health/shards.js', import.meta.url))),
   ]);
   const queueName = `bench-${randomUUID()}`;
   const keyPrefix = `bench-${randomUUID()}`;
@@ -86,30 +94,30 @@ async function main() {
   const t0 = Date.now();
   const base = { interval: INTERVAL_S, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 3 };
   const targetOf = [];
-  for (let i = 0; i < TARGETS; i += 500) {
-    const batch = [];
-    for (let j = i; j < Math.min(TARGETS, i + 500); j++) {
-      const settings = health.resolveHealthCheck(base, { listenerProtocol: 'tcp', serverPort: ports[j] });
-      const key = health.probeKey('127.0.0.1', settings);
-      const target = {
-        listenerId: `lsn-bench${String(j).padStart(15, '0')}`,
-        serverId: `srv-bench${String(j).padStart(15, '0')}`,
-        healthyThreshold: 2,
-        unhealthyThreshold: 3,
-      };
-      targetOf.push(target);
-      const data = { key, address: '127.0.0.1', settings, targets: [target] };
-      batch.push(
-        queue.upsertJobScheduler(
-          key,
-          { every: INTERVAL_S * 1000, offset: slotOffset(key, INTERVAL_S * 1000) },
-          { name: 'health-check', data, opts: model.HEALTH_JOBS['health-check'].options },
-        ),
-      );
-    }
-    await Promise.all(batch);
+  const probes = [];
+  for (let j = 0; j < TARGETS; j++) {
+    const settings = health.resolveHealthCheck(base, { listenerProtocol: 'tcp', serverPort: ports[j] });
+    const target = {
+      listenerId: `lsn-bench${String(j).padStart(15, '0')}`,
+      serverId: `srv-bench${String(j).padStart(15, '0')}`,
+      healthyThreshold: 2,
+      unhealthyThreshold: 3,
+    };
+    targetOf.push(target);
+    probes.push({ key: health.probeKey('127.0.0.1', settings), address: '127.0.0.1', settings, targets: [target] });
   }
-  console.log(`scheduled ${TARGETS} job schedulers in ${Date.now() - t0} ms`);
+  // As HealthScheduler.upsert does.
+  const plan = shards.planShards(probes, SHARDS);
+  await Promise.all(
+    [...plan.values()].map((shard) =>
+      queue.upsertJobScheduler(
+        shard.id,
+        { every: shard.every, offset: shard.offset },
+        { name: 'health-shard', data: shard.job, opts: model.HEALTH_JOBS['health-shard'].options },
+      ),
+    ),
+  );
+  console.log(`scheduled ${TARGETS} probes in ${plan.size} shard job schedulers in ${Date.now() - t0} ms`);
 
   const workers = [];
   async function startWorker() {
@@ -132,13 +140,22 @@ async function main() {
 
   async function scrape() {
     let checks = 0;
+    let skipped = 0;
+    const byWorker = [];
     const lag = new Map();
+    const jobLag = new Map();
     for (const w of workers) {
       const text = await (await fetch(`http://127.0.0.1:${w.port}/metrics`)).text();
+      byWorker.push(0);
       for (const line of text.split('\n')) {
-        if (line.startsWith('slb_health_checks_total{')) checks += Number(line.split(' ').pop());
-        const m = /^slb_health_queue_lag_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
-        if (m) lag.set(m[1], (lag.get(m[1]) ?? 0) + Number(m[2]));
+        if (line.startsWith('slb_health_checks_total{')) {
+          checks += Number(line.split(' ').pop());
+          byWorker[byWorker.length - 1] += Number(line.split(' ').pop());
+        }
+        if (line.startsWith('slb_health_checks_skipped_total ')) skipped += Number(line.split(' ').pop());
+        const m = /^slb_health_(check_lateness|queue_lag)_seconds_bucket\{le="([^"]+)"\} (\d+)/.exec(line);
+        const into = m?.[1] === 'check_lateness' ? lag : jobLag;
+        if (m) into.set(m[2], (into.get(m[2]) ?? 0) + Number(m[3]));
       }
     }
     const cpu = workers.reduce((sum, w) => sum + cpuSeconds(w.child.pid), 0);
@@ -147,16 +164,16 @@ async function main() {
       (s, k) => s + Number(new RegExp(`${k}:([\\d.]+)`).exec(info)[1]),
       0,
     );
-    return { at: Date.now(), checks, lag, cpu, redisCpu };
+    return { at: Date.now(), checks, byWorker, skipped, lag, jobLag, cpu, redisCpu };
   }
 
   const phases = [];
   let flapTimer;
   let killedSoFar = 0;
-  for (const workerCount of [1, 2]) {
+  for (const workerCount of WORKER_COUNTS) {
     while (workers.length < workerCount) await startWorker();
     // Warm-up: every target through its first healthy run (2 checks), new worker connected.
-    await sleep(workerCount === 1 ? 6000 : 3000);
+    await sleep(WARMUP_S !== null ? WARMUP_S * 1000 : workerCount === WORKER_COUNTS[0] ? 6000 : 3000);
     if (!flapTimer) {
       let down = false;
       const flappers = Array.from({ length: FLAPPING }, (_, i) => TARGETS - 1 - i);
@@ -188,9 +205,14 @@ async function main() {
     phases.push({
       workers: workerCount,
       'checks/s': Math.round(checks / seconds),
+      'per worker': end.byWorker.map((c, i) => Math.round((c - (start.byWorker[i] ?? 0)) / seconds)).join('/'),
       'required/s': TARGETS / INTERVAL_S,
+      // Checks a whole interval late are given up (the next turn checks the target): the fleet is short.
+      'skipped/s': Math.round((end.skipped - start.skipped) / seconds),
       'lateness p50 ms': Math.round(quantile(start.lag, end.lag, 0.5) * 1000),
       'lateness p99 ms': Math.round(quantile(start.lag, end.lag, 0.99) * 1000),
+      // Of the shard jobs themselves (BullMQ promotion and pickup), for telling queue delay from a busy worker.
+      'job pickup p99 ms': Math.round(quantile(start.jobLag, end.jobLag, 0.99) * 1000),
       'detection p50 ms': detections.length ? detections[Math.floor(detections.length * 0.5)] : null,
       'detection p99 ms': detections.length
         ? detections[Math.min(detections.length - 1, Math.floor(detections.length * 0.99))]
@@ -223,11 +245,6 @@ async function main() {
   }
   await redis.quit();
   await cleanup();
-}
-
-/** Same spread as the API's HealthScheduler (apps/api/src/health/scheduler.ts slotOffset). */
-function slotOffset(key, every) {
-  return createHash('sha1').update(key).digest().readUInt32BE(0) % every;
 }
 
 function sleep(ms) {

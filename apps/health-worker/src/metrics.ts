@@ -34,11 +34,26 @@ export class WorkerMetrics {
     registers: [this.registry],
   });
 
-  /** How late a check started against its scheduled time: the fleet is short of capacity when this grows. */
+  /** How late a shard job was taken against its slot: BullMQ and Redis delay, before any probe runs. */
   readonly queueLag = new Histogram({
     name: 'slb_health_queue_lag_seconds',
-    help: 'Start of a check minus its scheduled time',
+    help: 'Start of a shard job minus its slot time',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** How late a check started against its own due time: the fleet is short of capacity when this grows. */
+  readonly checkLateness = new Histogram({
+    name: 'slb_health_check_lateness_seconds',
+    help: 'Start of a probe minus its due time (shard slot plus the probe offset)',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** Checks given up because their turn had passed: the fleet is short of capacity when this moves. */
+  readonly skipped = new Counter({
+    name: 'slb_health_checks_skipped_total',
+    help: 'Checks not run because they were due more than one interval ago (the next turn checks the target)',
     registers: [this.registry],
   });
 

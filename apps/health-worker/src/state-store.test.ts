@@ -23,18 +23,51 @@ afterEach(async () => {
 });
 
 it('loses no update when checks of one target race, within a worker and between workers', async () => {
-  // Two workers (stores on their own connections), each with 30 checks of the same target in flight.
+  // Two workers (stores on their own connections), each with several checks of the same target in flight.
+  // Below the threshold every success changes the stored run, so every one of them is a write.
+  const slow = { healthyThreshold: 10, unhealthyThreshold: 3 };
   const stores = [new TargetStateStore(a, { prefix }), new TargetStateStore(b, { prefix })];
-  const writes = Array.from({ length: 60 }, (_, i) =>
-    stores[i % 2]!.record('lsn-1', 'srv-1', { ok: true }, 1000 + i, thresholds),
-  );
-  const results = await Promise.all(writes);
+  const race = (count: number, from: number) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) => stores[i % 2]!.record('lsn-1', 'srv-1', { ok: true }, from + i, slow)),
+    );
+  const below = await race(9, 1000);
+  expect((await stores[0]!.read('lsn-1', 'srv-1'))?.consecutiveSuccesses).toBe(9);
+  expect(below.every((r) => r.transition === null && !r.unchanged)).toBe(true);
+  const past = await race(40, 2000);
   const state = await stores[0]!.read('lsn-1', 'srv-1');
-  expect(state?.consecutiveSuccesses).toBe(60);
   expect(state?.status).toBe('normal');
   // Exactly one transition, and exactly one stream entry for it.
-  expect(results.filter((r) => r.transition !== null)).toHaveLength(1);
+  expect(past.filter((r) => r.transition !== null)).toHaveLength(1);
   expect(await a.xlen(healthTransitionsStream(prefix))).toBe(1);
+});
+
+it('does not write a check that changes nothing, but refreshes the state before its TTL could run out', async () => {
+  const store = new TargetStateStore(a, { prefix, refreshMs: 1000, stateTtlMs: 60_000 });
+  const key = `${prefix}:state:l:s`;
+  await store.record('l', 's', { ok: true }, 1000, thresholds);
+  expect((await store.record('l', 's', { ok: true }, 1001, thresholds)).message?.status).toBe('normal');
+  const flipped = await a.get(key);
+  await a.pexpire(key, 30_000);
+  // Normal and staying normal: the longer run decides nothing, so Redis is only read.
+  for (const at of [1100, 1500, 2000]) {
+    expect(await store.record('l', 's', { ok: true }, at, thresholds)).toMatchObject({
+      unchanged: true,
+      message: null,
+    });
+  }
+  expect(await a.get(key)).toBe(flipped);
+  expect(await a.pttl(key)).toBeLessThanOrEqual(30_000);
+  expect((await store.read('l', 's'))?.consecutiveSuccesses).toBe(2);
+  // A whole refreshMs after the stored check: written, and the TTL starts again.
+  expect(await store.record('l', 's', { ok: true }, 2001, thresholds)).toMatchObject({ unchanged: false });
+  expect((await store.read('l', 's'))?.lastCheckedAt).toBe(2001);
+  expect(await a.pttl(key)).toBeGreaterThan(30_000);
+  // Any change is written at once.
+  const failed = await store.record('l', 's', { ok: false, error: 'ECONNREFUSED' }, 2100, thresholds);
+  expect(failed).toMatchObject({ unchanged: false });
+  expect(await store.read('l', 's')).toMatchObject({ status: 'normal', consecutiveFailures: 1, lastCheckedAt: 2100 });
+  expect(() => new TargetStateStore(a, { prefix, refreshMs: 60_000, stateTtlMs: 60_000 })).toThrow(RangeError);
 });
 
 it('reports a never-healthy target once as abnormal after N failures, then only transitions', async () => {

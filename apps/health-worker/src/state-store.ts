@@ -63,6 +63,12 @@ export interface TargetStoreOptions {
    * is forgotten and starts again from the initial state. Default: 24 h.
    */
   stateTtlMs?: number;
+  /**
+   * A check that changes nothing but the time of the last check is not written, except when the stored
+   * state is this old: the write refreshes the idle lifetime, so it must stay well below `stateTtlMs`.
+   * Default: 60,000 (60 s).
+   */
+  refreshMs?: number;
   /** Attempts when another worker wrote the same target in between. Default: 16. */
   maxAttempts?: number;
 }
@@ -73,6 +79,8 @@ export interface RecordOutcome {
   message: HealthTransitionMessage | null;
   /** Compare-and-set retries this update needed. */
   conflicts: number;
+  /** The check changed nothing worth a write (see {@link TargetStoreOptions.refreshMs}). */
+  unchanged: boolean;
 }
 
 /** Per-target threshold state in Redis, shared by the whole fleet. */
@@ -80,6 +88,7 @@ export class TargetStateStore {
   private readonly stream: string;
   private readonly maxLen: number;
   private readonly ttlMs: number;
+  private readonly refreshMs: number;
   private readonly maxAttempts: number;
   /** Per-target queue of this process's writes: conflicts are then only between processes, and rare. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
@@ -91,6 +100,10 @@ export class TargetStateStore {
     this.stream = healthTransitionsStream(options.prefix);
     this.maxLen = options.streamMaxLen ?? 100_000;
     this.ttlMs = options.stateTtlMs ?? 24 * 3600 * 1000;
+    this.refreshMs = options.refreshMs ?? 60_000;
+    if (!(this.refreshMs >= 0 && this.refreshMs < this.ttlMs)) {
+      throw new RangeError(`refreshMs (${this.refreshMs}) must be below stateTtlMs (${this.ttlMs})`);
+    }
     this.maxAttempts = options.maxAttempts ?? 16;
     if (typeof (redis as { slbHealthCas?: unknown }).slbHealthCas !== 'function')
       redis.defineCommand('slbHealthCas', { numberOfKeys: 2, lua: CAS_SCRIPT });
@@ -136,7 +149,15 @@ export class TargetStateStore {
       const stored = (raw === null ? null : decode(raw)) ?? { v: 1, state: initialHealthState(at), reported: false };
       const { state, transition } = recordResult(stored.state, outcome, at, thresholds);
       const message = reportFor(listenerId, serverId, stored, state, transition, thresholds);
-      const next: StoredTarget = { v: 1, state, reported: stored.reported || message !== null };
+      const next: StoredTarget = {
+        v: 1,
+        state: capRun(state, thresholds),
+        reported: stored.reported || message !== null,
+      };
+      // Read-only when nothing changes: most checks of a fleet find the target as it was.
+      if (raw !== null && message === null && this.sameAsStored(stored, next)) {
+        return { transition, message, conflicts: attempt, unchanged: true };
+      }
       const written = await this.redis.slbHealthCas(
         key,
         this.stream,
@@ -146,10 +167,42 @@ export class TargetStateStore {
         message ? JSON.stringify(message) : '',
         this.maxLen,
       );
-      if (written === 1) return { transition, message, conflicts: attempt };
+      if (written === 1) return { transition, message, conflicts: attempt, unchanged: false };
     }
     throw new Error(`health state of ${listenerId}/${serverId}: ${this.maxAttempts} write conflicts in a row`);
   }
+
+  /** Equal but for the time of the last check, and that one recent enough to leave the TTL meaningful. */
+  private sameAsStored(stored: StoredTarget, next: StoredTarget): boolean {
+    const a = stored.state;
+    const b = next.state;
+    return (
+      stored.reported === next.reported &&
+      a.status === b.status &&
+      a.since === b.since &&
+      a.consecutiveSuccesses === b.consecutiveSuccesses &&
+      a.consecutiveFailures === b.consecutiveFailures &&
+      a.lastError === b.lastError &&
+      a.lastCheckedAt !== null &&
+      b.lastCheckedAt !== null &&
+      b.lastCheckedAt - a.lastCheckedAt < this.refreshMs
+    );
+  }
+}
+
+/**
+ * The run that confirms the current status (successes while normal, failures while abnormal) decides nothing
+ * once it has reached its threshold: only a run of the other kind can flip the status, and it resets this
+ * one. So it is stored capped there, and a target that keeps answering as it did stops changing in Redis.
+ */
+function capRun(state: HealthState, thresholds: HealthThresholds): HealthState {
+  if (state.status === 'normal' && state.consecutiveSuccesses > thresholds.healthyThreshold) {
+    return { ...state, consecutiveSuccesses: thresholds.healthyThreshold };
+  }
+  if (state.status === 'abnormal' && state.consecutiveFailures > thresholds.unhealthyThreshold) {
+    return { ...state, consecutiveFailures: thresholds.unhealthyThreshold };
+  }
+  return state;
 }
 
 /**

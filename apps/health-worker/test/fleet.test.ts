@@ -35,11 +35,14 @@ async function startWorker(): Promise<Proc> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // Registered before it is ready, so that afterAll kills it even when beforeAll times out.
+  const proc = { child, metricsPort: 0 };
+  procs.push(proc);
   let out = '';
   child.stdout!.on('data', (chunk: Buffer) => {
     out += chunk.toString();
   });
-  const metricsPort = await until(
+  proc.metricsPort = await until(
     'worker ready',
     () => {
       const line = out.split('\n').find((l) => l.includes('health worker ready'));
@@ -47,8 +50,6 @@ async function startWorker(): Promise<Proc> {
     },
     10_000,
   );
-  const proc = { child, metricsPort };
-  procs.push(proc);
   return proc;
 }
 
@@ -79,10 +80,13 @@ beforeAll(async () => {
   }
   t.listener({ serverGroupId: g, port: 80, healthCheck: { interval: INTERVAL_MS / 1000, timeout: 1 } });
   await Promise.all([startWorker(), startWorker()]);
-  scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
-  expect(await scheduler.sync()).toMatchObject({ total: 6 });
+  // Few shards, so that shard jobs carry several probes each and the workers split jobs, not single probes.
+  scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0, shards: 3 });
+  const synced = await scheduler.sync();
+  expect(synced).toMatchObject({ probes: 6 });
+  expect(synced.total).toBeLessThan(6);
   await until('every target checked once', () => backends.every((b) => b.hits.length >= 1), 5000);
-});
+}, 30_000);
 
 afterAll(async () => {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { listeners, servers } from '@slb/db';
+import type { HealthShardJob, HealthShardProbe } from '@slb/model';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { HealthScheduler } from '../../api/src/health/index.js';
@@ -37,26 +38,31 @@ async function backend(): Promise<Backend> {
   return b;
 }
 
-it('writes only changed schedulers, so an unchanged sync keeps the schedule', async () => {
+it('writes only changed shards, so an unchanged sync keeps the schedule', async () => {
   const a = await backend();
-  const g = t.group();
-  t.server(g, '127.0.0.1', a.port);
-  t.server(g, '127.0.0.2', a.port);
-  const l = t.listener({ serverGroupId: g, port: 80, healthCheck: fast });
-  expect(await scheduler.sync()).toMatchObject({ total: 2, upserted: 2, removed: 0 });
-  expect(await scheduler.sync()).toMatchObject({ total: 2, upserted: 0, removed: 0, repaired: 0 });
-  // Thresholds are not part of the probe: same scheduler, new payload, picked up by its next check.
+  const g1 = t.group();
+  t.server(g1, '127.0.0.1', a.port);
+  const l = t.listener({ serverGroupId: g1, port: 80, healthCheck: fast });
+  const g2 = t.group();
+  for (let i = 2; i < 10; i++) t.server(g2, `127.0.0.${i}`, a.port);
+  t.listener({ serverGroupId: g2, port: 81, healthCheck: fast });
+  const first = await scheduler.sync();
+  expect(first).toMatchObject({ probes: 9, upserted: first.total, removed: 0 });
+  expect(first.total).toBeGreaterThan(1);
+  expect(await scheduler.sync()).toMatchObject({ total: first.total, upserted: 0, removed: 0, repaired: 0 });
+  // Thresholds are not part of the probe: same shard, new payload, picked up by its next job.
   t.db
     .update(listeners)
     .set({ healthCheck: { ...DEFAULT_HEALTH_CHECK, ...fast, healthyThreshold: 7 } })
     .where(eq(listeners.id, l))
     .run();
-  expect(await scheduler.sync()).toMatchObject({ total: 2, upserted: 2, removed: 0 });
-  const next = await until('next jobs', async () => {
+  expect(await scheduler.sync()).toMatchObject({ total: first.total, upserted: 1, removed: 0 });
+  const next = await until('next job of the changed shard', async () => {
     const jobs = await scheduler.queue.getJobs(['delayed', 'waiting']);
-    return jobs.length === 2 && jobs;
+    return jobs.find((j) => j.data.probes.some((p: HealthShardProbe) => p.targets[0]!.listenerId === l));
   });
-  for (const job of next) expect(job.data.targets[0].healthyThreshold).toBe(7);
+  const target = (next.data as HealthShardJob).probes.flatMap((p) => p.targets).find((x) => x.listenerId === l);
+  expect(target?.healthyThreshold).toBe(7);
 });
 
 it('a changed check port is used from the next check on', async () => {
@@ -89,14 +95,42 @@ it('deleted servers and stopped listeners stop being checked after a sync', asyn
   await scheduler.sync();
   await until('both checked', () => a.hits.length >= 1 && b.hits.length >= 1);
   t.db.delete(servers).where(eq(servers.id, sa)).run();
-  expect(await scheduler.sync()).toMatchObject({ total: 1, removed: 1 });
+  // Its shard is removed, or rewritten without it when b's probe shares it.
+  const afterDelete = await scheduler.sync();
+  expect(afterDelete).toMatchObject({ total: 1, probes: 1 });
+  expect(afterDelete.removed + afterDelete.upserted).toBe(1);
   const aAfter = a.hits.length;
   t.db.update(listeners).set({ status: 'stopped' }).where(eq(listeners.id, l)).run();
-  expect(await scheduler.sync()).toMatchObject({ total: 0, removed: 1 });
+  expect(await scheduler.sync()).toMatchObject({ total: 0, probes: 0, removed: 1 });
   const bAfter = b.hits.length;
   // Two intervals later: nothing new (a check already taken may still land).
   await new Promise((r) => setTimeout(r, 2200));
   expect(a.hits.length - aAfter).toBeLessThanOrEqual(1);
   expect(b.hits.length - bAfter).toBeLessThanOrEqual(1);
   expect(await scheduler.queue.getJobSchedulers()).toHaveLength(0);
+});
+
+it('re-phases a shard whose place in the interval moved, and leaves the others be', async () => {
+  const a = await backend();
+  const g = t.group();
+  for (let i = 1; i < 4; i++) t.server(g, `127.0.0.${i}`, a.port);
+  t.listener({ serverGroupId: g, port: 80, healthCheck: { ...fast, interval: 5 } });
+  const first = await scheduler.sync();
+  const [moved, ...others] = await scheduler.queue.getJobSchedulers(0, -1, true);
+  // As another version of the planner (another lead) would have left it: same shard, another offset.
+  const offset = ((moved!.offset ?? 0) + 1000) % 5000 || 5000;
+  await scheduler.queue.upsertJobScheduler(
+    moved!.key,
+    { every: 5000, offset },
+    { name: 'health-shard', data: moved!.template?.data },
+  );
+  expect((await scheduler.queue.getJobSchedulers(0, -1, true)).find((s) => s.key === moved!.key)?.offset).toBe(offset);
+  const fresh = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  closers.push(() => fresh.close());
+  expect(await fresh.sync()).toMatchObject({ total: first.total, upserted: 1, removed: 0 });
+  const after = new Map((await scheduler.queue.getJobSchedulers(0, -1, true)).map((s) => [s.key, s]));
+  expect(after.get(moved!.key)).toMatchObject({ offset: moved!.offset });
+  expect((after.get(moved!.key)!.next ?? 0) % 5000).toBe(moved!.offset! % 5000);
+  // The others keep their slot (a turn may have passed in between: the phase is what must not move).
+  for (const o of others) expect((after.get(o.key)?.next ?? 0) % 5000).toBe((o.next ?? 0) % 5000);
 });

@@ -57,26 +57,55 @@ export const HealthCheckTarget = Type.Object(
 );
 export type HealthCheckTarget = Static<typeof HealthCheckTarget>;
 
-/** Payload of the `health-check` job: probe `address` once with `settings`, feed every target. */
-export const HealthCheckJob = Type.Object(
+/** One probe: `address` checked once with `settings`, the result fed to every target that shares it. */
+export const HealthProbe = Type.Object(
   {
-    /** `probeKey(address, settings)`; also the BullMQ job scheduler id. */
+    /** `probeKey(address, settings)`: probes with the same key are the same check. */
     key: Type.String({ minLength: 1, maxLength: 300 }),
     address: Type.String({ minLength: 1, maxLength: 255 }),
     settings: HealthProbeSettings,
     targets: Type.Array(HealthCheckTarget, { minItems: 1, maxItems: 10_000 }),
   },
-  { additionalProperties: false, title: 'HealthCheckJob' },
+  { additionalProperties: false, title: 'HealthProbe' },
 );
-export type HealthCheckJob = Static<typeof HealthCheckJob>;
+export type HealthProbe = Static<typeof HealthProbe>;
+
+/** A probe inside a shard job, with its place in the job's slot. */
+export const HealthShardProbe = Type.Object(
+  {
+    ...HealthProbe.properties,
+    /** Due time of this probe minus the job's slot time, ms; below `interval`, so once per job. */
+    offsetMs: Type.Integer({ minimum: 0, maximum: 49_999 }),
+  },
+  { additionalProperties: false, title: 'HealthShardProbe' },
+);
+export type HealthShardProbe = Static<typeof HealthShardProbe>;
 
 /**
- * Job name → payload schema and policy. One job per probe key per interval; no retries (the next interval
- * is the retry) and nothing kept after completion (the result lives in the target state, not the job).
+ * Payload of the `health-shard` job: every probe of one shard (one interval, one slice of it), each run once
+ * at the job's slot time plus its `offsetMs`. One job per shard per interval, so Redis sees a few dozen jobs
+ * per second instead of one per check.
+ */
+export const HealthShardJob = Type.Object(
+  {
+    /** The BullMQ job scheduler id of the shard. */
+    shard: Type.String({ minLength: 1, maxLength: 64 }),
+    /** Seconds; every probe of the shard has this interval. */
+    interval: Type.Integer({ minimum: 1, maximum: 50 }),
+    /** Sorted by `offsetMs`. With 64 shards, 10,000 targets make about 160 probes per shard. */
+    probes: Type.Array(HealthShardProbe, { minItems: 1, maxItems: 10_000 }),
+  },
+  { additionalProperties: false, title: 'HealthShardJob' },
+);
+export type HealthShardJob = Static<typeof HealthShardJob>;
+
+/**
+ * Job name → payload schema and policy. One job per shard per interval; no retries (the next interval is
+ * the retry) and nothing kept after completion (the results live in the target states, not the job).
  */
 export const HEALTH_JOBS = {
-  'health-check': {
-    payload: HealthCheckJob,
+  'health-shard': {
+    payload: HealthShardJob,
     /** BullMQ job options of every job the scheduler produces. */
     options: { attempts: 1, removeOnComplete: true, removeOnFail: 1000 },
   },

@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
 import type { Db } from '@slb/db';
-import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT, type HealthCheckJob } from '@slb/model';
+import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT } from '@slb/model';
 import { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import { redisOptionsFromUrl } from './redis-options.js';
+import { HEALTH_SHARDS_DEFAULT, planShards, type ShardSchedule } from './shards.js';
 import { planHealthChecks } from './targets.js';
 
-const JOB_NAME = 'health-check' satisfies keyof typeof HEALTH_JOBS;
+const JOB_NAME = 'health-shard' satisfies keyof typeof HEALTH_JOBS;
 
 export interface HealthSchedulerOptions {
   db: Db;
@@ -14,6 +14,11 @@ export interface HealthSchedulerOptions {
   redisUrl: string;
   /** BullMQ queue name; the workers' `SLB_HEALTH_QUEUE`. Default: `slb-health`. */
   queue?: string;
+  /**
+   * Slices of each interval; one job scheduler per non-empty slice. More shards spread the work over more,
+   * smaller jobs; fewer put less on Redis. Changing it re-plans every shard. Default: 64.
+   */
+  shards?: number;
   /** Quiet period of {@link HealthScheduler.requestSync}, ms. Default: 50. */
   debounceMs?: number;
   /** Longest a requested sync waits while writes keep coming, ms. Default: 1,000. */
@@ -28,8 +33,10 @@ export interface HealthSchedulerOptions {
 }
 
 export interface SyncResult {
-  /** Job schedulers after the sync (one per probe key). */
+  /** Job schedulers after the sync (one per non-empty shard). */
   total: number;
+  /** Probes in those shards (one per probe key). */
+  probes: number;
   upserted: number;
   removed: number;
   /** Schedulers re-armed because their next check was overdue by more than two intervals. */
@@ -39,14 +46,15 @@ export interface SyncResult {
 }
 
 /**
- * Keeps the BullMQ job schedulers equal to the targets in the database: one scheduler per probe key,
- * repeating every `interval`, carrying the probe and its targets. Only changed schedulers are written, so a
- * sync does not move the schedule of unchanged checks; a changed one keeps its slot and its next check
- * uses the new payload (an `interval` change restarts its timing).
+ * Keeps the BullMQ job schedulers equal to the targets in the database: the probes are grouped into shards
+ * (shards.ts), one scheduler per non-empty shard, repeating every `interval` and carrying the shard's probes
+ * and their targets. Only changed shards are written, so a sync does not move the schedule of unchanged
+ * checks; a changed shard keeps its slot and its next job carries the new payload.
  */
 export class HealthScheduler {
   readonly queue: Queue;
   private readonly db: Db;
+  private readonly shards: number;
   private readonly debounceMs: number;
   private readonly log: FastifyBaseLogger | undefined;
   private timer: NodeJS.Timeout | null = null;
@@ -61,6 +69,8 @@ export class HealthScheduler {
 
   constructor(options: HealthSchedulerOptions) {
     this.db = options.db;
+    this.shards = options.shards ?? HEALTH_SHARDS_DEFAULT;
+    planShards([], this.shards); // a bad shard count fails here, not at the first sync
     this.debounceMs = options.debounceMs ?? 50;
     this.maxWaitMs = options.maxWaitMs ?? 1000;
     this.log = options.logger;
@@ -133,12 +143,12 @@ export class HealthScheduler {
 
   private async syncOnce(): Promise<SyncResult> {
     const plan = planHealthChecks(this.db);
-    const planned = new Map(
-      [...plan.jobs].map(([key, job]) => [key, `${job.settings.interval}|${JSON.stringify(job)}`]),
-    );
+    const shards = planShards(plan.probes.values(), this.shards);
+    const planned = new Map([...shards].map(([id, s]) => [id, `${s.every}|${s.offset}|${JSON.stringify(s.job)}`]));
+    const counts = { total: shards.size, probes: plan.probes.size, skipped: plan.skipped.length };
     if (this.lastPlan && samePlan(this.lastPlan, planned)) {
       // Most writes (a weight, a name) change no check: nothing to tell Redis.
-      return { total: plan.jobs.size, upserted: 0, removed: 0, repaired: 0, skipped: plan.skipped.length };
+      return { ...counts, upserted: 0, removed: 0, repaired: 0 };
     }
     for (const s of plan.skipped) this.log?.warn(s, 'health check left out: settings do not resolve');
     const existing = await this.queue.getJobSchedulers(0, -1, true);
@@ -147,50 +157,42 @@ export class HealthScheduler {
     let upserted = 0;
     let repaired = 0;
     const writes: Promise<unknown>[] = [];
-    for (const [key, job] of plan.jobs) {
-      const every = job.settings.interval * 1000;
-      const have = current.get(key);
-      const same = have !== undefined && Number(have.every) === every && sameData(have.template?.data, job);
+    for (const [id, shard] of shards) {
+      const every = shard.every;
+      const have = current.get(id);
+      // An upsert keeps the scheduler's slot, so a shard whose place in the interval moved is scheduled afresh.
+      const moved = have !== undefined && Number(have.offset) !== shard.offset;
+      const same = have !== undefined && !moved && Number(have.every) === every && sameData(have.template?.data, shard);
       const overdue = same && typeof have.next === 'number' && have.next < now - 2 * every - 1000;
       if (same && !overdue) continue;
       if (overdue) repaired++;
       else upserted++;
-      writes.push(this.upsert(key, every, job));
+      writes.push(moved ? this.queue.removeJobScheduler(id).then(() => this.upsert(shard)) : this.upsert(shard));
     }
     let removed = 0;
-    for (const key of current.keys()) {
-      if (plan.jobs.has(key)) continue;
+    for (const id of current.keys()) {
+      if (shards.has(id)) continue;
       removed++;
-      writes.push(this.queue.removeJobScheduler(key));
+      writes.push(this.queue.removeJobScheduler(id));
     }
     await Promise.all(writes);
     this.lastPlan = planned;
-    const result = { total: plan.jobs.size, upserted, removed, repaired, skipped: plan.skipped.length };
+    const result = { ...counts, upserted, removed, repaired };
     if (upserted + removed + repaired > 0) this.log?.info(result, 'health-check schedule synced');
     return result;
   }
 
-  private upsert(key: string, every: number, job: HealthCheckJob) {
+  private upsert(shard: ShardSchedule) {
     return this.queue.upsertJobScheduler(
-      key,
-      { every, offset: slotOffset(key, every) },
-      { name: JOB_NAME, data: job, opts: { ...HEALTH_JOBS[JOB_NAME].options } },
+      shard.id,
+      { every: shard.every, offset: shard.offset },
+      { name: JOB_NAME, data: shard.job, opts: { ...HEALTH_JOBS[JOB_NAME].options } },
     );
   }
 }
 
-/**
- * Where in the interval this probe's checks fall: a hash of its key, so 10,000 targets added at once are
- * spread evenly over the interval instead of all falling due in the same millisecond (a burst the fleet
- * would serve late, and a herd against backends shared by several keys). Stable across syncs and API
- * instances. The first check of a new probe comes at its slot, at most one interval after the sync.
- */
-export function slotOffset(key: string, every: number): number {
-  return createHash('sha1').update(key).digest().readUInt32BE(0) % every;
-}
-
-function sameData(stored: unknown, job: HealthCheckJob): boolean {
-  return JSON.stringify(stored) === JSON.stringify(job);
+function sameData(stored: unknown, shard: ShardSchedule): boolean {
+  return JSON.stringify(stored) === JSON.stringify(shard.job);
 }
 
 function samePlan(a: Map<string, string>, b: Map<string, string>): boolean {

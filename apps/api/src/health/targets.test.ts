@@ -8,7 +8,7 @@ let t: TestDb;
 afterEach(() => t?.close());
 
 function flat(plan: ReturnType<typeof planHealthChecks>) {
-  return [...plan.jobs.values()]
+  return [...plan.probes.values()]
     .flatMap((j) => j.targets.map((x) => ({ ...x, address: j.address, port: j.settings.port, key: j.key })))
     .sort((a, b) => (a.listenerId + a.serverId < b.listenerId + b.serverId ? -1 : 1));
 }
@@ -52,15 +52,15 @@ describe('planHealthChecks', () => {
     const l2 = t.listener({ serverGroupId: g, port: 2, healthCheck: { healthyThreshold: 5 } });
     const l3 = t.listener({ serverGroupId: g, port: 3, healthCheck: { interval: 5 } });
     const plan = planHealthChecks(t.db);
-    expect(plan.jobs.size).toBe(2);
-    const shared = [...plan.jobs.values()].find((j) => j.targets.length === 2)!;
+    expect(plan.probes.size).toBe(2);
+    const shared = [...plan.probes.values()].find((j) => j.targets.length === 2)!;
     expect(shared.targets).toEqual(
       expect.arrayContaining([
         { listenerId: l1, serverId: s, healthyThreshold: 2, unhealthyThreshold: 3 },
         { listenerId: l2, serverId: s, healthyThreshold: 5, unhealthyThreshold: 3 },
       ]),
     );
-    const alone = [...plan.jobs.values()].find((j) => j.targets.length === 1)!;
+    const alone = [...plan.probes.values()].find((j) => j.targets.length === 1)!;
     expect(alone.targets[0]!.listenerId).toBe(l3);
   });
 
@@ -70,14 +70,14 @@ describe('planHealthChecks', () => {
     const s1 = t.server(g, '10.0.0.1', 80);
     t.server(g, '10.0.0.2', 80);
     const l = t.listener({ serverGroupId: g, port: 1 });
-    expect(planHealthChecks(t.db).jobs.size).toBe(2);
+    expect(planHealthChecks(t.db).probes.size).toBe(2);
     t.db.delete(servers).where(eq(servers.id, s1)).run();
-    expect(planHealthChecks(t.db).jobs.size).toBe(1);
+    expect(planHealthChecks(t.db).probes.size).toBe(1);
     t.db.update(listeners).set({ status: 'stopped' }).where(eq(listeners.id, l)).run();
-    expect(planHealthChecks(t.db).jobs.size).toBe(0);
+    expect(planHealthChecks(t.db).probes.size).toBe(0);
     t.listener({ serverGroupId: g, port: 2, healthCheck: { interval: 0 } });
     const plan = planHealthChecks(t.db);
-    expect(plan.jobs.size).toBe(0);
+    expect(plan.probes.size).toBe(0);
     expect(plan.skipped).toHaveLength(1);
   });
 });

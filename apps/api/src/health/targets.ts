@@ -1,6 +1,6 @@
 import { type Db, listeners, rules, servers } from '@slb/db';
 import { type HealthCheckConfig, probeKey, resolveHealthCheck } from '@slb/health';
-import type { HealthCheck, HealthCheckJob, HealthCheckTarget } from '@slb/model';
+import type { HealthCheck, HealthCheckTarget, HealthProbe } from '@slb/model';
 import { eq, inArray } from 'drizzle-orm';
 
 /** A target the settings could not be resolved for (bad stored data); it is left out, not guessed. */
@@ -11,15 +11,15 @@ export interface SkippedTarget {
 }
 
 export interface HealthPlan {
-  /** Probe key → job payload; one BullMQ job scheduler each. */
-  jobs: Map<string, HealthCheckJob>;
+  /** Probe key → probe; the scheduler groups them into shards (shards.ts). */
+  probes: Map<string, HealthProbe>;
   skipped: SkippedTarget[];
 }
 
 /**
  * Every (listener, server) target that must be checked, grouped by probe: running listeners whose check is
  * enabled × the servers of their default group and their rules' groups. Targets whose probes would be
- * identical (same address, port and settings) share one job, so a server behind several listeners is
+ * identical (same address, port and settings) share one probe, so a server behind several listeners is
  * probed once per interval.
  */
 export function planHealthChecks(db: Db): HealthPlan {
@@ -48,7 +48,7 @@ export function planHealthChecks(db: Db): HealthPlan {
   const entries: Array<{
     key: string;
     address: string;
-    settings: HealthCheckJob['settings'];
+    settings: HealthProbe['settings'];
     target: HealthCheckTarget;
   }> = [];
   const skipped: SkippedTarget[] = [];
@@ -80,15 +80,15 @@ export function planHealthChecks(db: Db): HealthPlan {
       }
     }
   }
-  // Sorted so the same database yields the same payloads, and an unchanged job is not rewritten.
+  // Sorted so the same database yields the same payloads, and an unchanged shard is not rewritten.
   entries.sort((a, b) => cmp(a.target.listenerId, b.target.listenerId) || cmp(a.target.serverId, b.target.serverId));
-  const jobs = new Map<string, HealthCheckJob>();
+  const probes = new Map<string, HealthProbe>();
   for (const e of entries) {
-    const job = jobs.get(e.key);
-    if (job) job.targets.push(e.target);
-    else jobs.set(e.key, { key: e.key, address: e.address, settings: e.settings, targets: [e.target] });
+    const probe = probes.get(e.key);
+    if (probe) probe.targets.push(e.target);
+    else probes.set(e.key, { key: e.key, address: e.address, settings: e.settings, targets: [e.target] });
   }
-  return { jobs, skipped };
+  return { probes, skipped };
 }
 
 /** The stored (resolved) object back to the package's input shape: null there means "use the default". */
