@@ -94,6 +94,10 @@ export type L7DeltaMessage = Static<typeof L7DeltaMessage>;
 
 /** The WebSocket path nodes dial, with `Authorization: Bearer $SLB_NODE_TOKEN`. */
 export const CONTROL_CHANNEL_PATH = '/control/v1/channel';
-/** A message larger than this is refused (a full snapshot of a big fleet fits well within). */
-export const CONTROL_CHANNEL_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * A message larger than this is refused. A full L4 snapshot of 10,000 listeners with 100 servers each is
+ * ~76 MB (issue #9's fleet with one server group per LB), past the 64 MiB this used to be; the ceiling is
+ * V8's longest string (~512 MiB), which JSON.stringify of the message cannot exceed anyway.
+ */
+export const CONTROL_CHANNEL_MAX_BYTES = 256 * 1024 * 1024;
 export const HEARTBEAT_INTERVAL_MS = 1000;

@@ -8,7 +8,7 @@ import type { ControlHub } from './hub.js';
 
 /**
  * Nodes send hellos, heartbeats, acks and nacks (a nack's reason is at most 2,000 characters): a message
- * past this is not one of them, and is refused before it is buffered (the 64 MiB channel limit is for
+ * past this is not one of them, and is refused before it is buffered (CONTROL_CHANNEL_MAX_BYTES is for
  * snapshots going the other way).
  */
 export const NODE_MESSAGE_MAX_BYTES = 64 * 1024;

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type Db, listeners as listenerTable, nodes } from '@slb/db';
 import {
+  CONTROL_CHANNEL_MAX_BYTES,
   type ControllerMessage,
   type HelloMessage,
   type L7NodeSnapshot,
@@ -58,6 +59,8 @@ export const L7_REJOIN_GRACE_MS = 10_000;
 export interface ControlHubOptions {
   /** Default {@link L7_REJOIN_GRACE_MS}. */
   l7RejoinGraceMs?: number;
+  /** Largest message sent to a node; default (and what nodes accept) {@link CONTROL_CHANNEL_MAX_BYTES}. */
+  maxMessageBytes?: number;
 }
 
 /**
@@ -98,6 +101,7 @@ export class ControlHub {
    */
   private readonly rejoining: Map<string, string>;
   private rejoinTimer: NodeJS.Timeout | null = null;
+  private readonly maxMessageBytes: number;
 
   constructor(
     private readonly db: Db,
@@ -107,6 +111,7 @@ export class ControlHub {
   ) {
     // Versions outlive a controller restart: they start from the clock and only grow.
     this.version = now;
+    this.maxMessageBytes = options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES;
     this.ticker = setInterval(() => this.checkLiveness(), 250);
     this.ticker.unref();
     this.rejoining = lastKnownL7(db);
@@ -282,12 +287,16 @@ export class ControlHub {
 
   private nack(session: Session, version: number, reason: string): void {
     this.log.warn({ nodeId: session.nodeId, version, reason }, 'node refused a config');
+    this.failed(session, version, reason);
+  }
+
+  /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
+  private failed(session: Session, version: number, reason: string): void {
     this.db
       .update(nodes)
       .set({ lastError: `version ${version}: ${reason}` })
       .where(eq(nodes.id, session.nodeId))
       .run();
-    // The node keeps its last good config; resend from scratch on the next change.
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;
@@ -586,12 +595,24 @@ export class ControlHub {
         remove,
       };
     }
+    const text = JSON.stringify(message);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.maxMessageBytes) {
+      // The node would drop the connection on it, reconnect and be sent it again, forever, each time costing
+      // us a full compile and serialisation: refuse it here, once per change, and say why.
+      const reason = `config of ${bytes} bytes exceeds the control channel limit of ${this.maxMessageBytes} bytes`;
+      this.log.error({ nodeId: session.nodeId, version, bytes }, 'config too large for the control channel');
+      this.failed(session, version, reason);
+      const error: ControllerMessage = { type: 'error', reason };
+      session.ws.send(JSON.stringify(error));
+      return;
+    }
     session.sentVersion = version;
     for (const id of remove) session.sentJson.delete(id);
     for (const w of upsert) session.sentJson.set(w.id, w.json);
     if (l7Json !== null) session.sentL7Nodes = l7Json;
     session.lbVersionsSent.set(version, lbVersions);
-    session.ws.send(JSON.stringify(message));
+    session.ws.send(text);
   }
 }
 

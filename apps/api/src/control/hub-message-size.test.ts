@@ -1,0 +1,68 @@
+import { EventEmitter } from 'node:events';
+import { loadBalancers, nodes, servers } from '@slb/db';
+import { eq } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type WebSocket from 'ws';
+import { createTestDb, type TestDb } from '../health/test-db.js';
+import { ControlHub } from './hub.js';
+
+// A config larger than the channel's message limit: the node would drop the connection on it, reconnect, and
+// be sent it again forever. The controller refuses to send it instead, and says why.
+
+class FakeSocket extends EventEmitter {
+  readonly OPEN = 1;
+  readonly CLOSED = 3;
+  readyState = 1;
+  readonly sent: { type: string; reason?: string }[] = [];
+  send(data: string): void {
+    this.sent.push(JSON.parse(data));
+  }
+  close(): void {
+    this.readyState = this.CLOSED;
+    this.emit('close');
+  }
+}
+
+const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
+
+function connect(hub: ControlHub): FakeSocket {
+  const ws = new FakeSocket();
+  hub.attach(ws as unknown as WebSocket);
+  const hello = { type: 'hello', nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11', capacity: 100, appliedVersion: 0 };
+  ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+  return ws;
+}
+
+describe('control hub: a config over the message limit', () => {
+  let t: TestDb;
+  let hub: ControlHub;
+  afterEach(() => {
+    hub?.close();
+    t?.close();
+  });
+
+  it('is not sent: the node gets the reason, its row the error, and the next change that fits is sent whole', async () => {
+    t = createTestDb();
+    const group = t.group();
+    for (let i = 0; i < 20; i++) t.server(group, `10.0.0.${i + 1}`, 8080);
+    t.listener({ serverGroupId: group, port: 80 });
+    hub = new ControlHub(t.db, logger, Date.now(), { maxMessageBytes: 2000 });
+
+    const ws = connect(hub);
+    expect(ws.sent.map((m) => m.type)).toEqual(['error']);
+    expect(ws.sent[0]!.reason).toMatch(/^config of \d+ bytes exceeds the control channel limit of 2000 bytes$/);
+    const row = t.db.select().from(nodes).where(eq(nodes.id, 'l4-a')).get();
+    expect(row?.lastError).toMatch(/exceeds the control channel limit/);
+
+    // Nothing is resent until the config changes; then it fits and goes out as a full snapshot.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(ws.sent).toHaveLength(1);
+    t.db.delete(servers).where(eq(servers.serverGroupId, group)).run();
+    t.db.update(loadBalancers).set({ configVersion: 2 }).where(eq(loadBalancers.id, t.lbId)).run();
+    hub.changed();
+    await new Promise((r) => setImmediate(r));
+    expect(ws.sent.map((m) => m.type)).toEqual(['error', 'snapshot']);
+  });
+});

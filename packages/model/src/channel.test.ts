@@ -1,0 +1,45 @@
+import { Value } from '@sinclair/typebox/value';
+import { describe, expect, it } from 'vitest';
+import { CONTROL_CHANNEL_MAX_BYTES, ControllerMessage } from './channel.js';
+import { SnapshotListener } from './snapshot.js';
+
+// A listener as the API compiles it for an L4 node, with realistic ids, addresses and numbers.
+const id = (prefix: string, n: number) => `${prefix}-01m8nqqgthpcv2${String(n).padStart(6, '0')}`;
+const listener = (servers: number) => ({
+  id: id('lsn', 1),
+  loadBalancerId: id('lb', 1),
+  tenantId: id('tnt', 1),
+  protocol: 'tcp',
+  port: 19999,
+  scheduler: 'wrr',
+  persistenceTimeout: 0,
+  proxyProtocol: 'off',
+  connectionDrainTimeout: 300,
+  idleTimeout: 900,
+  sessionSync: true,
+  backends: Array.from({ length: servers }, (_, s) => ({
+    serverId: id('srv', s),
+    address: `127.0.0.${100 + s}`,
+    port: 40999,
+    weight: 100,
+    healthy: true,
+  })),
+  bindAddresses: ['127.77.0.11'],
+});
+
+describe('control channel message limit', () => {
+  it("carries a full L4 snapshot of issue #9's fleet: 10,000 listeners of 100 servers each", () => {
+    const one = listener(100);
+    expect(Value.Check(SnapshotListener, one)).toBe(true);
+    const head = {
+      type: 'snapshot',
+      kind: 'l4',
+      snapshot: { version: 1_796_027_080_532, generatedAt: new Date().toISOString(), listeners: [one], l7Nodes: [] },
+    };
+    expect(Value.Check(ControllerMessage, head)).toBe(true);
+    // The message with one listener, plus 9,999 more of the same size and their commas.
+    const bytes = JSON.stringify(head).length + 9_999 * (JSON.stringify(one).length + 1);
+    expect(bytes).toBeGreaterThan(64 * 1024 * 1024); // what the limit was: the bench's nodes never got their config
+    expect(bytes).toBeLessThan(CONTROL_CHANNEL_MAX_BYTES);
+  });
+});
