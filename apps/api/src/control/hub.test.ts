@@ -82,3 +82,26 @@ describe('control hub: the L7 pool across a controller restart', () => {
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
   });
 });
+
+describe('control hub: its own stalls', () => {
+  it('does not take a stall of its event loop for the nodes going silent', async () => {
+    const t = createTestDb();
+    const hub = new ControlHub(t.db, logger);
+    try {
+      connect(hub, 'l7-a', 'l7', '127.0.0.21');
+      const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+      expect(l7PoolOf(l4)).toEqual(['l7-a']);
+      // Busy for longer than the offline threshold (as when serialising a fleet-sized config): the nodes'
+      // heartbeats would be waiting unread, so they must not count as missed.
+      const until = Date.now() + 3_500;
+      while (Date.now() < until) {
+        /* hold the event loop */
+      }
+      await new Promise((r) => setTimeout(r, 600)); // the liveness ticker runs after the stall
+      expect(l7PoolOf(l4)).toEqual(['l7-a']);
+    } finally {
+      hub.close();
+      t.close();
+    }
+  });
+});

@@ -51,6 +51,8 @@ export interface LbRuntime {
 }
 
 const checkNodeMessage = TypeCompiler.Compile(NodeMessage);
+/** How often node liveness is checked. */
+const LIVENESS_TICK_MS = 250;
 /** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
 const CIRCUIT_BREAKER_SHARE = 0.5;
 /** How long after a controller start L7 nodes have to reconnect before the L4 nodes stop using them. */
@@ -94,6 +96,7 @@ export class ControlHub {
   private pending = false;
   private lastOnlineL4 = new Set<string>();
   private readonly ticker: NodeJS.Timeout;
+  private lastTick = Date.now();
   /**
    * After a restart, the L7 nodes the previous controller knew, kept in the L4 nodes' L7 pool until they
    * reconnect (or the grace ends): L4 nodes that reconnect first would otherwise get an empty pool and
@@ -112,7 +115,7 @@ export class ControlHub {
     // Versions outlive a controller restart: they start from the clock and only grow.
     this.version = now;
     this.maxMessageBytes = options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES;
-    this.ticker = setInterval(() => this.checkLiveness(), 250);
+    this.ticker = setInterval(() => this.checkLiveness(), LIVENESS_TICK_MS);
     this.ticker.unref();
     this.rejoining = lastKnownL7(db);
     if (this.rejoining.size > 0) {
@@ -185,7 +188,7 @@ export class ControlHub {
     const view = hosting.map((s) => ({
       nodeId: s.nodeId,
       address: s.address,
-      online: now - s.lastSeen <= OFFLINE_AFTER_MS,
+      online: this.isOnline(s, now),
       converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion,
     }));
     const online = view.filter((n) => n.online);
@@ -313,7 +316,7 @@ export class ControlHub {
         .map((n) => [n.id, n]),
     );
     return [...this.sessions.values()]
-      .filter((s) => s.kind === 'l4' && now - s.lastSeen <= OFFLINE_AFTER_MS)
+      .filter((s) => s.kind === 'l4' && this.isOnline(s, now))
       .map((s) => ({ session: s, row: rows.get(s.nodeId) }))
       .filter((n) => n.row !== undefined && !n.row.drain)
       .map((n) => ({
@@ -323,8 +326,25 @@ export class ControlHub {
       }));
   }
 
+  /** How long the liveness ticker is overdue: this process was too busy to read heartbeats that long. */
+  private blindFor(now: number): number {
+    const late = now - this.lastTick - LIVENESS_TICK_MS;
+    return late > LIVENESS_TICK_MS ? late : 0;
+  }
+
+  /** Heard from within the offline threshold, not counting a stall of this process not yet credited. */
+  private isOnline(s: Session, now: number): boolean {
+    return now - s.lastSeen - this.blindFor(now) <= OFFLINE_AFTER_MS;
+  }
+
   private checkLiveness(): void {
     const now = Date.now();
+    // Time this process could not look (its event loop held up, e.g. serialising a fleet-sized config) is
+    // not the nodes' silence: their heartbeats are waiting unread. Credit it, or every node would look
+    // offline at once after a stall of 3 s, and every LB would move away and back.
+    const blind = this.blindFor(now);
+    this.lastTick = now;
+    if (blind > 0) for (const s of this.sessions.values()) s.lastSeen = Math.min(now, s.lastSeen + blind);
     for (const [id, s] of this.sessions) {
       if (s.ws.readyState === s.ws.CLOSED && now - s.lastSeen > OFFLINE_AFTER_MS) this.sessions.delete(id);
     }
@@ -403,7 +423,7 @@ export class ControlHub {
     const fullDiff = beyond || !samePlacement(previousPlacement, this.placement);
     const l7Pool = [
       ...[...this.sessions.values()]
-        .filter((s) => s.kind === 'l7' && Date.now() - s.lastSeen <= OFFLINE_AFTER_MS)
+        .filter((s) => s.kind === 'l7' && this.isOnline(s, Date.now()))
         .map((s) => ({ nodeId: s.nodeId, address: s.address })),
       ...[...this.rejoining].map(([nodeId, address]) => ({ nodeId, address })),
     ]
