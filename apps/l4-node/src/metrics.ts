@@ -107,14 +107,40 @@ export class L4Metrics {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
+  /**
+   * A backend's children, each made on first use: a fleet-sized config has a million (listener, backend)
+   * pairs, most of which never see a connection, and five series made up front for each ran the node out of
+   * memory. Resolved once, the forwarding path still never looks labels up.
+   */
   forBackend(listener: string, backend: string): BackendMetrics {
     const l = { listener, backend };
+    const { active, opened, bytesIn, bytesOut, connectFailures } = this;
+    let a: Gauge.Internal<'listener' | 'backend'> | undefined;
+    let o: Counter.Internal | undefined;
+    let i: Counter.Internal | undefined;
+    let w: Counter.Internal | undefined;
+    let f: Counter.Internal | undefined;
     return {
-      active: this.active.labels(l),
-      opened: this.opened.labels(l),
-      bytesIn: this.bytesIn.labels(l),
-      bytesOut: this.bytesOut.labels(l),
-      connectFailures: this.connectFailures.labels(l),
+      get active() {
+        a ??= active.labels(l);
+        return a;
+      },
+      get opened() {
+        o ??= opened.labels(l);
+        return o;
+      },
+      get bytesIn() {
+        i ??= bytesIn.labels(l);
+        return i;
+      },
+      get bytesOut() {
+        w ??= bytesOut.labels(l);
+        return w;
+      },
+      get connectFailures() {
+        f ??= connectFailures.labels(l);
+        return f;
+      },
     };
   }
 
