@@ -3,7 +3,7 @@
 //   npm run build && node bench/config-push.mjs        (LBS=1000 LISTENERS=4 SERVERS=10 L4=4 WRITES=200)
 // Prints p50/p99 write→converged, the full snapshot size and the nodes' apply times.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +31,8 @@ const freePort = () =>
   });
 
 function start(name, script, env) {
-  // PROFILE_DIR=dir: every process writes a CPU profile there when the bench stops it.
+  // PROFILE_DIR=dir: every process writes a CPU profile there when the bench stops it, and window.json holds
+  // the measured phase on the profiles' clock (µs).
   const prof = process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
   const child = spawn(process.execPath, [...prof, script], {
     env: { ...process.env, ...env },
@@ -154,6 +155,7 @@ try {
 
   console.error(`measuring ${WRITES} weight changes …`);
   const latencies = [];
+  const measureFrom = process.hrtime.bigint() / 1000n; // µs on the monotonic clock CPU profiles use
   for (let w = 0; w < WRITES; w++) {
     const lb = lbs[(w * 7919) % lbs.length];
     const srv = lb.servers[w % lb.servers.length];
@@ -168,6 +170,10 @@ try {
     }
     latencies.push(performance.now() - started);
     void server;
+  }
+  if (process.env.PROFILE_DIR) {
+    const window = { from: Number(measureFrom), to: Number(process.hrtime.bigint() / 1000n) };
+    writeFileSync(join(process.env.PROFILE_DIR, 'window.json'), JSON.stringify(window));
   }
   await new Promise((r) => setTimeout(r, 200));
   const deltaApply = (prefix) =>

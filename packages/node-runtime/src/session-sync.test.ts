@@ -134,4 +134,24 @@ describe('SessionSync (real Redis)', () => {
     await until(async () => (await metric(d.registry, 'slb_session_sync_unpublished_total')) === 1);
     expect(await metric(d.registry, 'slb_session_sync_redis_up')).toBe(0);
   });
+
+  it('retries only a scope whose load failed, without reloading the others or resyncing', async () => {
+    const logs: string[] = [];
+    const registry = new Registry();
+    const loader = { ...silent, info: (o: object, msg: string) => logs.push(`${msg} ${JSON.stringify(o)}`) };
+    const s = new SessionSync({ url: REDIS_URL, prefix, nodeId: 'n-retry', logger: loader, registry });
+    syncs.push(s);
+    const good = { tenantId: 'tnt-r', listenerId: 'lsn-good' };
+    const bad = { tenantId: 'tnt-r', listenerId: 'lsn-bad' };
+    // A key of the wrong type makes the scope's load fail (WRONGTYPE) until it is removed.
+    await admin.set(s.keys(bad).hash, 'not a hash');
+    expect(await s.attach(good, new Table()).ready).toBe(true);
+    const badReady = s.attach(bad, new Table()).ready;
+    await new Promise((r) => setTimeout(r, 2_500)); // two retry rounds
+    await admin.del(s.keys(bad).hash);
+    await until(() => logs.some((l) => l.includes('entries loaded') && l.includes('lsn-bad')), 3_000);
+    expect(await badReady).toBe(false); // it served before its entries were loaded, as bounded
+    expect(logs.filter((l) => l.includes('entries loaded') && l.includes('lsn-good'))).toHaveLength(1);
+    expect(await metric(registry, 'slb_session_sync_resyncs_total')).toBe(0);
+  });
 });

@@ -108,6 +108,8 @@ class Scope implements SyncChannel {
   lastId = '0-0';
   /** Loaded and following the stream. */
   following = false;
+  /** The load in flight, so a retry never starts a second one. */
+  loading: Promise<void> | undefined;
   attached = true;
   ready: Promise<boolean> = Promise.resolve(false);
   /** Longest entry timeout seen; the keys' TTL follows it. */
@@ -242,7 +244,7 @@ export class SessionSync {
     this.scopes.set(id, s);
     this.byStream.set(s.stream, s);
     this.start();
-    const loaded = this.cmd.status === 'ready' ? this.load(s) : this.waitLoaded(s);
+    const loaded = this.cmd.status === 'ready' ? this.loadOnce(s) : this.waitLoaded(s);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<void>((r) => {
       timer = setTimeout(r, this.loadTimeoutMs);
@@ -311,10 +313,14 @@ export class SessionSync {
       for (const s of this.scopes.values()) s.rotate();
     }, this.refreshMs);
     const cleanup = setInterval(() => void this.cleanup(), this.cleanupIntervalMs);
-    // A load that failed while the connection stayed up (a timeout) is retried here, not only on reconnect.
+    // A load that failed while the connection stayed up (a timeout) is retried here, not only on reconnect:
+    // only the scopes not loaded and not loading. (Treating it as a reconnect reloaded and republished every
+    // scope, thousands on a big node, each time one new listener was still loading.)
     const retry = setInterval(() => {
       if (this.cmd.status !== 'ready' || this.resyncing !== undefined) return;
-      if ([...this.scopes.values()].some((s) => !s.following)) this.onReady();
+      for (const s of this.scopes.values()) {
+        if (!s.following && s.loading === undefined) this.loadOnce(s).catch(() => undefined);
+      }
     }, 1_000);
     for (const t of [rotate, cleanup, retry]) t.unref();
     this.timers.push(rotate, cleanup, retry);
@@ -359,7 +365,7 @@ export class SessionSync {
     if (this.resyncing !== undefined) await this.resyncing;
     for (const s of [...this.scopes.values()]) {
       try {
-        await this.load(s);
+        await this.loadOnce(s);
         if (republish) {
           const now = this.now();
           for (const e of s.target.dump(now)) {
@@ -378,6 +384,13 @@ export class SessionSync {
    * Reads the stream's last id and the hash in one transaction, applies the live entries, and follows the
    * stream from that id.
    */
+  private loadOnce(s: Scope): Promise<void> {
+    s.loading ??= this.load(s).finally(() => {
+      s.loading = undefined;
+    });
+    return s.loading;
+  }
+
   private async load(s: Scope): Promise<void> {
     const started = this.now();
     const res = await this.cmd.multi().xrevrange(s.stream, '+', '-', 'COUNT', 1).hgetall(s.hash).exec();
