@@ -134,3 +134,32 @@ it('re-phases a shard whose place in the interval moved, and leaves the others b
   // The others keep their slot (a turn may have passed in between: the phase is what must not move).
   for (const o of others) expect((after.get(o.key)?.next ?? 0) % 5000).toBe((o.next ?? 0) % 5000);
 });
+
+it('the periodic repair puts back a lost schedule from the kept plan, without planning from the database again', async () => {
+  const a = await backend();
+  const g = t.group();
+  t.server(g, '127.0.0.1', a.port);
+  t.listener({ serverGroupId: g, port: 90, healthCheck: fast });
+  const repairing = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 300 });
+  closers.push(() => repairing.close());
+  const first = await repairing.sync();
+  expect(first).toMatchObject({ total: 1, probes: 1 });
+  // Redis loses the schedule, and the database changes behind the scheduler's back (no requestSync).
+  const [lost] = await repairing.queue.getJobSchedulers(0, -1, true);
+  await repairing.queue.removeJobScheduler(lost!.key);
+  t.server(g, '127.0.0.2', a.port);
+  const back = await until('the repair re-creates the schedule', async () => {
+    const now = await repairing.queue.getJobSchedulers(0, -1, true);
+    return now.length === 1 ? now[0] : undefined;
+  });
+  // Repaired from the kept plan: one probe, not the two the database now holds.
+  const probesOf = (s: { template?: { data?: unknown } }) =>
+    (s.template?.data as HealthShardJob | undefined)?.probes.length ?? 0;
+  expect(probesOf(back)).toBe(1);
+  // A write that may change the targets plans afresh.
+  repairing.requestSync();
+  await until('the new server is scheduled', async () => {
+    const all = await repairing.queue.getJobSchedulers(0, -1, true);
+    return all.reduce((n, s) => n + probesOf(s), 0) === 2 ? true : undefined;
+  });
+});

@@ -62,6 +62,12 @@ export class HealthScheduler {
   private firstRequestAt: number | null = null;
   /** The plan last written to Redis (key → payload); an unchanged plan needs no Redis round trip. */
   private lastPlan: Map<string, string> | null = null;
+  /**
+   * The plan as last computed from the database, kept until a write may have changed the targets: the
+   * periodic repair only needs a fresh look at Redis, and planning reads every checked listener and
+   * server (hundreds of ms of the API's event loop at 40,000 targets).
+   */
+  private computed: ReturnType<HealthScheduler['plan']> | null = null;
   private resync: NodeJS.Timeout | null = null;
   private running: Promise<SyncResult> | null = null;
   private pending: Promise<SyncResult> | null = null;
@@ -84,7 +90,7 @@ export class HealthScheduler {
       .then((client) =>
         client.on('ready', () => {
           this.lastPlan = null;
-          this.requestSync();
+          this.schedule();
         }),
       )
       .catch(() => undefined);
@@ -92,7 +98,7 @@ export class HealthScheduler {
     if (every > 0) {
       this.resync = setInterval(() => {
         this.lastPlan = null; // a full look at Redis, to repair broken schedules
-        this.requestSync();
+        this.schedule();
       }, every);
       this.resync.unref();
     }
@@ -100,6 +106,11 @@ export class HealthScheduler {
 
   /** Schedules a sync after `debounceMs` of quiet; call after every write that may change the targets. */
   requestSync(): void {
+    this.computed = null;
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.closed) return;
     if (this.timer) clearTimeout(this.timer);
     const now = Date.now();
@@ -109,13 +120,18 @@ export class HealthScheduler {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.firstRequestAt = null;
-      this.sync().catch((err: unknown) => this.log?.error({ err: String(err) }, 'health-check sync failed'));
+      this.run().catch((err: unknown) => this.log?.error({ err: String(err) }, 'health-check sync failed'));
     }, delay);
     this.timer.unref();
   }
 
   /** Makes the schedulers match the database now. Concurrent calls coalesce into one follow-up sync. */
   sync(): Promise<SyncResult> {
+    this.computed = null;
+    return this.run();
+  }
+
+  private run(): Promise<SyncResult> {
     if (!this.running) {
       this.running = this.syncOnce().finally(() => {
         this.running = null;
@@ -127,7 +143,7 @@ export class HealthScheduler {
         .catch(() => undefined)
         .then(() => {
           this.pending = null;
-          return this.sync();
+          return this.run();
         });
     }
     return this.pending;
@@ -141,10 +157,16 @@ export class HealthScheduler {
     await this.queue.close();
   }
 
-  private async syncOnce(): Promise<SyncResult> {
+  private plan() {
     const plan = planHealthChecks(this.db);
     const shards = planShards(plan.probes.values(), this.shards);
     const planned = new Map([...shards].map(([id, s]) => [id, `${s.every}|${s.offset}|${JSON.stringify(s.job)}`]));
+    return { plan, shards, planned };
+  }
+
+  private async syncOnce(): Promise<SyncResult> {
+    this.computed ??= this.plan();
+    const { plan, shards, planned } = this.computed;
     const counts = { total: shards.size, probes: plan.probes.size, skipped: plan.skipped.length };
     if (this.lastPlan && samePlan(this.lastPlan, planned)) {
       // Most writes (a weight, a name) change no check: nothing to tell Redis.
