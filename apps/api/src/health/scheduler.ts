@@ -62,6 +62,8 @@ export class HealthScheduler {
   private firstRequestAt: number | null = null;
   /** The plan last written to Redis (key → payload); an unchanged plan needs no Redis round trip. */
   private lastPlan: Map<string, string> | null = null;
+  /** The plan last written in full; unlike lastPlan, kept across repair passes. */
+  private written: Map<string, string> | null = null;
   /**
    * The plan as last computed from the database, kept until a write may have changed the targets: the
    * periodic repair only needs a fresh look at Redis, and planning reads every checked listener and
@@ -90,6 +92,7 @@ export class HealthScheduler {
       .then((client) =>
         client.on('ready', () => {
           this.lastPlan = null;
+          this.written = null;
           this.schedule();
         }),
       )
@@ -176,6 +179,9 @@ export class HealthScheduler {
     const existing = await this.queue.getJobSchedulers(0, -1, true);
     const now = Date.now();
     const current = new Map(existing.map((s) => [s.key, s]));
+    // A repair pass over a plan already written in full looks for lost or stuck schedules only: comparing
+    // every shard's payload (tens of thousands of probes) would hold the event loop for nothing.
+    const payloadsWritten = this.written !== null && samePlan(this.written, planned);
     let upserted = 0;
     let repaired = 0;
     const writes: Promise<unknown>[] = [];
@@ -184,7 +190,11 @@ export class HealthScheduler {
       const have = current.get(id);
       // An upsert keeps the scheduler's slot, so a shard whose place in the interval moved is scheduled afresh.
       const moved = have !== undefined && Number(have.offset) !== shard.offset;
-      const same = have !== undefined && !moved && Number(have.every) === every && sameData(have.template?.data, shard);
+      const same =
+        have !== undefined &&
+        !moved &&
+        Number(have.every) === every &&
+        (payloadsWritten || sameData(have.template?.data, shard));
       const overdue = same && typeof have.next === 'number' && have.next < now - 2 * every - 1000;
       if (same && !overdue) continue;
       if (overdue) repaired++;
@@ -199,6 +209,7 @@ export class HealthScheduler {
     }
     await Promise.all(writes);
     this.lastPlan = planned;
+    this.written = planned;
     const result = { ...counts, upserted, removed, repaired };
     if (upserted + removed + repaired > 0) this.log?.info(result, 'health-check schedule synced');
     return result;
