@@ -39,7 +39,12 @@ function start(name, script, env) {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = [];
-  child.stdout.on('data', (d) => lines.push(...d.toString().split('\n').filter(Boolean)));
+  let partial = '';
+  child.stdout.on('data', (d) => {
+    const parts = (partial + d.toString()).split('\n');
+    partial = parts.pop(); // a line cut across chunks waits for its end
+    lines.push(...parts.filter(Boolean));
+  });
   children.push(child);
   return { child, lines, name };
 }

@@ -1,5 +1,5 @@
 import type { NodeSnapshot, SnapshotListener } from '@slb/model';
-import type { SessionSync } from '@slb/node-runtime';
+import type { SessionSync, SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
@@ -80,18 +80,34 @@ export class L4Node {
   }
 
   /** Applies a validated snapshot. Calls are serialised; a listener that fails to bind is logged and skipped. */
-  apply(snapshot: NodeSnapshot): Promise<void> {
-    const run = this.queue.then(() => this.applyNow(snapshot));
+  apply(snapshot: NodeSnapshot, change?: SnapshotChange): Promise<void> {
+    const run = this.queue.then(() => this.applyNow(snapshot, change));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async applyNow(s: NodeSnapshot): Promise<void> {
+  private async applyNow(s: NodeSnapshot, change?: SnapshotChange): Promise<void> {
     const log = this.options.logger;
-    const wanted = new Map(s.listeners.map((l) => [l.id, l]));
+    // After a delta only the listeners it names are looked at: a weight change on a node with thousands of
+    // listeners then costs what that listener costs. A changed L7 pool touches every HTTP listener: full pass.
+    const partial = change !== undefined && this.current !== undefined && !change.l7NodesChanged;
+    let candidates: [string, SnapshotListener | undefined][];
+    let upserts: readonly SnapshotListener[];
+    if (partial) {
+      upserts = change.upsert as SnapshotListener[];
+      candidates = [
+        ...change.remove.map((id): [string, undefined] => [id, undefined]),
+        ...upserts.map((l): [string, SnapshotListener] => [l.id, l]),
+      ];
+    } else {
+      const wanted = new Map(s.listeners.map((l) => [l.id, l]));
+      candidates = [...this.listeners.keys()].map((id) => [id, wanted.get(id)]);
+      upserts = s.listeners;
+    }
     // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
-    for (const [id, listener] of this.listeners) {
-      const next = wanted.get(id);
+    for (const [id, next] of candidates) {
+      const listener = this.listeners.get(id);
+      if (listener === undefined) continue;
       // The same object as last time (a delta's untouched listener) binds the same: no spec to build.
       if (next !== undefined && (next === this.applied.get(id) || bindSpec(next) === this.specs.get(id))) continue;
       listener.stop(listener.cfg.config.connectionDrainTimeout * 1000);
@@ -102,9 +118,10 @@ export class L4Node {
     }
     // A delta carries the unchanged listeners as the very same objects: those are skipped without work,
     // which matters when a node serves thousands of listeners and one server's weight changed.
-    const l7Changed = this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
+    const l7Changed =
+      !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
     const starting: { l: SnapshotListener; listener: AnyListener }[] = [];
-    for (const l of s.listeners) {
+    for (const l of upserts) {
       const existing = this.listeners.get(l.id);
       const http = l.protocol === 'http' || l.protocol === 'https';
       if (existing !== undefined && this.applied.get(l.id) === l && !(http && l7Changed)) continue;

@@ -50,9 +50,9 @@ if (config.configPath !== undefined) {
     capacity: config.SLB_NODE_CAPACITY,
     stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
     schema: NodeSnapshot,
-    apply: async (snapshot) => {
+    apply: async (snapshot, change) => {
       node.metrics.reloads.inc({ result: 'applied' });
-      await node.apply(snapshot);
+      await node.apply(snapshot, change);
     },
     load: () => load.current,
     logger,

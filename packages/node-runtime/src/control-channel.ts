@@ -40,7 +40,12 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
   /** The schema the saved snapshot is checked against at start (messages are checked against the channel schemas). */
   schema: TSchema;
   /** Applies a validated snapshot; throws (with a reason) to refuse it. */
-  apply(snapshot: S): Promise<void>;
+  /**
+   * Applies a validated snapshot; throws (with a reason) to refuse it. After a delta, `change` names what it
+   * touched (the upserted objects are the ones in `snapshot.listeners`), so a node with thousands of
+   * listeners can look at those alone.
+   */
+  apply(snapshot: S, change?: SnapshotChange): Promise<void>;
   load(): NodeLoadReport;
   logger: ChannelLogger;
   /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
@@ -63,6 +68,14 @@ const MAX_SAVE_INTERVAL_MS = 10_000;
 export function saveSpacingMs(baseMs: number, lastBlockingMs: number): number {
   if (baseMs <= 0) return 0;
   return Math.max(baseMs, Math.min(MAX_SAVE_INTERVAL_MS, Math.round(lastBlockingMs * 50)));
+}
+
+/** What a delta touched: its upserted listeners (as placed in the new snapshot) and removed ids. */
+export interface SnapshotChange {
+  upsert: readonly { id: string }[];
+  remove: readonly string[];
+  /** The L4 node's L7 pool changed too (every HTTP/HTTPS listener is affected). */
+  l7NodesChanged: boolean;
 }
 
 const checkControllerMessage = TypeCompiler.Compile(ControllerMessage);
@@ -260,6 +273,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     let next: unknown;
+    let change: SnapshotChange | undefined;
     if (message.type === 'snapshot') {
       next = message.snapshot;
     } else {
@@ -273,22 +287,25 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         return;
       }
       const base = this.current as unknown as Record<string, unknown>;
+      const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
+      const l7NodesChanged = l7Nodes !== undefined;
       next = {
         ...base,
         version: message.version,
         generatedAt: message.generatedAt,
         listeners: applyListenerDelta(this.current.listeners, message.upsert as { id: string }[], message.remove),
-        ...('l7Nodes' in message && message.l7Nodes ? { l7Nodes: message.l7Nodes } : {}),
+        ...(l7NodesChanged ? { l7Nodes } : {}),
       };
+      change = { upsert: message.upsert, remove: message.remove, l7NodesChanged };
     }
-    await this.applyAndAck(next);
+    await this.applyAndAck(next, change);
   }
 
   /**
    * Applies a snapshot the message check already validated (a delta's listeners were validated as part of
    * the message, and its base was validated when it arrived), acks it, then saves it to disk.
    */
-  private async applyAndAck(next: unknown): Promise<void> {
+  private async applyAndAck(next: unknown, change?: SnapshotChange): Promise<void> {
     const version = (next as { version: number }).version;
     if ((next as { listeners: unknown[] }).listeners.length > 10_000) {
       const reason = 'snapshot has more than 10000 listeners';
@@ -298,7 +315,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     }
     const started = performance.now();
     try {
-      await this.options.apply(next as S);
+      await this.options.apply(next as S, change);
     } catch (err) {
       const reason = (err as Error).message || String(err);
       this.send({ type: 'nack', version, reason });

@@ -1,6 +1,11 @@
 export { reconnectDelay } from './backoff.js';
 export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
-export { type ChannelLogger, ControlChannelClient, type ControlChannelOptions } from './control-channel.js';
+export {
+  type ChannelLogger,
+  ControlChannelClient,
+  type ControlChannelOptions,
+  type SnapshotChange,
+} from './control-channel.js';
 export { applyListenerDelta } from './delta.js';
 export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
