@@ -29,6 +29,27 @@ describe('applyListenerDelta', () => {
     );
   });
 
+  it('chained deltas (patched in place of merged) still match the definition', () => {
+    fc.assert(
+      fc.property(
+        fc.array(item, { maxLength: 12 }),
+        fc.array(fc.tuple(fc.array(item, { maxLength: 4 }), fc.array(fc.constantFrom(...'abcdefghijk'.split('')))), {
+          maxLength: 6,
+        }),
+        (base, deltas) => {
+          let mine = applyListenerDelta(base, [], []);
+          let theirs = reference(base, [], []);
+          for (const [upsert, remove] of deltas) {
+            mine = applyListenerDelta(mine, upsert, remove);
+            theirs = reference(theirs, upsert, remove);
+            expect(mine).toEqual(theirs);
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it('keeps untouched listeners as the very same objects', () => {
     const a = { id: 'a', v: 1 };
     const b = { id: 'b', v: 1 };
