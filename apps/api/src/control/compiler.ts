@@ -32,27 +32,58 @@ function chunked<T, R>(items: T[], read: (part: T[]) => R[]): R[] {
   return out;
 }
 
+/**
+ * The fleet-wide reads the hub makes on every change, prepared once per database: building and preparing
+ * the SQL each time cost more than reading the rows.
+ */
+function fleetQueries(db: Db) {
+  let q = prepared.get(db);
+  if (q === undefined) {
+    q = {
+      lbs: db
+        .select({
+          id: loadBalancers.id,
+          configVersion: loadBalancers.configVersion,
+          mode: loadBalancers.placementMode,
+          nodeCount: loadBalancers.placementNodeCount,
+        })
+        .from(loadBalancers)
+        .prepare(),
+      l7Listeners: db
+        .select({ id: listeners.id })
+        .from(listeners)
+        .where(and(eq(listeners.status, 'running'), inArray(listeners.protocol, ['http', 'https'])))
+        .prepare(),
+      last: null,
+    };
+    prepared.set(db, q);
+  }
+  return q;
+}
+
+const prepared = new WeakMap<
+  Db,
+  {
+    lbs: { all(): LbSummary[] };
+    l7Listeners: { all(): { id: string }[] };
+    /** The last L7 listener set and its ports: the same set gives the same map, without reassigning. */
+    last: { ids: string[]; ports: Map<string, number> } | null;
+  }
+>();
+
 export function listLbs(db: Db): LbSummary[] {
-  return db
-    .select({
-      id: loadBalancers.id,
-      configVersion: loadBalancers.configVersion,
-      mode: loadBalancers.placementMode,
-      nodeCount: loadBalancers.placementNodeCount,
-    })
-    .from(loadBalancers)
-    .all();
+  return fleetQueries(db).lbs.all();
 }
 
 /** The L7 port of every running http/https listener (assigned over the whole set, so read it whole). */
 export function l7PortsOf(db: Db): Map<string, number> {
-  const ids = db
-    .select({ id: listeners.id })
-    .from(listeners)
-    .where(and(eq(listeners.status, 'running'), inArray(listeners.protocol, ['http', 'https'])))
-    .all()
-    .map((l) => l.id);
-  return assignL7Ports(ids);
+  const q = fleetQueries(db);
+  const ids = q.l7Listeners.all().map((l) => l.id);
+  const last = q.last;
+  if (last && last.ids.length === ids.length && last.ids.every((id, i) => id === ids[i])) return last.ports;
+  const ports = assignL7Ports(ids);
+  q.last = { ids, ports };
+  return ports;
 }
 
 /**
