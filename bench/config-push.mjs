@@ -158,7 +158,11 @@ try {
   for (let i = 0; i < 100 && !existsSync(saved); i++) await new Promise((r) => setTimeout(r, 100));
   const snapshotBytes = statSync(saved).size;
 
-  console.error(`measuring ${WRITES} weight changes …`);
+  // Writes are measured on a settled fleet: right after the join every node is still saving its 4 MiB
+  // snapshot, loading session-sync scopes and collecting the garbage of the full apply, which is join cost.
+  const SETTLE_MS = Number(process.env.SETTLE_MS ?? 5000);
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  console.error(`measuring ${WRITES} weight changes (after ${SETTLE_MS} ms of settling) …`);
   const latencies = [];
   const measureFrom = process.hrtime.bigint() / 1000n; // µs on the monotonic clock CPU profiles use
   for (let w = 0; w < WRITES; w++) {

@@ -157,13 +157,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Every successful write may change what a node serves: recompile (coalesced per tick). Attached to
   // write routes only, so reads (the hot path) do not pay for a hook.
   // Only writes that can change the checked targets replan the health checks (see write-routes.ts).
-  const afterWrite = (_request: unknown, reply: { statusCode: number }, done: () => void) => {
-    if (reply.statusCode < 400) hub.changed();
+  // A route under /v1/load-balancers/:lbId changes that LB only: the hub re-reads just its rows.
+  const lbOf = (request: { params: unknown }) => (request.params as { lbId?: string } | undefined)?.lbId;
+  const afterWrite = (request: { params: unknown }, reply: { statusCode: number }, done: () => void) => {
+    if (reply.statusCode < 400) hub.changed(lbOf(request));
     done();
   };
-  const afterTargetWrite = (_request: unknown, reply: { statusCode: number }, done: () => void) => {
+  const afterTargetWrite = (request: { params: unknown }, reply: { statusCode: number }, done: () => void) => {
     if (reply.statusCode < 400) {
-      hub.changed();
+      hub.changed(lbOf(request));
       healthScheduler?.requestSync();
     }
     done();

@@ -75,6 +75,43 @@ export function listLbs(db: Db): LbSummary[] {
   return fleetQueries(db).lbs.all();
 }
 
+/** These LBs' rows (a write names the LB it changed; the hub then need not read the whole fleet). */
+export function lbsByIds(db: Db, ids: string[]): Map<string, LbSummary> {
+  const rows = chunked(ids, (part) =>
+    db
+      .select({
+        id: loadBalancers.id,
+        configVersion: loadBalancers.configVersion,
+        mode: loadBalancers.placementMode,
+        nodeCount: loadBalancers.placementNodeCount,
+      })
+      .from(loadBalancers)
+      .where(inArray(loadBalancers.id, part))
+      .all(),
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** The running http/https listener ids of these LBs, joined per LB: whether the L7 port set can have moved. */
+export function l7ListenerSets(db: Db, lbIds: string[]): Map<string, string> {
+  const rows = chunked(lbIds, (part) =>
+    db
+      .select({ id: listeners.id, lb: listeners.loadBalancerId })
+      .from(listeners)
+      .where(
+        and(
+          inArray(listeners.loadBalancerId, part),
+          eq(listeners.status, 'running'),
+          inArray(listeners.protocol, ['http', 'https']),
+        ),
+      )
+      .all(),
+  );
+  const sets = new Map<string, string[]>();
+  for (const r of rows) sets.set(r.lb, [...(sets.get(r.lb) ?? []), r.id]);
+  return new Map([...sets].map(([lb, ids]) => [lb, ids.sort().join(',')]));
+}
+
 /** The L7 port of every running http/https listener (assigned over the whole set, so read it whole). */
 export function l7PortsOf(db: Db): Map<string, number> {
   const q = fleetQueries(db);

@@ -20,7 +20,9 @@ import {
   type L4ListenerConfig,
   type L7ListenerConfig,
   type LbSummary,
+  l7ListenerSets,
   l7PortsOf,
+  lbsByIds,
   listLbs,
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
@@ -90,6 +92,11 @@ export class ControlHub {
   /** Compiled LBs, reused while their configVersion holds and no health report touched them. */
   private readonly compiled = new Map<string, CompiledLb>();
   private readonly dirty = new Set<string>();
+  /** LBs named by writes since the last compile, or every LB (`scanAll`). */
+  private readonly touched = new Set<string>();
+  private scanAll = true;
+  /** Per LB, its running http/https listener ids as of the last full read (their L7 ports depend on all). */
+  private l7Sets = new Map<string, string>();
   private lbs: LbSummary[] = [];
   private l7Ports = new Map<string, number>();
   private version: number;
@@ -136,8 +143,13 @@ export class ControlHub {
     for (const s of this.sessions.values()) s.ws.close(1001, 'controller shutting down');
   }
 
-  /** Something in the database changed: recompile once the current burst of writes is done. */
-  changed(): void {
+  /**
+   * Something in the database changed: recompile once the current burst of writes is done. A write names the
+   * LB it changed, so only that LB's rows are read again; without a name the whole fleet is.
+   */
+  changed(lbId?: string): void {
+    if (lbId === undefined) this.scanAll = true;
+    else this.touched.add(lbId);
     if (this.pending) return;
     this.pending = true;
     setImmediate(() => {
@@ -361,7 +373,7 @@ export class ControlHub {
       .where(eq(listenerTable.id, listenerId))
       .get();
     if (row) this.dirty.add(row.lb);
-    this.changed();
+    this.changed(row?.lb);
   }
 
   /**
@@ -371,8 +383,46 @@ export class ControlHub {
    * node gets a full diff instead of one limited to the changed LBs.
    */
   private refreshCompiled(): { changed: string[]; beyond: boolean } {
+    const scope = this.scanAll ? null : [...new Set([...this.touched, ...this.dirty])];
+    this.scanAll = false;
+    this.touched.clear();
+    return (scope && this.refreshScoped(scope)) ?? this.refreshAll();
+  }
+
+  /**
+   * Re-reads only the named LBs. Gives up (undefined: read everything) when the fleet's shape may have
+   * changed: an LB created or deleted, or an LB's set of http/https listeners (whose L7 ports are assigned
+   * over the whole fleet).
+   */
+  private refreshScoped(scope: string[]): { changed: string[]; beyond: boolean } | undefined {
+    const rows = lbsByIds(this.db, scope);
+    const known = new Set(this.lbs.map((lb) => lb.id));
+    if (scope.some((id) => rows.has(id) !== known.has(id))) return undefined;
+    const sets = l7ListenerSets(this.db, scope);
+    if (scope.some((id) => (sets.get(id) ?? '') !== (this.l7Sets.get(id) ?? ''))) return undefined;
+    let beyond = false;
+    this.lbs = this.lbs.map((lb) => {
+      const row = rows.get(lb.id);
+      if (row === undefined) return lb;
+      if (row.mode !== lb.mode || row.nodeCount !== lb.nodeCount) beyond = true;
+      return row;
+    });
+    for (const id of scope) this.dirty.delete(id);
+    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports)) {
+      const old = this.compiled.get(id);
+      if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
+      this.compiled.set(id, lb);
+    }
+    return { changed: scope, beyond };
+  }
+
+  private refreshAll(): { changed: string[]; beyond: boolean } {
     const before = this.lbs;
     this.lbs = listLbs(this.db);
+    this.l7Sets = l7ListenerSets(
+      this.db,
+      this.lbs.map((lb) => lb.id),
+    );
     const ports = l7PortsOf(this.db);
     const portsMoved = new Set<string>();
     for (const [id, port] of ports) if (this.l7Ports.get(id) !== port) portsMoved.add(id);
