@@ -50,7 +50,7 @@ function fleetQueries(db: Db) {
         .from(loadBalancers)
         .prepare(),
       l7Listeners: db
-        .select({ id: listeners.id })
+        .select({ id: listeners.id, lb: listeners.loadBalancerId })
         .from(listeners)
         .where(and(eq(listeners.status, 'running'), inArray(listeners.protocol, ['http', 'https'])))
         .prepare(),
@@ -65,7 +65,7 @@ const prepared = new WeakMap<
   Db,
   {
     lbs: { all(): LbSummary[] };
-    l7Listeners: { all(): { id: string }[] };
+    l7Listeners: { all(): { id: string; lb: string }[] };
     /** The last L7 listener set and its ports: the same set gives the same map, without reassigning. */
     last: { ids: string[]; ports: Map<string, number> } | null;
   }
@@ -107,15 +107,36 @@ export function l7ListenerSets(db: Db, lbIds: string[]): Map<string, string> {
       )
       .all(),
   );
+  return joinPerLb(rows);
+}
+
+function joinPerLb(rows: { id: string; lb: string }[]): Map<string, string> {
   const sets = new Map<string, string[]>();
-  for (const r of rows) sets.set(r.lb, [...(sets.get(r.lb) ?? []), r.id]);
+  for (const r of rows) {
+    const ids = sets.get(r.lb);
+    if (ids) ids.push(r.id);
+    else sets.set(r.lb, [r.id]);
+  }
   return new Map([...sets].map(([lb, ids]) => [lb, ids.sort().join(',')]));
 }
 
-/** The L7 port of every running http/https listener (assigned over the whole set, so read it whole). */
-export function l7PortsOf(db: Db): Map<string, number> {
+/**
+ * The L7 port of every running http/https listener (assigned over the whole set, so read it whole), and
+ * each LB's set of them (see l7ListenerSets), from one read.
+ */
+export function l7PortsOf(db: Db): { ports: Map<string, number>; sets: Map<string, string> } {
   const q = fleetQueries(db);
-  const ids = q.l7Listeners.all().map((l) => l.id);
+  const rows = q.l7Listeners.all();
+  return {
+    ports: assignedPorts(
+      q,
+      rows.map((l) => l.id),
+    ),
+    sets: joinPerLb(rows),
+  };
+}
+
+function assignedPorts(q: ReturnType<typeof fleetQueries>, ids: string[]): Map<string, number> {
   const last = q.last;
   if (last && last.ids.length === ids.length && last.ids.every((id, i) => id === ids[i])) return last.ports;
   const ports = assignL7Ports(ids);

@@ -419,11 +419,8 @@ export class ControlHub {
   private refreshAll(): { changed: string[]; beyond: boolean } {
     const before = this.lbs;
     this.lbs = listLbs(this.db);
-    this.l7Sets = l7ListenerSets(
-      this.db,
-      this.lbs.map((lb) => lb.id),
-    );
-    const ports = l7PortsOf(this.db);
+    const { ports, sets } = l7PortsOf(this.db);
+    this.l7Sets = sets;
     const portsMoved = new Set<string>();
     for (const [id, port] of ports) if (this.l7Ports.get(id) !== port) portsMoved.add(id);
     this.l7Ports = ports;
