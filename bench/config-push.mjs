@@ -20,6 +20,9 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN = 'bench-admin-token-0123456789';
 const NODE_TOKEN = 'bench-node-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'slb-config-push-'));
+// Its own health queue and Redis prefixes, deleted at the end: the shared Redis keeps nothing of a run.
+const runId = `bench-config-push-${process.pid}-${Date.now()}`;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const children = [];
 
 const freePort = () =>
@@ -71,6 +74,8 @@ try {
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: '0',
+    SLB_HEALTH_QUEUE: runId,
+    SLB_HEALTH_KEY_PREFIX: `${runId}:health`,
     SLB_RATE_LIMIT_RPS: '0',
     LOG_LEVEL: 'warn',
   });
@@ -117,6 +122,7 @@ try {
         SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
         ...(process.env.SYNC === 'off' ? { SLB_SESSION_SYNC_REDIS_URL: 'off' } : {}),
         SLB_STATE_DIR: join(dir, `node-${n}`),
+        SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
         SLB_METRICS_PORT: '0',
         LOG_LEVEL: 'info',
       }),
@@ -130,6 +136,7 @@ try {
         SLB_NODE_ID: `bench-l7-${n}`,
         SLB_NODE_ADDRESS: `127.0.0.${41 + n}`,
         SLB_STATE_DIR: join(dir, `node-l7-${n}`),
+        SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
         SLB_METRICS_PORT: '0',
         LOG_LEVEL: 'info',
       }),
@@ -215,4 +222,26 @@ try {
   for (const c of children) c.kill(process.env.PROFILE_DIR ? 'SIGINT' : 'SIGKILL');
   if (process.env.PROFILE_DIR) await new Promise((r) => setTimeout(r, 8000));
   rmSync(dir, { recursive: true, force: true });
+  await deleteRedisKeys();
+}
+
+async function deleteRedisKeys() {
+  const { Redis } = await import(join(root, 'node_modules/ioredis/built/index.js'));
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    for (const pattern of [`bull:${runId}:*`, `${runId}:*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        if (keys.length > 0) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    }
+  } catch {
+    // Redis away: nothing to clean.
+  } finally {
+    redis.disconnect();
+  }
 }
