@@ -8,6 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const LBS = Number(process.env.LBS ?? 1000);
 const LISTENERS = Number(process.env.LISTENERS ?? 4);
@@ -225,23 +226,6 @@ try {
   await deleteRedisKeys();
 }
 
-async function deleteRedisKeys() {
-  const { Redis } = await import(join(root, 'node_modules/ioredis/built/index.js'));
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    for (const pattern of [`bull:${runId}:*`, `${runId}:*`]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-  } catch {
-    // Redis away: nothing to clean.
-  } finally {
-    redis.disconnect();
-  }
+function deleteRedisKeys() {
+  return deleteKeys(REDIS_URL, [`bull:${runId}:*`, `${runId}:*`]);
 }

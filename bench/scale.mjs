@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const SMALL = process.env.SMALL === '1';
 const LBS = Number(process.env.LBS ?? (SMALL ? 50 : 1000));
@@ -423,24 +423,8 @@ async function createLb(i) {
   return lb.id;
 }
 
-async function deleteRedisKeys() {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    for (const pattern of [`bull:${runId}:*`, `${runId}:*`]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-  } catch {
-    // Redis away: nothing to clean.
-  } finally {
-    redis.disconnect();
-  }
+function deleteRedisKeys() {
+  return deleteKeys(REDIS_URL, [`bull:${runId}:*`, `${runId}:*`]);
 }
 
 const describeAftermath = (a) =>
