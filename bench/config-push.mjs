@@ -145,21 +145,25 @@ try {
   }
   const converged = async (lbId, version) => {
     const lb = await call('GET', `/v1/load-balancers/${lbId}`);
-    return lb.status === 'active' && lb.configVersion >= version && lb.nodes.length === L4;
+    return lb.status === 'active' && lb.configVersion >= version && lb.nodes.length === L4 + L7;
   };
   while (!(await converged(lbs.at(-1).id, 1))) {
     if (Date.now() - joinStart > 120_000) throw new Error('nodes did not converge within 120 s');
     await new Promise((r) => setTimeout(r, 100));
   }
   const joinMs = Date.now() - joinStart;
-  await new Promise((r) => setTimeout(r, 200)); // let the nodes' log lines arrive
-  const applyTimes = nodes.flatMap((n) =>
-    n.lines
-      .filter((l) => l.includes('"config applied"'))
-      .map((l) => JSON.parse(l))
-      .filter((l) => typeof l.applyMs === 'number' && l.listeners >= LBS * LISTENERS)
-      .map((l) => l.applyMs),
-  );
+  // A node acks before it logs the apply, and a node busy loading its session-sync scopes can take a while
+  // to get the line out: wait for every L4 node's line rather than a fixed time.
+  const fullApplies = () =>
+    nodes.flatMap((n) =>
+      n.lines
+        .filter((l) => l.includes('"config applied"'))
+        .map((l) => JSON.parse(l))
+        .filter((l) => typeof l.applyMs === 'number' && l.listeners >= LBS * LISTENERS)
+        .map((l) => l.applyMs),
+    );
+  for (let i = 0; i < 100 && fullApplies().length < L4; i++) await new Promise((r) => setTimeout(r, 100));
+  const applyTimes = fullApplies();
   if (applyTimes.length === 0)
     console.error('no apply lines; node output:', nodes[0].lines.length, nodes[0].lines.slice(0, 5).join('\n'));
   const saved = join(dir, 'node-0', 'last-known-good.json');

@@ -124,9 +124,19 @@ describe('control hub: per-node diffs', () => {
     expect(toL7[0].upsert.map((l: { id: string }) => l.id)).toEqual([httpA.body.id]);
     expect((await lb(a.lbId)).status).toBe('provisioning');
     expect((await lb(b.lbId)).status).toBe('active');
-    // Status follows the L4 nodes hosting the LB (its addresses), as API.md defines it.
+    // A has an HTTP listener, whose traffic passes the L7 node: the L4 ack alone is not enough.
     l4.ack();
+    const waiting = await lb(a.lbId);
+    expect(waiting.status).toBe('provisioning');
+    expect(waiting.nodes).toEqual([
+      { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.71', online: true, converged: true },
+      { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.72', online: true, converged: false },
+    ]);
+    expect(waiting.addresses).toEqual(['127.0.0.71']);
+    l7.ack();
     expect((await lb(a.lbId)).status).toBe('active');
+    // B has only a TCP listener: the L7 node does not serve it.
+    expect((await lb(b.lbId)).nodes.map((n: { kind: string }) => n.kind)).toEqual(['l4']);
   });
 
   it('a deleted listener is removed from the node, and only it', async () => {
@@ -156,7 +166,29 @@ describe('control hub: per-node diffs', () => {
     void keep;
   });
 
-  it('two LBs on one port of a node: the second waits, and gets the port once the first lets it go', async () => {
+  it('two LBs on one port of a node: the API refuses the second', async () => {
+    const a = await newLoadBalancer(t.app, token);
+    const b = await newLoadBalancer(t.app, token);
+    const other = await newTenant(t.app, 'other');
+    const c = await newLoadBalancer(t.app, other.token);
+    const body = (sgId: string, protocol = 'tcp') => ({ protocol, port: 7041, serverGroupId: sgId });
+    const first = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId));
+    expect(first.status).toBe(201);
+    const sameTenant = await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId, 'http'));
+    expect(sameTenant.status).toBe(409);
+    expect(sameTenant.body.detail).toContain(a.lbId);
+    const otherTenant = await call(t.app, other.token, 'POST', `/v1/load-balancers/${c.lbId}/listeners`, body(c.sgId));
+    expect(otherTenant.status).toBe(409);
+    expect(otherTenant.body.detail).not.toContain(a.lbId); // another tenant's LB is not named
+    // UDP is another transport: the same number is free.
+    expect(
+      (await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId, 'udp'))).status,
+    ).toBe(201);
+    await call(t.app, token, 'DELETE', `/v1/load-balancers/${a.lbId}/listeners/${first.body.id}`);
+    expect((await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId))).status).toBe(201);
+  });
+
+  it('two LBs on one port of a node (a database from before the API refused it): the second waits, and gets the port once the first lets it go', async () => {
     const a = await newLoadBalancer(t.app, token);
     const b = await newLoadBalancer(t.app, token);
     const first = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
@@ -166,9 +198,14 @@ describe('control hub: per-node diffs', () => {
     });
     const second = await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, {
       protocol: 'tcp',
-      port: 7021,
+      port: 7022,
       serverGroupId: b.sgId,
     });
+    t.app.store.sqlite.prepare('UPDATE listeners SET port = 7021 WHERE id = ?').run(second.body.id);
+    t.app.store.sqlite
+      .prepare('UPDATE load_balancers SET config_version = config_version + 1 WHERE id = ?')
+      .run(b.lbId);
+    t.app.controlHub.changed();
     await settle();
     l4.ack();
     const sentIds = () =>

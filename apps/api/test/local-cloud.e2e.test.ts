@@ -342,7 +342,7 @@ describe('the local cloud end to end', () => {
     expect(moved.addresses).toEqual([L4[1]]);
     report(`L4 kill — LB after the move: status ${moved.status}, nodes ${JSON.stringify(moved.nodes)}`);
     // `nodes` keeps showing the dead node, marked offline; only the live one hosts the LB.
-    expect(moved.nodes.filter((n) => n.online).map((n) => n.address)).toEqual([L4[1]]);
+    expect(moved.nodes.filter((n) => n.online && n.kind === 'l4').map((n) => n.address)).toEqual([L4[1]]);
     expect(http.failed + tcp.failed).toBe(0);
 
     const fresh = await Promise.all([

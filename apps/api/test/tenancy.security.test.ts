@@ -104,13 +104,14 @@ let nodeId: string;
 
 beforeAll(async () => {
   t = await makeApp();
-  for (const name of ['alpha', 'beta']) {
+  for (const [i, name] of ['alpha', 'beta'].entries()) {
     const { tenantId, token } = await newTenant(t.app, name);
     const tokens = await call(t.app, ADMIN_TOKEN, 'GET', `/v1/tenants/${tenantId}/tokens`);
     const { lbId, sgId, servers } = await newLoadBalancer(t.app, token);
     const lsn = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'http',
-      port: 80,
+      // A frontend port serves one listener fleet-wide (LBs share their nodes' addresses).
+      port: 80 + i,
       serverGroupId: sgId,
     });
     const rule = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners/${lsn.body.id}/rules`, {

@@ -8,6 +8,7 @@ let sgId: string;
 let otherSgId: string;
 let tcpId: string;
 let httpId: string;
+let otherLbId: string;
 let serverId: string;
 let certId: string;
 let aclId: string;
@@ -16,7 +17,7 @@ beforeAll(async () => {
   t = await makeApp();
   token = (await newTenant(t.app)).token;
   ({ lbId, sgId } = await newLoadBalancer(t.app, token));
-  otherSgId = (await newLoadBalancer(t.app, token)).sgId;
+  ({ lbId: otherLbId, sgId: otherSgId } = await newLoadBalancer(t.app, token));
   const base = `/v1/load-balancers/${lbId}`;
   tcpId = (await call(t.app, token, 'POST', `${base}/listeners`, { protocol: 'tcp', port: 80, serverGroupId: sgId }))
     .body.id;
@@ -216,6 +217,15 @@ const cases: Case[] = [
     '/body/serverGroupId',
   ],
   ['tcp port taken by tcp', 'POST', '$lb/listeners', lsn({ port: 80 }), 409, '/body/port'],
+  // Every LB serves on its nodes' addresses: another LB's port is taken too.
+  [
+    'tcp port taken by another LB',
+    'POST',
+    '$otherlb/listeners',
+    lsn({ port: 80, serverGroupId: '$othersg' }),
+    409,
+    '/body/port',
+  ],
   [
     'tcp port taken by http',
     'POST',
@@ -382,6 +392,7 @@ const cases: Case[] = [
 
 function fill(text: string): string {
   return text
+    .replaceAll('$otherlb', `/v1/load-balancers/${otherLbId}`)
     .replaceAll('$lb', `/v1/load-balancers/${lbId}`)
     .replaceAll('$othersg', otherSgId)
     .replaceAll('$sg', sgId)

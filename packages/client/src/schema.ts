@@ -442,9 +442,11 @@ export interface operations {
                             configVersion: number;
                             /** @description addresses of the L4 nodes hosting it */
                             addresses: string[];
-                            /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                            /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
                             nodes: {
                                 nodeId: string;
+                                /** @enum {string} */
+                                kind: "l4" | "l7";
                                 address: string;
                                 online: boolean;
                                 /** @description the node acked a config carrying this configVersion */
@@ -555,9 +557,11 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
-                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
                         nodes: {
                             nodeId: string;
+                            /** @enum {string} */
+                            kind: "l4" | "l7";
                             address: string;
                             online: boolean;
                             /** @description the node acked a config carrying this configVersion */
@@ -673,9 +677,11 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
-                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
                         nodes: {
                             nodeId: string;
+                            /** @enum {string} */
+                            kind: "l4" | "l7";
                             address: string;
                             online: boolean;
                             /** @description the node acked a config carrying this configVersion */
@@ -870,9 +876,11 @@ export interface operations {
                         configVersion: number;
                         /** @description addresses of the L4 nodes hosting it */
                         addresses: string[];
-                        /** @description the L4 nodes hosting it and whether each has applied its latest change */
+                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
                         nodes: {
                             nodeId: string;
+                            /** @enum {string} */
+                            kind: "l4" | "l7";
                             address: string;
                             online: boolean;
                             /** @description the node acked a config carrying this configVersion */

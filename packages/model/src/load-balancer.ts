@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ListQuery, Name, Nullable, Page, ResourceId, StrictObject, StringEnum, Tags, Timestamps } from './common.js';
+import { NodeKind } from './node.js';
 
 export const AddressType = StringEnum(['internet', 'intranet']);
 export const PlacementMode = StringEnum(['all', 'spread']);
@@ -27,11 +28,15 @@ export const LoadBalancer = Type.Object(
     nodes: Type.Array(
       Type.Object({
         nodeId: Type.String(),
+        kind: NodeKind,
         address: Type.String(),
         online: Type.Boolean(),
         converged: Type.Boolean({ description: 'the node acked a config carrying this configVersion' }),
       }),
-      { description: 'the L4 nodes hosting it and whether each has applied its latest change' },
+      {
+        description:
+          'the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners',
+      },
     ),
     dnsName: Type.String(),
     ...Timestamps,

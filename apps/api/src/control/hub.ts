@@ -49,7 +49,7 @@ interface Session {
 export interface LbRuntime {
   status: 'provisioning' | 'active';
   addresses: string[];
-  nodes: { nodeId: string; address: string; online: boolean; converged: boolean }[];
+  nodes: { nodeId: string; kind: 'l4' | 'l7'; address: string; online: boolean; converged: boolean }[];
 }
 
 const checkNodeMessage = TypeCompiler.Compile(NodeMessage);
@@ -193,20 +193,27 @@ export class ControlHub {
     ws.on('close', () => this.changed());
   }
 
-  /** Addresses, status and per-node convergence of an LB. */
+  /**
+   * Addresses, status and per-node convergence of an LB. Its HTTP/HTTPS traffic also passes every L7 node,
+   * so with such listeners it is `active` only once the online L7 nodes applied the change too: an LB shown
+   * active while an L7 node still lacks its new listener would answer 404 there.
+   */
   runtime(lbId: string, configVersion: number): LbRuntime {
     const now = Date.now();
     const hosting = (this.placement.get(lbId) ?? []).map((id) => this.sessions.get(id)).filter((s) => s !== undefined);
+    if ((this.compiled.get(lbId)?.l7.length ?? 0) > 0)
+      for (const s of this.sessions.values()) if (s.kind === 'l7') hosting.push(s);
     const view = hosting.map((s) => ({
       nodeId: s.nodeId,
+      kind: s.kind,
       address: s.address,
       online: this.isOnline(s, now),
       converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion,
     }));
     const online = view.filter((n) => n.online);
     return {
-      status: online.length > 0 && online.every((n) => n.converged) ? 'active' : 'provisioning',
-      addresses: online.map((n) => n.address),
+      status: online.some((n) => n.kind === 'l4') && online.every((n) => n.converged) ? 'active' : 'provisioning',
+      addresses: online.filter((n) => n.kind === 'l4').map((n) => n.address),
       nodes: view,
     };
   }

@@ -111,6 +111,29 @@ export class ListenerService {
     }
   }
 
+  /**
+   * Every LB's address is that of the nodes hosting it, and any two LBs can come to share a node (`all`
+   * placement, or a re-placement after a node failure): a frontend port is the fleet's, not the LB's. A
+   * second listener on a taken port would never be served (the node keeps the first) and its LB would stay
+   * `provisioning` for good, so it is refused here. Another tenant's LB is not named.
+   */
+  private checkPortFree(tenantId: string, lbId: string, protocol: ListenerRow['protocol'], port: number): void {
+    const transport = transportOf(protocol);
+    const clash = this.db
+      .select({ lbId: listeners.loadBalancerId, tenantId: listeners.tenantId })
+      .from(listeners)
+      .where(and(eq(listeners.transport, transport), eq(listeners.port, port)))
+      .get();
+    if (!clash) return;
+    if (clash.lbId === lbId) throw this.portConflict(lbId, protocol, port);
+    const owner = clash.tenantId === tenantId ? `load balancer ${clash.lbId}` : 'another load balancer';
+    throw new ApiError(
+      'conflict',
+      `port ${port}/${transport} is already used by ${owner}: load balancers share their nodes' addresses, so a frontend port serves one listener fleet-wide`,
+      [{ path: '/body/port', message: 'already in use on the shared node addresses' }],
+    );
+  }
+
   private portConflict(lbId: string, protocol: ListenerRow['protocol'], port: number): ApiError {
     return new ApiError('conflict', `port ${port}/${transportOf(protocol)} is already used by a listener of ${lbId}`, [
       { path: '/body/port', message: 'already in use on this load balancer' },
@@ -125,12 +148,7 @@ export class ListenerService {
       this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
       this.checkReferences(lb.tenantId, settings);
       const transport = transportOf(protocol);
-      const clash = this.db
-        .select({ id: listeners.id })
-        .from(listeners)
-        .where(and(eq(listeners.loadBalancerId, lbId), eq(listeners.transport, transport), eq(listeners.port, port)))
-        .get();
-      if (clash) throw this.portConflict(lbId, protocol, port);
+      this.checkPortFree(lb.tenantId, lbId, protocol, port);
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),

@@ -45,5 +45,7 @@ export const listeners = sqliteTable(
   (t) => [
     uniqueIndex('listeners_port_uq').on(t.loadBalancerId, t.transport, t.port),
     index('listeners_sg_idx').on(t.serverGroupId),
+    // The fleet-wide frontend port check at create (load balancers share their nodes' addresses).
+    index('listeners_transport_port_idx').on(t.transport, t.port),
   ],
 );

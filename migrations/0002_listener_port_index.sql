@@ -1,0 +1,1 @@
+CREATE INDEX `listeners_transport_port_idx` ON `listeners` (`transport`,`port`);
