@@ -692,7 +692,6 @@ try {
   // ---- Edge probes: a listener port another LB on the same node already uses, and one listener too many.
   if (EDGE) {
     try {
-      const l4 = nodes.filter((p) => p.kind === 'l4');
       const lb0 = (await allLbs()).find((lb) => lb.name === 'scale-0');
       const dup = await call('POST', '/v1/load-balancers', { name: 'scale-dup-port' });
       const dupSg = await call('POST', `/v1/load-balancers/${dup.id}/server-groups`, {
@@ -721,37 +720,20 @@ try {
           name: 'g',
           servers: servers(0, 0, 1),
         });
-        await call('POST', `/v1/load-balancers/${over.id}/listeners`, {
+        // One listener past what a node runs: the API refuses it (409) rather than have the nodes refuse
+        // the whole config.
+        const refused = await call('POST', `/v1/load-balancers/${over.id}/listeners`, {
           protocol: 'tcp',
           port: PORT_BASE + LBS * LISTENERS,
           serverGroupId: overSg.id,
           healthCheck: { enabled: false },
-        });
-        await sleep(5000);
-        const overAfter = await call('GET', `/v1/load-balancers/${over.id}`);
-        const nodeRows = await Promise.all(l4.map((p) => call('GET', `/v1/nodes/${p.id}`)));
-        // Meanwhile an ordinary change to an existing LB: does it still reach the nodes?
-        const lb1 = (await allLbs()).find((lb) => lb.name === 'scale-1');
-        await call('PATCH', `/v1/load-balancers/${lb1.id}`, { name: 'scale-1-renamed' });
-        const sg1 = (await call('GET', `/v1/load-balancers/${lb1.id}/server-groups`)).items[0];
-        await call('PATCH', `/v1/load-balancers/${lb1.id}/server-groups/${sg1.id}/servers/${sg1.servers[0].id}`, {
-          weight: 7,
-        });
-        await sleep(3000);
-        const lb1After = await call('GET', `/v1/load-balancers/${lb1.id}`);
-        results.edge.overLimit = {
-          status: overAfter.status,
-          nodeErrors: nodeRows.map((n) => n.lastError),
-          otherLbAfterChange: lb1After.status,
-        };
-        log(
-          `  one listener over 10,000 per node: new LB ${overAfter.status}; nodes say ${JSON.stringify(results.edge.overLimit.nodeErrors)}; a weight change on scale-1 meanwhile: ${lb1After.status}`,
+        }).then(
+          () => 'created (201)',
+          (err) => (/: 409 /.test(String(err)) ? 'refused (409)' : `failed: ${String(err).slice(0, 120)}`),
         );
-        const t = Date.now();
         await call('DELETE', `/v1/load-balancers/${over.id}`);
-        await waitConverged('after removing the over-limit LB', 120_000);
-        results.edge.overLimit.recoveryMs = Date.now() - t;
-        log(`  after deleting it, every LB active again in ${fmtMs(results.edge.overLimit.recoveryMs)}`);
+        results.edge.overLimit = { refused };
+        log(`  one listener over 10,000: ${refused}`);
       }
     } catch (err) {
       results.edge.error = err instanceof Error ? err.message : String(err);
@@ -819,10 +801,7 @@ try {
   }
   if (results.edge.overLimit) {
     const o = results.edge.overLimit;
-    rows.push([
-      '10,001st listener on a node',
-      `new LB ${o.status}; L4 nodes: ${o.nodeErrors.join(' | ')}; another LB changed meanwhile: ${o.otherLbAfterChange}; recovered ${fmtMs(o.recoveryMs)} after the delete`,
-    ]);
+    rows.push(['10,001st listener in the fleet', `listener ${o.refused}`]);
   }
   if (results.edge.error) rows.push(['edge probes', `failed: ${results.edge.error}`]);
   rows.push(['load average (1/5/15 min)', `start ${loadAtStart}, end ${loadAtEnd}`]);

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Nullable, ResourceId, StrictObject, Weight } from './common.js';
-import { SnapshotAcl } from './snapshot.js';
+import { MAX_LISTENERS_PER_NODE, SnapshotAcl } from './snapshot.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
 // plane (or written by hand for `--config`). Like the L4 snapshot it is fully resolved (certificates,
@@ -128,7 +128,7 @@ export const L7NodeSnapshot = StrictObject(
       pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$',
       description: 'RFC 3339 timestamp',
     }),
-    listeners: Type.Array(L7Listener, { maxItems: 10_000 }),
+    listeners: Type.Array(L7Listener, { maxItems: MAX_LISTENERS_PER_NODE }),
   },
   { title: 'L7NodeSnapshot' },
 );

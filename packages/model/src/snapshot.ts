@@ -8,6 +8,9 @@ import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
 // Enums are unions of literals, not common.ts's StringEnum (Type.Unsafe), because nodes validate with
 // Value.Check, which only understands standard TypeBox kinds. The values are the listener resource's.
 
+/** Most listeners one node runs; the API refuses listeners beyond it (fleet-wide, see the listener service). */
+export const MAX_LISTENERS_PER_NODE = 10_000;
+
 export const SnapshotProtocol = Type.Union([
   Type.Literal('tcp'),
   Type.Literal('udp'),
@@ -122,7 +125,7 @@ export const NodeSnapshot = StrictObject(
       pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$',
       description: 'RFC 3339 timestamp',
     }),
-    listeners: Type.Array(SnapshotListener, { maxItems: 10_000 }),
+    listeners: Type.Array(SnapshotListener, { maxItems: MAX_LISTENERS_PER_NODE }),
     l7Nodes: Type.Array(SnapshotL7Node, {
       maxItems: 1000,
       description: 'the L7 pool http/https listeners are spread across (PROXY v2)',

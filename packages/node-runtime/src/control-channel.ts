@@ -5,6 +5,7 @@ import {
   CONTROL_CHANNEL_PATH,
   ControllerMessage,
   HEARTBEAT_INTERVAL_MS,
+  MAX_LISTENERS_PER_NODE,
   type NodeLoadReport,
   type NodeMessage,
 } from '@slb/model';
@@ -307,8 +308,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
    */
   private async applyAndAck(next: unknown, change?: SnapshotChange): Promise<void> {
     const version = (next as { version: number }).version;
-    if ((next as { listeners: unknown[] }).listeners.length > 10_000) {
-      const reason = 'snapshot has more than 10000 listeners';
+    if ((next as { listeners: unknown[] }).listeners.length > MAX_LISTENERS_PER_NODE) {
+      const reason = `snapshot has more than ${MAX_LISTENERS_PER_NODE} listeners`;
       this.send({ type: 'nack', version, reason });
       this.options.logger.warn({ version, reason }, 'snapshot rejected; keeping the last good config');
       return;

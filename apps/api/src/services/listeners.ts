@@ -1,6 +1,13 @@
 import { acls, certificates, type Db, listeners, newId } from '@slb/db';
-import { type CreateListener, type Listener, type ListQuery, transportOf, type UpdateListener } from '@slb/model';
-import { and, asc, eq, inArray } from 'drizzle-orm';
+import {
+  type CreateListener,
+  type Listener,
+  type ListQuery,
+  MAX_LISTENERS_PER_NODE,
+  transportOf,
+  type UpdateListener,
+} from '@slb/model';
+import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
@@ -134,6 +141,20 @@ export class ListenerService {
     );
   }
 
+  /**
+   * A node refuses a config of more than MAX_LISTENERS_PER_NODE listeners as a whole, which would hold back
+   * every other LB's changes on it. Any LB can come to be on any L4 node, and every L7 node serves every
+   * http/https listener, so the bound is the fleet's.
+   */
+  private checkFleetRoom(): void {
+    const row = this.db.select({ n: count() }).from(listeners).get();
+    if ((row?.n ?? 0) < MAX_LISTENERS_PER_NODE) return;
+    throw new ApiError(
+      'conflict',
+      `the fleet already serves ${MAX_LISTENERS_PER_NODE} listeners, the most a node runs: delete one first`,
+    );
+  }
+
   private portConflict(lbId: string, protocol: ListenerRow['protocol'], port: number): ApiError {
     return new ApiError('conflict', `port ${port}/${transportOf(protocol)} is already used by a listener of ${lbId}`, [
       { path: '/body/port', message: 'already in use on this load balancer' },
@@ -149,6 +170,7 @@ export class ListenerService {
       this.checkReferences(lb.tenantId, settings);
       const transport = transportOf(protocol);
       this.checkPortFree(lb.tenantId, lbId, protocol, port);
+      this.checkFleetRoom();
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),
