@@ -187,6 +187,96 @@ describe('control channel client', () => {
   });
 });
 
+describe('control channel client restart', () => {
+  async function saveVersion9(): Promise<void> {
+    await makeClient().start();
+    await until('hello', () => received.length > 0);
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
+      }),
+    );
+    await until('applied', () => client!.current?.version === 9);
+    await client!.flushed();
+    await client!.close();
+    received = [];
+    applied = [];
+  }
+
+  it('dials while the saved snapshot is still being applied, and a delta from it waits for that apply', async () => {
+    await saveVersion9();
+    let release!: () => void;
+    const slowSaved = new Promise<void>((r) => {
+      release = r;
+    });
+    const started = makeClient(async (s) => {
+      if (s.version === 9) await slowSaved;
+      applied.push(s);
+    }).start();
+    // The controller hears from the node (and its heartbeats start) before the saved config is up.
+    await until('hello during the saved apply', () => received.length > 0);
+    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9 });
+    expect(applied).toEqual([]);
+    server!.send(
+      JSON.stringify({
+        type: 'delta',
+        kind: 'l4',
+        fromVersion: 9,
+        version: 10,
+        generatedAt: new Date().toISOString(),
+        upsert: [listener('lsn-00000000000000000004', 1004)],
+        remove: [],
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    expect(client!.current).toBeNull(); // the delta waits behind the saved apply
+    release();
+    await started;
+    await until('delta applied', () => client!.current?.version === 10);
+    expect(applied.map((a) => a.version)).toEqual([9, 10]);
+    expect(client!.current!.listeners.map((l) => l.id)).toEqual([
+      'lsn-00000000000000000003',
+      'lsn-00000000000000000004',
+    ]);
+  });
+
+  it('a saved snapshot that fails to apply after the hello announced it: the node resyncs from a full snapshot', async () => {
+    await saveVersion9();
+    makeClient(async (s) => {
+      if (s.version === 9) throw new Error('port in use');
+      applied.push(s);
+    });
+    await client!.start();
+    await until('hello', () => received.length > 0);
+    server!.send(
+      JSON.stringify({
+        type: 'delta',
+        kind: 'l4',
+        fromVersion: 9,
+        version: 10,
+        generatedAt: new Date().toISOString(),
+        upsert: [],
+        remove: [],
+      }),
+    );
+    // Out of step: the node drops the channel and says hello again with nothing applied.
+    await until('second hello', () => received.filter((m) => (m as { type: string }).type === 'hello').length === 2);
+    expect(received.filter((m) => (m as { type: string }).type === 'hello').at(-1)).toMatchObject({
+      appliedVersion: 0,
+    });
+    server!.send(
+      JSON.stringify({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: snapshot(11, [listener('lsn-00000000000000000005', 1005)]),
+      }),
+    );
+    await until('full snapshot applied', () => client!.current?.version === 11);
+  });
+});
+
 describe('helpers', () => {
   it('serialises a snapshot to the same JSON as JSON.stringify, reusing unchanged listeners', () => {
     const a = snapshot(1, [listener('lsn-00000000000000000001', 1000), listener('lsn-00000000000000000002', 1001)]);

@@ -99,27 +99,47 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   constructor(private readonly options: ControlChannelOptions<S>) {}
 
-  /** Serves the saved snapshot first (static stability), then connects in the background. */
+  /**
+   * Serves the saved snapshot (static stability) and connects at the same time: a node that dialed only
+   * after applying a big saved config looked offline to the controller for seconds after a restart, and its
+   * load balancers moved away and back. Controller messages wait in the queue behind the saved apply.
+   */
   async start(): Promise<void> {
     const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema);
+    let applied: Promise<void> = Promise.resolve();
     if (saved.snapshot) {
-      try {
-        await this.options.apply(saved.snapshot);
-        this.current = saved.snapshot;
-        this.options.logger.info(
-          { version: saved.snapshot.version },
-          'serving the saved snapshot until the control plane answers',
-        );
-      } catch (err) {
-        this.options.logger.warn(
-          { err: String(err) },
-          'the saved snapshot could not be applied; waiting for the control plane',
-        );
-      }
+      const snapshot = saved.snapshot;
+      this.savedVersion = snapshot.version;
+      applied = this.applySaved(snapshot);
+      this.queue = applied;
     } else if ('reason' in saved) {
       this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
     }
     this.connect();
+    await applied;
+  }
+
+  /** The saved snapshot's version while it is being applied: the hello announces it (see start()). */
+  private savedVersion: number | null = null;
+
+  private async applySaved(snapshot: S): Promise<void> {
+    try {
+      await this.options.apply(snapshot);
+      this.current = snapshot;
+      this.options.logger.info(
+        { version: snapshot.version },
+        'serving the saved snapshot until the control plane answers',
+      );
+    } catch (err) {
+      // The hello may already have announced its version: the delta the controller answers with is then out of
+      // step, and the resync that follows asks for a full snapshot.
+      this.options.logger.warn(
+        { err: String(err) },
+        'the saved snapshot could not be applied; waiting for the control plane',
+      );
+    } finally {
+      this.savedVersion = null;
+    }
   }
 
   /** Resolves when a snapshot of at least `version` has been applied. */
@@ -155,7 +175,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         kind: this.options.kind,
         address: this.options.address,
         capacity: this.options.capacity,
-        appliedVersion: this.current?.version ?? 0,
+        appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
       });
       this.heartbeat = setInterval(
         () => this.send({ type: 'heartbeat', load: this.options.load() }),
