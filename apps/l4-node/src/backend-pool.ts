@@ -25,6 +25,8 @@ export class BackendState {
   active = 0;
   readonly conns = new Set<TrackedConn>();
   drainTimer: NodeJS.Timeout | undefined;
+  /** No longer in its listener's config: its metric series go with its last connection. */
+  private gone = false;
 
   constructor(
     readonly id: string,
@@ -35,6 +37,21 @@ export class BackendState {
   ) {
     this.weight = spec.weight;
     this.healthy = spec.healthy;
+  }
+
+  /** A connection or flow on it ended. */
+  release(conn: TrackedConn): void {
+    this.conns.delete(conn);
+    if (this.gone && this.conns.size === 0) this.metrics.retire();
+  }
+
+  /**
+   * Left its listener's config (removed, or the listener went away). A removed backend's series would stay
+   * in /metrics for the node's lifetime, one set per server ever configured: they go once nothing is open.
+   */
+  leave(): void {
+    this.gone = true;
+    if (this.conns.size === 0) this.metrics.retire();
   }
 }
 
@@ -79,7 +96,9 @@ export class BackendPool {
       next.set(spec.id, b);
     }
     for (const [id, old] of this.byId) {
-      if (next.get(id) !== old) this.startDrain(old, settings.drainTimeoutMs);
+      if (next.get(id) === old) continue;
+      this.startDrain(old, settings.drainTimeoutMs);
+      old.leave();
     }
     for (const b of next.values()) {
       if (b.weight === 0) this.startDrain(b, settings.drainTimeoutMs);
@@ -174,7 +193,10 @@ export class BackendPool {
 
   /** Drains every backend (the listener is going away). */
   drainAll(drainTimeoutMs: number): void {
-    for (const b of this.byId.values()) this.startDrain(b, drainTimeoutMs);
+    for (const b of this.byId.values()) {
+      this.startDrain(b, drainTimeoutMs);
+      b.leave();
+    }
     this.byId.clear();
   }
 

@@ -15,3 +15,27 @@ describe('L4Metrics.forBackend', () => {
     void idle;
   });
 });
+
+describe('retiring series', () => {
+  it('removes a retired backend series, and a late update through it does not bring it back', async () => {
+    const m = new L4Metrics({ defaultMetrics: false });
+    const b = m.forBackend('lsn-1', 'srv-1');
+    b.active.inc();
+    b.retire();
+    b.active.dec();
+    b.opened.inc();
+    expect(await m.registry.metrics()).not.toContain('srv-1');
+  });
+
+  it('keeps series another holder of the same labels still uses (a listener re-bound under its id)', async () => {
+    const m = new L4Metrics({ defaultMetrics: false });
+    const outgoing = m.forListener('lsn-1');
+    const incoming = m.forListener('lsn-1');
+    incoming.aclDenied.inc();
+    outgoing.retire();
+    incoming.aclDenied.inc();
+    expect(await m.registry.metrics()).toMatch(/slb_l4_acl_denied_total\{listener="lsn-1"\} 2/);
+    incoming.retire();
+    expect(await m.registry.metrics()).not.toContain('lsn-1');
+  });
+});

@@ -9,6 +9,11 @@ export interface BackendMetrics {
   readonly bytesIn: Counter.Internal;
   readonly bytesOut: Counter.Internal;
   readonly connectFailures: Counter.Internal;
+  /**
+   * The backend is gone from its listener and has nothing open: its series leave the registry (unless
+   * another holder of the same pair still uses them), and later updates through this object do nothing.
+   */
+  retire(): void;
 }
 
 /** Per-listener metric children. */
@@ -20,7 +25,13 @@ export interface ListenerMetrics {
   readonly untracked: Counter.Internal;
   readonly udpDropped: Counter.Internal;
   readonly drained: Counter.Internal;
+  /** As {@link BackendMetrics.retire}, for a removed listener with no session left. */
+  retire(): void;
 }
+
+/** What a retired holder updates: nothing, so a late update cannot bring a removed series back. */
+const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Counter.Internal &
+  Gauge.Internal<'listener' | 'backend'>;
 
 /**
  * The node's Prometheus metrics in its own registry (not prom-client's global one), so several nodes can
@@ -115,6 +126,9 @@ export class L4Metrics {
   forBackend(listener: string, backend: string): BackendMetrics {
     const l = { listener, backend };
     const { active, opened, bytesIn, bytesOut, connectFailures } = this;
+    const key = `${listener}\0${backend}`;
+    this.hold(key);
+    let retired = false;
     let a: Gauge.Internal<'listener' | 'backend'> | undefined;
     let o: Counter.Internal | undefined;
     let i: Counter.Internal | undefined;
@@ -122,31 +136,52 @@ export class L4Metrics {
     let f: Counter.Internal | undefined;
     return {
       get active() {
+        if (retired) return DISCARD;
         a ??= active.labels(l);
         return a;
       },
       get opened() {
+        if (retired) return DISCARD;
         o ??= opened.labels(l);
         return o;
       },
       get bytesIn() {
+        if (retired) return DISCARD;
         i ??= bytesIn.labels(l);
         return i;
       },
       get bytesOut() {
+        if (retired) return DISCARD;
         w ??= bytesOut.labels(l);
         return w;
       },
       get connectFailures() {
+        if (retired) return DISCARD;
         f ??= connectFailures.labels(l);
         return f;
+      },
+      retire: () => {
+        if (retired) return;
+        retired = true;
+        if (this.release(key)) for (const m of [active, opened, bytesIn, bytesOut, connectFailures]) m.remove(l);
       },
     };
   }
 
   forListener(listener: string): ListenerMetrics {
     const l = { listener };
-    return {
+    this.hold(listener);
+    const counters = [
+      this.retries,
+      this.failOpen,
+      this.aclDenied,
+      this.noBackend,
+      this.untracked,
+      this.udpDropped,
+      this.drained,
+    ] as const;
+    let retired = false;
+    const m: ListenerMetrics = {
       retries: this.retries.labels(l),
       failOpen: this.failOpen.labels(l),
       aclDenied: this.aclDenied.labels(l),
@@ -154,6 +189,44 @@ export class L4Metrics {
       untracked: this.untracked.labels(l),
       udpDropped: this.udpDropped.labels(l),
       drained: this.drained.labels(l),
+      retire: () => {
+        if (retired) return;
+        retired = true;
+        Object.assign(m, {
+          retries: DISCARD,
+          failOpen: DISCARD,
+          aclDenied: DISCARD,
+          noBackend: DISCARD,
+          untracked: DISCARD,
+          udpDropped: DISCARD,
+          drained: DISCARD,
+        });
+        if (!this.release(listener)) return;
+        for (const c of counters) c.remove(l);
+        this.conntrackEntries.remove(l);
+      },
     };
+    return m;
+  }
+
+  /**
+   * Holders per label set: a listener re-bound (or a backend re-created) under the same id shares its
+   * series with the outgoing one, which must not remove them when it retires.
+   */
+  private readonly holders = new Map<string, number>();
+
+  private hold(key: string): void {
+    this.holders.set(key, (this.holders.get(key) ?? 0) + 1);
+  }
+
+  /** True when the last holder let go. */
+  private release(key: string): boolean {
+    const n = (this.holders.get(key) ?? 1) - 1;
+    if (n > 0) {
+      this.holders.set(key, n);
+      return false;
+    }
+    this.holders.delete(key);
+    return true;
   }
 }

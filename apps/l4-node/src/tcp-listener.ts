@@ -117,9 +117,19 @@ export class TcpListener {
     });
   }
 
+  private stopped = false;
+
+  /** A session finished; the last one of a stopped listener takes the listener's series with it. */
+  sessionEnded(session: TcpSession): void {
+    this.sessions.delete(session);
+    if (this.stopped && this.sessions.size === 0) this.lm.retire();
+  }
+
   /** Stops accepting; established sessions get the drain timeout, then are closed. */
   stop(drainTimeoutMs: number): void {
     // Idempotent: shutdown stops gracefully first and then again with 0 to cut what is left.
+    this.stopped = true;
+    if (this.sessions.size === 0) this.lm.retire();
     for (const s of this.servers) s.close();
     this.servers.length = 0;
     if (this.sweepTimer) clearInterval(this.sweepTimer);

@@ -166,14 +166,14 @@ export class TcpSession implements TrackedConn {
     if (this.upstream !== undefined && !this.connected && !this.upstreamClosed) return;
     this.finished = true;
     const l = this.listener;
-    l.sessions.delete(this);
+    l.sessionEnded(this);
     if (this.key !== undefined) l.conntrack.delete(this.key);
     if (!this.connected) return;
     const b = this.backend!;
     b.active--;
-    b.conns.delete(this);
     b.metrics.active.dec();
     this.flushBytes();
+    b.release(this);
   }
 
   /**

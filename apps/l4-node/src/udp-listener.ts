@@ -99,9 +99,9 @@ class UdpFlow implements TrackedConn {
     this.upstream.close();
     const b = this.backend;
     b.active--;
-    b.conns.delete(this);
     b.metrics.active.dec();
     this.flushBytes();
+    b.release(this);
   }
 
   flushBytes(): void {
@@ -259,6 +259,8 @@ export class UdpListener {
     for (const [key] of [...this.conntrack.values()]) this.conntrack.delete(key);
     for (const s of this.sockets) s.close();
     this.sockets.length = 0;
+    // Every flow is closed above: nothing can count against this listener's series any more.
+    this.lm.retire();
   }
 
   private onMessage(front: dgram.Socket, index: number, dstAddr: string, msg: Buffer, rinfo: dgram.RemoteInfo): void {

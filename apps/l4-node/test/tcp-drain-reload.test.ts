@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { L4Node } from '../src/app.js';
-import { backend, freePort, idServer, LineClient, listener, newNode, snapshot, whoAnswers } from './helpers.js';
+import { backend, freePort, idServer, LineClient, listener, newNode, rid, snapshot, whoAnswers } from './helpers.js';
 
 describe('draining and live reload (real sockets)', () => {
   let node: L4Node;
@@ -86,6 +86,35 @@ describe('draining and live reload (real sockets)', () => {
     expect(['a', 'b']).toContain(await whoAnswers(port));
     const text = await node.metrics.registry.getSingleMetricAsString('slb_l4_fail_open_total');
     expect(text).toMatch(/\} 1$/m);
+  });
+
+  it('a removed backend and a removed listener leave /metrics once their last connection is closed', async () => {
+    const port2 = await freePort();
+    const kept = listener(1, port, { scheduler: 'rr', connectionDrainTimeout: 1, backends: [backend(1, a.port)] });
+    const removed = listener(2, port2, { backends: [backend(2, b.port)] });
+    await node.apply(snapshot(1, [kept, removed]));
+    const long = await LineClient.connect(port);
+    expect(await long.line()).toBe('a');
+    expect(await whoAnswers(port2)).toBe('b');
+    const series = async () => (await node.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('slb_'));
+    const srv1 = new RegExp(`backend="${rid('srv', 1)}"`);
+    const lsn2 = new RegExp(`listener="${rid('lsn', 2)}"`);
+    expect((await series()).some((l) => srv1.test(l))).toBe(true);
+    expect((await series()).some((l) => lsn2.test(l))).toBe(true);
+
+    // Backend 1 leaves listener 1 (its connection drains for 1 s); listener 2 goes.
+    await node.apply(snapshot(2, [{ ...kept, backends: [backend(3, b.port)] }]));
+    expect(await whoAnswers(port)).toBe('b');
+    expect((await series()).some((l) => lsn2.test(l))).toBe(false);
+    expect((await series()).some((l) => srv1.test(l))).toBe(true); // still has a connection
+    await long.closed;
+    // The node's side of the session ends a moment after the client sees the close.
+    for (let i = 0; i < 50 && (await series()).some((l) => srv1.test(l)); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect((await series()).some((l) => srv1.test(l))).toBe(false);
+    // The listener that stays keeps its series, and so does the backend that replaced the old one.
+    expect((await series()).some((l) => l.includes(rid('srv', 3)))).toBe(true);
+    expect((await series()).some((l) => l.includes(`listener="${rid('lsn', 1)}"`))).toBe(true);
   });
 
   it('sends no new flows to an unhealthy backend while a healthy one exists', async () => {
