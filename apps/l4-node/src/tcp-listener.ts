@@ -27,6 +27,8 @@ export interface ResolvedListener {
   readonly acl: AclCheck | undefined;
 }
 
+const WILDCARDS = new Set(['0.0.0.0', '::']);
+
 export const DEFAULT_CONNECT_TIMEOUT_S = 2;
 export const DEFAULT_MAX_CONNECT_ATTEMPTS = 3;
 
@@ -85,16 +87,22 @@ export class TcpListener {
   async start(): Promise<void> {
     const c = this.cfg.config;
     for (const host of c.bindAddresses) {
+      // The flow's destination is the bound address and port, known without a getsockname() per connection
+      // unless the listener is bound to a wildcard address.
+      const bound: { addr: string | undefined; port: number } = { addr: undefined, port: c.port };
       // pauseOnConnect: nothing is read from the client until a backend is connected, so a refused or
       // timed-out connect can be retried elsewhere without having consumed (and lost) client bytes.
       const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true }, (s) =>
-        this.onConnection(s),
+        this.onConnection(s, bound),
       );
       this.servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen({ host, port: c.port, backlog: 4096 }, () => {
           server.off('error', reject);
+          const a = server.address() as net.AddressInfo;
+          bound.port = a.port;
+          bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
           server.on('error', (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'));
           resolve();
         });
@@ -146,11 +154,11 @@ export class TcpListener {
     const now = this.deps.now();
     this.conntrack.sweep(now);
     this.pool.sweep(now);
-    for (const s of this.sessions) s.flushBytes();
+    for (const s of this.sessions) s.tick(now, this.idleTimeoutMs);
     this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
   }
 
-  private onConnection(client: net.Socket): void {
+  private onConnection(client: net.Socket, bound: { addr: string | undefined; port: number }): void {
     const srcAddr = client.remoteAddress;
     if (srcAddr === undefined) {
       client.destroy();
@@ -166,8 +174,8 @@ export class TcpListener {
     const flow: FlowKey = {
       srcAddr,
       srcPort: client.remotePort ?? 0,
-      dstAddr: client.localAddress ?? '',
-      dstPort: client.localPort ?? 0,
+      dstAddr: bound.addr ?? client.localAddress ?? '',
+      dstPort: bound.addr === undefined ? (client.localPort ?? 0) : bound.port,
       protocol: 'tcp',
     };
     const session = new TcpSession(this, client, flow);
