@@ -2,9 +2,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
-/** Serves `GET /metrics` from the registry; resolves with the bound address. */
+/**
+ * Serves `GET /metrics` from the registry (or anything that renders one, e.g. a cluster aggregate); resolves
+ * with the bound address.
+ */
 export async function startMetricsServer(
-  registry: Registry,
+  registry: Pick<Registry, 'metrics' | 'contentType'>,
   host: string,
   port: number,
 ): Promise<{ server: http.Server; address: AddressInfo }> {
