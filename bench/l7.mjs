@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // L7 node benchmark, loopback only: one wrk run per target, printed as ratios measured in the same run.
 //
-//   node bench/l7.mjs                 # direct, l7-node, nginx, haproxy, node:http+undici, http-proxy, and the
-//                                     # full L4 → L7 path; small (`ok`) and 16 KiB bodies. DUR=5 s per run,
-//                                     # WARM=4 s warm-up per target (node JITs need it).
+//   node bench/l7.mjs                 # direct, l7-node (fast path on and off), nginx, haproxy, node:http+undici,
+//                                     # http-proxy, and the full L4 → L7 path; small (`ok`) and 16 KiB bodies.
+//                                     # DUR=5 s per run, WARM=4 s warm-up per target (node JITs need it).
 //   node bench/l7.mjs --serve LISTEN UPSTREAM
 //                                     # foreground l7-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                     # for ../shared/bench/anchors.sh EXTRA_L7
@@ -72,13 +72,14 @@ function start(name, cpu, cmd, args, env = process.env) {
   return c;
 }
 
-function startL7(name, proxyPort, directPort, upstream, cpu) {
+function startL7(name, proxyPort, directPort, upstream, cpu, env = {}) {
   const file = join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(l7Snapshot(proxyPort, directPort, upstream)));
   return start(name, cpu, process.execPath, [L7_MAIN, '--config', file], {
     ...process.env,
     LOG_LEVEL: process.env.L7_LOG_LEVEL ?? 'warn',
     SLB_METRICS_PORT: '0',
+    ...env,
   });
 }
 
@@ -93,6 +94,8 @@ if (process.argv[2] === '--serve') {
   child.on('exit', (code) => process.exit(code ?? 0));
 } else {
   await main();
+  // The proxies are children: without this the bench would wait on them forever ('exit' stops them).
+  process.exit(0);
 }
 
 function cleanup() {
@@ -200,6 +203,9 @@ async function main() {
   const targets = [['direct', BE]];
   startL7('l7node', 19091, 19090, BE, PROXY_CPU);
   targets.push(['l7-node', 19090]);
+  // The same node with the raw-socket fast path off (node:http + undici for every request).
+  startL7('l7node-nofast', 19093, 19092, BE, PROXY_CPU, { SLB_L7_FAST_PATH: '0' });
+  targets.push(['l7-node (SLB_L7_FAST_PATH=0)', 19092]);
   startNginx(
     'nginx',
     PROXY_CPU,

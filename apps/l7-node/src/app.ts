@@ -10,6 +10,7 @@ import { compileRules } from './rules.js';
 import { type BackendState, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
+import { UpstreamPools } from './upstream-pool.js';
 
 // The L7 node as a program without a process: apply snapshots, serve, close. main.ts adds the file,
 // signals and the metrics port.
@@ -50,7 +51,12 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const logger = options.logger ?? pino({ level: 'silent' });
   const metrics = options.metrics ?? createMetrics();
   const pools = new Pools(options.pools);
-  const deps: ProxyDeps = { logger, metrics, pools, maxAttempts: options.maxAttempts ?? 3 };
+  const upstream = new UpstreamPools({
+    connectionsPerBackend: options.pools?.connectionsPerBackend,
+    connectTimeoutMs: options.pools?.connectTimeoutMs,
+    idleTimeoutMs: options.pools?.keepAliveTimeoutMs,
+  });
+  const deps: ProxyDeps = { logger, metrics, pools, upstream, maxAttempts: options.maxAttempts ?? 3 };
   const health: Required<PassiveHealthOptions> = {
     consecutiveFailures: options.passiveHealth?.consecutiveFailures ?? 3,
     baseEjectionMs: options.passiveHealth?.baseEjectionMs ?? 5000,
@@ -61,6 +67,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     proxyHeaderTimeoutMs: options.listener?.proxyHeaderTimeoutMs ?? 5000,
     headersTimeoutMs: options.listener?.headersTimeoutMs ?? 10_000,
     maxHeaderSize: options.listener?.maxHeaderSize ?? 16_384,
+    fastPath: options.listener?.fastPath ?? true,
   };
   const drainMs = options.drainMs ?? 10_000;
   const listeners = new Map<string, ListenerRuntime>();
@@ -94,6 +101,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       }
       for (const key of [...backendStates.keys()]) if (!live.has(key)) backendStates.delete(key);
       pools.retain(origins);
+      upstream.retain(origins);
     }, options.cleanupDelayMs ?? 1000);
     cleanupTimer.unref();
   }
@@ -211,6 +219,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       await Promise.all([...listeners.values()].map((l) => l.close(drainMs)));
       listeners.clear();
       await pools.close();
+      upstream.close();
     },
   };
 }

@@ -8,6 +8,9 @@ const Env = Type.Object({
   SLB_PROXY_HEADER_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: 5000 }),
   // How long a removed listener's in-flight requests may finish after a reload or on shutdown.
   SLB_DRAIN_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  // 0 serves every request through node:http + undici (the raw-socket fast path off): for comparison
+  // benches, or to opt out.
+  SLB_L7_FAST_PATH: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '1' }),
   ...NodeEnvProperties,
 });
 

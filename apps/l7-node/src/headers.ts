@@ -1,5 +1,3 @@
-import type { IncomingMessage } from 'node:http';
-
 // Header rewriting between client and backend, pure. Hop-by-hop headers (RFC 9110 §7.6.1) and every
 // header the client's Connection header names stay on their hop; the forwarding headers are the node's.
 
@@ -28,12 +26,13 @@ export interface ForwardingInfo {
 function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
   let tokens: Set<string> | null = null;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.toLowerCase() !== 'connection') continue;
+    const name = rawHeaders[i]!;
+    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
     for (const t of rawHeaders[i + 1]!.split(',')) {
-      const name = t.trim().toLowerCase();
-      if (!name) continue;
+      const token = t.trim().toLowerCase();
+      if (!token) continue;
       tokens ??= new Set();
-      tokens.add(name);
+      tokens.add(token);
     }
   }
   return tokens;
@@ -43,8 +42,7 @@ function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
  * Request headers toward the backend, as a flat [name, value, …] list. `keepUpgrade` keeps Connection and
  * Upgrade for a protocol upgrade (WebSocket), which is forwarded on a raw socket.
  */
-export function requestHeadersToBackend(req: IncomingMessage, fwd: ForwardingInfo, keepUpgrade = false): string[] {
-  const raw = req.rawHeaders;
+export function requestHeadersToBackend(raw: readonly string[], fwd: ForwardingInfo, keepUpgrade = false): string[] {
   const named = connectionTokens(raw);
   const out: string[] = [];
   let xff: string | undefined;
@@ -76,21 +74,40 @@ export function requestHeadersToBackend(req: IncomingMessage, fwd: ForwardingInf
   return out;
 }
 
-/** Response headers toward the client, from undici's raw list; also returns the Set-Cookie lines. */
-export function responseHeadersToClient(rawHeaders: readonly Buffer[]): { headers: string[]; setCookies: string[] } {
+/** undici's raw header list as strings (latin1, so bytes 0x80-0xff survive). */
+export function headerStrings(rawHeaders: readonly Buffer[]): string[] {
   const strings: string[] = new Array(rawHeaders.length);
   for (let i = 0; i < rawHeaders.length; i++) strings[i] = rawHeaders[i]!.toString('latin1');
-  const named = connectionTokens(strings);
+  return strings;
+}
+
+/**
+ * Response headers toward the client from a flat [name, value, …] list; also returns the Set-Cookie lines.
+ * `dropContentLength` leaves Content-Length out for a caller that frames the body itself.
+ */
+export function responseHeadersToClient(
+  raw: readonly string[],
+  dropContentLength = false,
+): { headers: string[]; setCookies: string[] } {
+  const named = connectionTokens(raw);
   const headers: string[] = [];
   const setCookies: string[] = [];
-  for (let i = 0; i < strings.length; i += 2) {
-    const name = strings[i]!;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
-    if (lower === 'set-cookie') setCookies.push(strings[i + 1]!);
-    headers.push(name, strings[i + 1]!);
+    if (dropContentLength && lower === 'content-length') continue;
+    if (lower === 'set-cookie') setCookies.push(raw[i + 1]!);
+    headers.push(name, raw[i + 1]!);
   }
   return { headers, setCookies };
+}
+
+/** An HTTP/1.1 message head: the start line, `name: value` lines from a flat list, the empty line. */
+export function serializeHead(startLine: string, headers: readonly string[]): string {
+  let text = `${startLine}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${text}\r\n`;
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
@@ -99,10 +116,8 @@ export function isIdempotent(method: string): boolean {
   return IDEMPOTENT.has(method);
 }
 
-/** Whether the client request carries a body (framed by Content-Length > 0 or Transfer-Encoding). */
-export function hasBody(req: IncomingMessage): boolean {
-  const te = req.headers['transfer-encoding'];
-  if (te !== undefined) return true;
-  const cl = req.headers['content-length'];
-  return cl !== undefined && cl !== '0';
+/** Whether a request carries a body (framed by Content-Length > 0 or Transfer-Encoding). */
+export function hasBody(transferEncoding: string | undefined, contentLength: string | undefined): boolean {
+  if (transferEncoding !== undefined) return true;
+  return contentLength !== undefined && contentLength !== '0';
 }

@@ -11,6 +11,7 @@ import {
 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { L7Listener, SnapshotAcl } from '@slb/model';
+import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
 import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
@@ -27,6 +28,11 @@ export interface ListenerOptions {
   readonly headersTimeoutMs: number;
   /** Largest request head accepted, bytes; larger is answered 431. Default 16384. */
   readonly maxHeaderSize: number;
+  /**
+   * Serve plain-HTTP requests on the raw-socket fast path (node:http stays for HTTPS, Upgrade and anything
+   * unusual). Default true; SLB_L7_FAST_PATH=0 turns it off.
+   */
+  readonly fastPath: boolean;
 }
 
 export function unmapV4(addr: string): string {
@@ -63,6 +69,8 @@ export class ListenerRuntime {
   private readonly directServer: NetServer | null;
   private readonly clients = new WeakMap<object, ClientInfo>();
   private readonly sockets = new Set<Socket>();
+  /** Fast-path connections and their context; null on HTTPS listeners or with the fast path off. */
+  private readonly fast: FastContext | null;
 
   constructor(
     state: ListenerState,
@@ -115,6 +123,17 @@ export class ListenerRuntime {
     // The server never listens itself; 'listening' is what starts node's connection tracking, which
     // enforces headersTimeout/requestTimeout and lets closeIdleConnections() work.
     this.http.emit('listening');
+    this.fast =
+      options.fastPath && cfg.protocol === 'http'
+        ? {
+            deps,
+            state: () => this.state,
+            maxHeaderSize: options.maxHeaderSize,
+            headersTimeoutMs: options.headersTimeoutMs,
+            handOver: (socket) => this.http.emit('connection', socket),
+            registry: new FastConnections(),
+          }
+        : null;
     this.proxyServer = createNetServer((s) => this.acceptProxied(s));
     this.directServer =
       cfg.directPort === undefined || cfg.directPort === null ? null : createNetServer((s) => this.acceptDirect(s));
@@ -199,7 +218,8 @@ export class ListenerRuntime {
     }
     this.clients.set(socket, client);
     socket.setNoDelay(true);
-    this.http.emit('connection', socket);
+    if (this.fast) new FastConnection(socket, client, this.fast);
+    else this.http.emit('connection', socket);
   }
 
   private acceptDirect(socket: Socket): void {
@@ -252,12 +272,15 @@ export class ListenerRuntime {
 
   async drain(graceMs: number): Promise<void> {
     this.http.closeIdleConnections();
+    this.fast?.registry.closeIdle();
     const deadline = Date.now() + graceMs;
     while (this.sockets.size > 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
       this.http.closeIdleConnections();
+      this.fast?.registry.closeIdle();
     }
     for (const s of this.sockets) s.destroy();
+    this.fast?.registry.close();
     this.http.close();
   }
 }

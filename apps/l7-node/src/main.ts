@@ -37,7 +37,7 @@ const app = createL7App({
   metrics,
   sync,
   drainMs: config.SLB_DRAIN_MS,
-  listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS },
+  listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS, fastPath: config.SLB_L7_FAST_PATH === '1' },
 });
 
 const metricsServer = await startMetricsServer(app.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);

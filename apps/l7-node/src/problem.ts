@@ -32,3 +32,13 @@ export function sendProblem(res: ServerResponse, answer: NodeAnswer): void {
   });
   res.end(body);
 }
+
+/** The same answer as raw HTTP/1.1 bytes, for the raw-socket fast path; `close` ends the connection after it. */
+export function rawProblem(answer: NodeAnswer, close: boolean): string {
+  const { status, body } = problemBody(answer);
+  const a = ANSWERS[answer];
+  return (
+    `HTTP/1.1 ${status} ${a.title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${body.length}\r\n` +
+    `cache-control: no-store\r\n${close ? 'connection: close\r\n' : ''}\r\n${body}`
+  );
+}

@@ -2,15 +2,27 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { L7Listener } from '@slb/model';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { hasBody, isIdempotent, requestHeadersToBackend, responseHeadersToClient } from './headers.js';
+import { hasBody, headerStrings, requestHeadersToBackend, responseHeadersToClient } from './headers.js';
 import { LazyBody } from './lazy-body.js';
 import type { Metrics } from './metrics.js';
 import type { Pools } from './pools.js';
 import { type NodeAnswer, sendProblem } from './problem.js';
+import {
+  afterFailedAttempt,
+  chooseBackend,
+  type Outcome,
+  type RetryState,
+  recordConnectFailure,
+  requestEnded,
+  requestStarted,
+  responseStarted,
+  stickyOnResponse,
+} from './request-flow.js';
 import type { RetryBudget } from './retry-budget.js';
 import { type CompiledRule, matchRoute, normalizeHost } from './rules.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
-import { insertCookie, type LearnedCookies, readCookie, setCookieTtlMs, setCookieValue } from './sticky.js';
+import type { LearnedCookies } from './sticky.js';
+import type { UpstreamPools } from './upstream-pool.js';
 
 /** What a listener forwards with; replaced as a whole on reload, so a request sees one consistent config. */
 export interface ListenerState {
@@ -33,35 +45,10 @@ export interface ProxyDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly pools: Pools;
+  /** Raw keep-alive sockets to backends, for the fast path. */
+  readonly upstream: UpstreamPools;
   /** Backends tried per request, first attempt included. Default 3. */
   readonly maxAttempts: number;
-}
-
-const CODE_CLASS = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
-
-type Outcome =
-  | { kind: 'done' }
-  | { kind: 'connect-failed' }
-  | { kind: 'reset-before-response'; bodyConsumed: boolean }
-  | { kind: 'failed'; answer: NodeAnswer };
-
-/** Picks a backend: the sticky one when the request names a server that still takes requests. */
-function chooseBackend(
-  state: ListenerState,
-  group: ServerGroupRuntime,
-  req: IncomingMessage,
-  tried: Set<Backend>,
-): { backend: Backend | null; stuck: boolean } {
-  const sticky = state.config.stickySession;
-  if (sticky && tried.size === 0) {
-    const value = readCookie(req.headers.cookie, sticky.cookieName);
-    if (value !== undefined) {
-      const serverId = sticky.mode === 'insert' ? value : state.learned.lookup(value);
-      const b = serverId === undefined ? undefined : group.takesRequests(serverId);
-      if (b) return { backend: b, stuck: true };
-    }
-  }
-  return { backend: group.pick(tried), stuck: false };
 }
 
 export function handleRequest(
@@ -73,7 +60,6 @@ export function handleRequest(
 ): void {
   const started = performance.now();
   const cfg = state.config;
-  const listener = cfg.id;
   const host = normalizeHost(req.headers.host);
   const url = req.url ?? '/';
   const q = url.indexOf('?');
@@ -84,32 +70,22 @@ export function handleRequest(
   let backend: Backend | null = null;
   let attempts = 0;
   let answer: NodeAnswer | null = null;
-  deps.metrics.activeRequests.labels(listener).inc();
-  state.budget.requestStarted();
+  requestStarted(deps, state);
 
   res.once('close', () => {
-    state.budget.requestEnded();
-    deps.metrics.activeRequests.labels(listener).dec();
-    const status = res.statusCode;
-    const backendId = backend?.serverId ?? 'none';
-    deps.metrics.requests.labels(listener, backendId, CODE_CLASS[Math.trunc(status / 100)] ?? '5xx').inc();
-    deps.logger.info(
-      {
-        listener,
-        client: client.address,
-        method: req.method,
-        host,
-        path,
-        status,
-        backend: backendId,
-        rule: route?.ruleId ?? null,
-        attempts,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-        ...(answer ? { cause: answer } : {}),
-        ...(res.writableFinished ? {} : { aborted: true }),
-      },
-      'access',
-    );
+    requestEnded(deps, state, {
+      client: client.address,
+      method: req.method,
+      host,
+      path,
+      status: res.statusCode,
+      backend,
+      ruleId: route?.ruleId ?? null,
+      attempts,
+      started,
+      answer,
+      aborted: !res.writableFinished,
+    });
   });
 
   if (!route || !group) {
@@ -124,13 +100,13 @@ export function handleRequest(
     frontendPort: client.frontendPort,
     appendXff: cfg.xForwardedFor,
   };
-  const headers = requestHeadersToBackend(req, forwarding);
+  const headers = requestHeadersToBackend(req.rawHeaders, forwarding);
   const method = req.method ?? 'GET';
-  const withBody = hasBody(req);
+  const withBody = hasBody(req.headers['transfer-encoding'], req.headers['content-length']);
   const tried = new Set<Backend>();
   let abortCurrent: ((err: Error) => void) | null = null;
   let timedOut = false;
-  let retrySlot = false;
+  const retry: RetryState = { retrySlot: false };
 
   const fail = (a: NodeAnswer) => {
     if (answer !== null || res.headersSent) return;
@@ -146,12 +122,12 @@ export function handleRequest(
   timer.unref();
   res.once('close', () => {
     clearTimeout(timer);
-    if (retrySlot) state.budget.retryEnded();
+    if (retry.retrySlot) state.budget.retryEnded();
     if (!res.writableFinished) abortCurrent?.(new Error('client went away'));
   });
 
   const attempt = () => {
-    const choice = chooseBackend(state, group, req, tried);
+    const choice = chooseBackend(state, group, req.headers.cookie, tried);
     const b = choice.backend;
     if (!b) {
       fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
@@ -174,28 +150,11 @@ export function handleRequest(
         return;
       }
       if (res.destroyed) return;
-      if (outcome.kind === 'failed') {
-        fail(outcome.answer);
+      const verdict = afterFailedAttempt(deps, state, outcome, method, attempts, res.headersSent, retry);
+      if (verdict !== null) {
+        fail(verdict);
         return;
       }
-      const retryable =
-        outcome.kind === 'connect-failed' || (isIdempotent(method) && !outcome.bodyConsumed && !res.headersSent);
-      if (!retryable || attempts >= deps.maxAttempts) {
-        fail('backend-failed');
-        return;
-      }
-      // A failed connect means no backend saw the request: sending it to another one amplifies nothing (the
-      // attempts cap bounds it, as the L4 node's connect retries), so only retries of a request a backend
-      // may have started on spend the retry budget. A black-holed backend costs no client a 502.
-      if (!retrySlot && outcome.kind !== 'connect-failed') {
-        if (!state.budget.tryStartRetry()) {
-          deps.metrics.retryBudgetExhausted.labels(listener).inc();
-          fail('backend-failed');
-          return;
-        }
-        retrySlot = true;
-      }
-      deps.metrics.retries.labels(listener).inc();
       attempt();
     });
   };
@@ -236,21 +195,9 @@ function forward(
       },
       onHeaders(statusCode, rawHeaders, resume) {
         if (statusCode < 200) return true;
-        group.succeeded(b);
-        deps.metrics.upstreamLatency.labels(cfg.id, b.serverId).observe((performance.now() - dispatchStarted) / 1000);
-        const { headers: out, setCookies } = responseHeadersToClient(rawHeaders as Buffer[]);
-        const sticky = cfg.stickySession;
-        if (sticky?.mode === 'server') {
-          for (const line of setCookies) {
-            const v = setCookieValue(line, sticky.cookieName);
-            if (v !== undefined) state.learned.learn(v, b.serverId, setCookieTtlMs(line, Date.now()));
-          }
-        } else if (sticky?.mode === 'insert' && !stuck) {
-          out.push(
-            'set-cookie',
-            insertCookie(sticky.cookieName, b.serverId, sticky.cookieTimeout, cfg.protocol === 'https'),
-          );
-        }
+        responseStarted(deps, state, group, b, dispatchStarted);
+        const { headers: out, setCookies } = responseHeadersToClient(headerStrings(rawHeaders as Buffer[]));
+        stickyOnResponse(state, b, stuck, setCookies, out);
         try {
           res.writeHead(statusCode, out);
         } catch (err) {
@@ -280,11 +227,7 @@ function forward(
           return;
         }
         if (!connected) {
-          deps.metrics.connectFailures.labels(group.id, b.serverId).inc();
-          if (group.connectFailed(b)) {
-            deps.metrics.ejections.labels(group.id, b.serverId).inc();
-            deps.logger.warn({ serverGroup: group.id, backend: b.serverId }, 'backend ejected');
-          }
+          recordConnectFailure(deps, group, b);
           settle({ kind: 'connect-failed' });
           return;
         }

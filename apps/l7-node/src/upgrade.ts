@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { requestHeadersToBackend } from './headers.js';
+import { requestHeadersToBackend, serializeHead } from './headers.js';
 import type { ClientInfo, ListenerState, ProxyDeps } from './proxy.js';
 import { matchRoute, normalizeHost } from './rules.js';
 import type { Backend } from './server-group.js';
@@ -52,7 +52,7 @@ export function handleUpgrade(
     return;
   }
   const headers = requestHeadersToBackend(
-    req,
+    req.rawHeaders,
     {
       clientAddress: client.address,
       proto: cfg.protocol,
@@ -61,9 +61,7 @@ export function handleUpgrade(
     },
     true,
   );
-  let headText = `${req.method} ${url} HTTP/1.1\r\n`;
-  for (let i = 0; i < headers.length; i += 2) headText += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  headText += '\r\n';
+  const headText = serializeHead(`${req.method} ${url} HTTP/1.1`, headers);
 
   const tried = new Set<Backend>();
   const tryNext = () => {

@@ -1,0 +1,260 @@
+import type { Socket } from 'node:net';
+import { FastExchange } from './fast-exchange.js';
+import { parseRequestHead } from './http1-parser.js';
+import type { ClientInfo, ListenerState, ProxyDeps } from './proxy.js';
+
+// A plain-HTTP client connection on the raw-socket fast path. It frames requests itself (strict parser,
+// one request at a time, pipelined bytes wait in the buffer) and hands anything it is not sure of to
+// node:http, untouched and only between requests: malformed or ambiguous heads are then answered 400 by
+// node, and HTTP/1.0, chunked request bodies, Upgrade and Expect are served there as before.
+
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+/** Buffered client bytes beyond which reading pauses (request body waiting for the backend, pipelining). */
+const HIGH_WATER = 64 * 1024;
+
+export interface FastContext {
+  readonly deps: ProxyDeps;
+  /** The listener's current state; an exchange keeps the one it started with. */
+  state(): ListenerState;
+  /** Largest request head, bytes (431 past it). */
+  readonly maxHeaderSize: number;
+  /** Time to send a whole request head, ms (408 past it). */
+  readonly headersTimeoutMs: number;
+  /** Gives the socket to node:http (after the unread bytes were put back). */
+  handOver(socket: Socket): void;
+  readonly registry: FastConnections;
+}
+
+const NO_DEADLINE = 0;
+const HEADERS_DEADLINE = 1;
+const IDLE_DEADLINE = 2;
+
+export class FastConnection {
+  /** Client bytes read but not used yet: a partial head, request body, pipelined requests. */
+  buf: Buffer | null = null;
+  private exchange: FastExchange | null = null;
+  /** Set when this connection no longer frames requests (handed over, answered and closing, gone). */
+  private done = false;
+  /** Close after the response in flight (the listener is draining). */
+  closing = false;
+  private deadline = 0;
+  private deadlineKind = NO_DEADLINE;
+  private pumping = false;
+  private again = false;
+  /** Bytes of `buf` already searched for the head's end, so a head trickling in is not rescanned. */
+  private scanned = 0;
+
+  constructor(
+    readonly socket: Socket,
+    readonly client: ClientInfo,
+    readonly ctx: FastContext,
+  ) {
+    socket.on('data', this.onData);
+    socket.on('drain', this.onDrain);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    ctx.registry.add(this);
+    this.arm(HEADERS_DEADLINE, performance.now());
+  }
+
+  private arm(kind: number, now: number): void {
+    this.deadlineKind = kind;
+    const state = this.ctx.state().config;
+    this.deadline =
+      kind === HEADERS_DEADLINE
+        ? now + Math.min(this.ctx.headersTimeoutMs, state.requestTimeout * 1000)
+        : now + state.idleTimeout * 1000;
+  }
+
+  private readonly onData = (chunk: Buffer) => {
+    if (this.done) return;
+    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
+    if (this.exchange) {
+      this.exchange.pumpBody();
+    } else {
+      if (this.deadlineKind === IDLE_DEADLINE) this.arm(HEADERS_DEADLINE, performance.now());
+      this.pump();
+    }
+    // Bytes wait while a request is in flight or its answers are unread; a head still arriving is bounded
+    // by maxHeaderSize instead.
+    const waiting = this.exchange !== null || this.socket.writableNeedDrain;
+    if (waiting && this.buf !== null && this.buf.length >= HIGH_WATER && !this.done) this.socket.pause();
+  };
+
+  private readonly onDrain = () => {
+    if (this.exchange) this.exchange.onClientDrain();
+    else this.pump();
+  };
+
+  private readonly onError = () => {};
+
+  private readonly onClose = () => {
+    this.ctx.registry.delete(this);
+    const ex = this.exchange;
+    this.exchange = null;
+    this.done = true;
+    ex?.clientGone();
+  };
+
+  /** Frames the next request when none is in flight; re-entrant calls loop instead of recursing. */
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    do {
+      this.again = false;
+      this.next();
+    } while (this.again);
+    this.pumping = false;
+  }
+
+  private next(): void {
+    if (this.done || this.exchange || this.buf === null || this.socket.destroyed) return;
+    // A client that pipelines without reading its answers waits until it has read them.
+    if (this.socket.writableNeedDrain) return;
+    const buf = this.buf;
+    const max = this.ctx.maxHeaderSize;
+    const end = buf.indexOf(HEAD_END, Math.max(0, this.scanned - 3));
+    if (end < 0) {
+      const from = this.scanned;
+      this.scanned = buf.length;
+      if (buf.length > max) this.refuse(431, 'Request Header Fields Too Large');
+      // A bare LF would never end the head here; node:http judges it (and answers 400).
+      else if (hasBareLf(buf, from)) this.handOver();
+      return;
+    }
+    this.scanned = 0;
+    if (end + 4 > max) {
+      this.refuse(431, 'Request Header Fields Too Large');
+      return;
+    }
+    const parsed = parseRequestHead(buf.toString('latin1', 0, end));
+    if (!parsed.fast) {
+      this.handOver();
+      return;
+    }
+    this.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
+    this.deadlineKind = NO_DEADLINE;
+    this.exchange = new FastExchange(this, this.ctx.deps, this.ctx.state(), parsed.head);
+    this.exchange.start();
+  }
+
+  /** Takes up to `max` buffered bytes (request body); resumes reading once the buffer is low again. */
+  take(max: number): Buffer | null {
+    const buf = this.buf;
+    if (buf === null) return null;
+    let out: Buffer;
+    if (buf.length <= max) {
+      out = buf;
+      this.buf = null;
+    } else {
+      out = buf.subarray(0, max);
+      this.buf = buf.subarray(max);
+    }
+    if (this.socket.isPaused() && (this.buf === null || this.buf.length < HIGH_WATER)) this.socket.resume();
+    return out;
+  }
+
+  write(data: string | Buffer): boolean {
+    return typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data);
+  }
+
+  /** The exchange in flight ended; `keepAlive` false closes the connection after what was written. */
+  exchangeDone(keepAlive: boolean): void {
+    this.exchange = null;
+    if (this.done || this.socket.destroyed) return;
+    if (!keepAlive || this.closing) {
+      this.done = true;
+      this.socket.end();
+      return;
+    }
+    if (this.socket.isPaused()) this.socket.resume();
+    this.arm(this.buf === null ? IDLE_DEADLINE : HEADERS_DEADLINE, performance.now());
+    this.pump();
+  }
+
+  /** Timeouts, checked by the registry's sweep. */
+  tick(now: number): void {
+    if (this.exchange) {
+      this.exchange.tick(now);
+      return;
+    }
+    if (this.deadlineKind === NO_DEADLINE || now < this.deadline || this.done) return;
+    if (this.deadlineKind === IDLE_DEADLINE) {
+      this.done = true;
+      this.socket.destroy();
+      return;
+    }
+    this.refuse(408, 'Request Timeout');
+  }
+
+  /** Closes an idle connection now, a busy one after its response (drain). */
+  closeIdle(): void {
+    this.closing = true;
+    if (this.exchange === null && !this.done) {
+      this.done = true;
+      this.socket.destroy();
+    }
+  }
+
+  private refuse(code: number, reason: string): void {
+    this.done = true;
+    this.buf = null;
+    this.ctx.deps.metrics.clientErrors.labels(this.ctx.state().config.id, String(code)).inc();
+    this.socket.end(`HTTP/1.1 ${code} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  }
+
+  private handOver(): void {
+    this.done = true;
+    const s = this.socket;
+    s.removeListener('data', this.onData);
+    s.removeListener('drain', this.onDrain);
+    s.removeListener('error', this.onError);
+    s.removeListener('close', this.onClose);
+    this.ctx.registry.delete(this);
+    // Back into the socket's read buffer, as readProxyHeader leaves what follows the PROXY header.
+    if (this.buf !== null) s.unshift(this.buf);
+    this.buf = null;
+    this.ctx.handOver(s);
+    if (s.isPaused()) s.resume();
+  }
+}
+
+function hasBareLf(buf: Buffer, from: number): boolean {
+  for (let i = buf.indexOf(10, from); i >= 0; i = buf.indexOf(10, i + 1)) if (i === 0 || buf[i - 1] !== 13) return true;
+  return false;
+}
+
+/** A listener's fast connections: timeouts are swept twice a second rather than timed one by one. */
+export class FastConnections {
+  private readonly conns = new Set<FastConnection>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(sweepMs = 500) {
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const c of this.conns) c.tick(now);
+    }, sweepMs);
+    this.sweeper.unref();
+  }
+
+  add(c: FastConnection): void {
+    this.conns.add(c);
+  }
+
+  delete(c: FastConnection): void {
+    this.conns.delete(c);
+  }
+
+  closeIdle(): void {
+    for (const c of this.conns) c.closeIdle();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const c of this.conns) c.socket.destroy();
+    this.conns.clear();
+  }
+}

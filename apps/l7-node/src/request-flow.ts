@@ -1,0 +1,168 @@
+import { isIdempotent } from './headers.js';
+import type { NodeAnswer } from './problem.js';
+import type { ListenerState, ProxyDeps } from './proxy.js';
+import type { Backend, ServerGroupRuntime } from './server-group.js';
+import { insertCookie, readCookie, setCookieTtlMs, setCookieValue } from './sticky.js';
+
+// The decisions every request makes the same way, whichever path carries it (node:http + undici in
+// proxy.ts, raw sockets in fast-exchange.ts): which backend, whether a failed attempt is retried, and
+// what is counted and logged when the request ends.
+
+const CODE_CLASS = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+export type Outcome =
+  | { kind: 'done' }
+  | { kind: 'connect-failed' }
+  | { kind: 'reset-before-response'; bodyConsumed: boolean }
+  | { kind: 'failed'; answer: NodeAnswer };
+
+/** Picks a backend: the sticky one when the request names a server that still takes requests. */
+export function chooseBackend(
+  state: ListenerState,
+  group: ServerGroupRuntime,
+  cookie: string | string[] | undefined,
+  tried: ReadonlySet<Backend>,
+): { backend: Backend | null; stuck: boolean } {
+  const sticky = state.config.stickySession;
+  if (sticky && tried.size === 0) {
+    const value = readCookie(cookie, sticky.cookieName);
+    if (value !== undefined) {
+      const serverId = sticky.mode === 'insert' ? value : state.learned.lookup(value);
+      const b = serverId === undefined ? undefined : group.takesRequests(serverId);
+      if (b) return { backend: b, stuck: true };
+    }
+  }
+  return { backend: group.pick(tried), stuck: false };
+}
+
+/** A connection to `b` could not be made: passive health and its metrics. */
+export function recordConnectFailure(deps: ProxyDeps, group: ServerGroupRuntime, b: Backend): void {
+  deps.metrics.connectFailures.labels(group.id, b.serverId).inc();
+  if (group.connectFailed(b)) {
+    deps.metrics.ejections.labels(group.id, b.serverId).inc();
+    deps.logger.warn({ serverGroup: group.id, backend: b.serverId }, 'backend ejected');
+  }
+}
+
+/** Per-request retry bookkeeping: whether this request holds a retry-budget slot (released at its end). */
+export interface RetryState {
+  retrySlot: boolean;
+}
+
+/**
+ * After a failed attempt: null to try another backend, else the answer to give. Nothing is retried once a
+ * byte went to the client.
+ */
+export function afterFailedAttempt(
+  deps: ProxyDeps,
+  state: ListenerState,
+  outcome: Exclude<Outcome, { kind: 'done' }>,
+  method: string,
+  attempts: number,
+  responseStarted: boolean,
+  rs: RetryState,
+): NodeAnswer | null {
+  if (outcome.kind === 'failed') return outcome.answer;
+  const retryable =
+    outcome.kind === 'connect-failed' || (isIdempotent(method) && !outcome.bodyConsumed && !responseStarted);
+  if (!retryable || attempts >= deps.maxAttempts) return 'backend-failed';
+  // A failed connect means no backend saw the request: sending it to another one amplifies nothing (the
+  // attempts cap bounds it, as the L4 node's connect retries), so only retries of a request a backend
+  // may have started on spend the retry budget. A black-holed backend costs no client a 502.
+  if (!rs.retrySlot && outcome.kind !== 'connect-failed') {
+    if (!state.budget.tryStartRetry()) {
+      deps.metrics.retryBudgetExhausted.labels(state.config.id).inc();
+      return 'backend-failed';
+    }
+    rs.retrySlot = true;
+  }
+  deps.metrics.retries.labels(state.config.id).inc();
+  return null;
+}
+
+export interface RequestRecord {
+  readonly client: string;
+  readonly method: string | undefined;
+  readonly host: string;
+  readonly path: string;
+  readonly status: number;
+  readonly backend: Backend | null;
+  readonly ruleId: string | null;
+  readonly attempts: number;
+  /** performance.now() when the request arrived. */
+  readonly started: number;
+  readonly answer: NodeAnswer | null;
+  readonly aborted: boolean;
+}
+
+/** Counts a finished request and writes its access-log line. */
+export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRecord): void {
+  const listener = state.config.id;
+  state.budget.requestEnded();
+  deps.metrics.activeRequests.labels(listener).dec();
+  const backendId = r.backend?.serverId ?? 'none';
+  deps.metrics.requests.labels(listener, backendId, CODE_CLASS[Math.trunc(r.status / 100)] ?? '5xx').inc();
+  if (!deps.logger.isLevelEnabled('info')) return;
+  deps.logger.info(
+    {
+      listener,
+      client: r.client,
+      method: r.method,
+      host: r.host,
+      path: r.path,
+      status: r.status,
+      backend: backendId,
+      rule: r.ruleId,
+      attempts: r.attempts,
+      ms: Math.round((performance.now() - r.started) * 100) / 100,
+      ...(r.answer ? { cause: r.answer } : {}),
+      ...(r.aborted ? { aborted: true } : {}),
+    },
+    'access',
+  );
+}
+
+/** Counts a request that started (paired with requestEnded). */
+export function requestStarted(deps: ProxyDeps, state: ListenerState): void {
+  deps.metrics.activeRequests.labels(state.config.id).inc();
+  state.budget.requestStarted();
+}
+
+/** The backend answered (a final status): passive health and upstream latency. */
+export function responseStarted(
+  deps: ProxyDeps,
+  state: ListenerState,
+  group: ServerGroupRuntime,
+  b: Backend,
+  dispatchStarted: number,
+): void {
+  group.succeeded(b);
+  deps.metrics.upstreamLatency
+    .labels(state.config.id, b.serverId)
+    .observe((performance.now() - dispatchStarted) / 1000);
+}
+
+/**
+ * Sticky sessions on a response: `server` mode learns the backend's cookie, `insert` mode adds the node's
+ * cookie to `out` (flat header list) unless the request already stuck to this server.
+ */
+export function stickyOnResponse(
+  state: ListenerState,
+  b: Backend,
+  stuck: boolean,
+  setCookies: readonly string[],
+  out: string[],
+): void {
+  const sticky = state.config.stickySession;
+  if (sticky?.mode === 'server') {
+    for (const line of setCookies) {
+      const v = setCookieValue(line, sticky.cookieName);
+      if (v !== undefined) state.learned.learn(v, b.serverId, setCookieTtlMs(line, Date.now()));
+    }
+  } else if (sticky?.mode === 'insert' && !stuck) {
+    out.push(
+      'set-cookie',
+      insertCookie(sticky.cookieName, b.serverId, sticky.cookieTimeout, state.config.protocol === 'https'),
+    );
+  }
+}

@@ -1,0 +1,226 @@
+import { connect, type Socket } from 'node:net';
+
+// Raw keep-alive sockets to backends for the fast path, one pool per origin: a LIFO stack of idle sockets
+// (the most recently used one is the least likely to have been closed by the backend), a cap on sockets
+// per backend with a FIFO queue behind it. An exchange owns a socket while it holds it; the pool only
+// watches idle ones, and drops one the backend closes or talks on.
+
+export interface UpstreamPoolOptions {
+  /** Most sockets to one backend (connecting, busy and idle); further requests queue. Default 256. */
+  readonly connectionsPerBackend?: number;
+  /** Connect timeout in ms; a backend slower than this counts as a connect failure. Default 3000. */
+  readonly connectTimeoutMs?: number;
+  /** Idle keep-alive lifetime in ms, under node's 5 s server default. Default 4000. */
+  readonly idleTimeoutMs?: number;
+}
+
+/** What the socket's current holder is told; set while an exchange owns the socket. */
+export interface UpstreamHandler {
+  onData(chunk: Buffer): void;
+  /** The backend closed its side (EOF). */
+  onEnd(): void;
+  /** The socket is gone (after an error or a close). */
+  onClose(err: Error | null): void;
+  /** The backend drained what was written (request body backpressure). */
+  onDrain(): void;
+}
+
+export class UpstreamConn {
+  handler: UpstreamHandler | null = null;
+  /** Served a request before, so a reset before any response byte may just mean a stale keep-alive. */
+  reused = false;
+  idleSince = 0;
+  private error: Error | null = null;
+
+  constructor(
+    readonly socket: Socket,
+    private readonly pool: OriginPool,
+  ) {
+    socket.on('data', (c: Buffer) => {
+      if (this.handler) this.handler.onData(c);
+      else socket.destroy();
+    });
+    socket.on('end', () => {
+      if (this.handler) this.handler.onEnd();
+      // Closed by the backend while idle: out of the pool at once rather than when the close completes.
+      else socket.destroy();
+    });
+    socket.on('drain', () => this.handler?.onDrain());
+    socket.on('error', (err) => {
+      this.error = err;
+    });
+    socket.on('close', () => {
+      const h = this.handler;
+      this.handler = null;
+      pool.gone(this);
+      h?.onClose(this.error ?? new Error('backend closed the connection'));
+    });
+  }
+
+  /** Back to the pool after a complete keep-alive exchange. */
+  release(): void {
+    this.handler = null;
+    this.reused = true;
+    if (this.socket.destroyed) return;
+    this.pool.idle(this);
+  }
+
+  /** Drops the socket (unknown state, half-read response, error). */
+  discard(): void {
+    this.handler = null;
+    this.socket.destroy();
+  }
+}
+
+export type AcquireCallback = (conn: UpstreamConn | null) => void;
+
+/** A queued request for a socket; cancel() when its request ends first. */
+export interface Waiter {
+  cancel(): void;
+}
+
+class OriginPool {
+  private readonly idleStack: UpstreamConn[] = [];
+  private readonly waiters: AcquireCallback[] = [];
+  private open = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+    private readonly max: number,
+    private readonly connectTimeoutMs: number,
+    private readonly idleTimeoutMs: number,
+  ) {}
+
+  acquire(cb: AcquireCallback): Waiter | null {
+    const now = performance.now();
+    while (this.idleStack.length > 0) {
+      const c = this.idleStack.pop()!;
+      if (now - c.idleSince < this.idleTimeoutMs && !c.socket.destroyed) {
+        cb(c);
+        return null;
+      }
+      c.socket.destroy();
+    }
+    if (this.open < this.max) {
+      this.connect(cb);
+      return null;
+    }
+    this.waiters.push(cb);
+    return {
+      cancel: () => {
+        const i = this.waiters.indexOf(cb);
+        if (i >= 0) this.waiters.splice(i, 1);
+      },
+    };
+  }
+
+  private connect(cb: AcquireCallback): void {
+    this.open++;
+    const socket = connect({ host: this.host, port: this.port, noDelay: true });
+    const conn = new UpstreamConn(socket, this);
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      cb(null);
+    }, this.connectTimeoutMs);
+    // The connect outcome is told once: the conn's own close handler covers what happens after.
+    const failed = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      cb(null);
+    };
+    socket.once('close', failed);
+    socket.once('connect', () => {
+      socket.removeListener('close', failed);
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      cb(conn);
+    });
+  }
+
+  idle(c: UpstreamConn): void {
+    const next = this.waiters.shift();
+    if (next) {
+      next(c);
+      return;
+    }
+    c.idleSince = performance.now();
+    this.idleStack.push(c);
+  }
+
+  gone(c: UpstreamConn): void {
+    this.open--;
+    const i = this.idleStack.indexOf(c);
+    if (i >= 0) this.idleStack.splice(i, 1);
+    const next = this.waiters.shift();
+    if (next) this.connect(next);
+  }
+
+  /** Closes idle sockets older than the idle timeout (the stack's bottom is the oldest). */
+  sweep(now: number): void {
+    let stale = 0;
+    while (stale < this.idleStack.length && now - this.idleStack[stale]!.idleSince >= this.idleTimeoutMs) stale++;
+    if (stale === 0) return;
+    for (const c of this.idleStack.splice(0, stale)) c.socket.destroy();
+  }
+
+  destroyIdle(): void {
+    for (const c of this.idleStack.splice(0)) c.socket.destroy();
+  }
+
+  get busy(): boolean {
+    return this.open > this.idleStack.length || this.waiters.length > 0;
+  }
+}
+
+export class UpstreamPools {
+  private readonly pools = new Map<string, OriginPool>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly options: UpstreamPoolOptions = {}) {
+    this.sweeper = setInterval(() => {
+      const now = performance.now();
+      for (const p of this.pools.values()) p.sweep(now);
+    }, 1000);
+    this.sweeper.unref();
+  }
+
+  /**
+   * A socket to `origin` (address:port of the backend), handed to `cb`, now or once one is free; `cb(null)`
+   * when the connection could not be made. Returns a Waiter when the request had to queue.
+   */
+  acquire(origin: string, host: string, port: number, cb: AcquireCallback): Waiter | null {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new OriginPool(
+        host,
+        port,
+        this.options.connectionsPerBackend ?? 256,
+        this.options.connectTimeoutMs ?? 3000,
+        this.options.idleTimeoutMs ?? 4000,
+      );
+      this.pools.set(origin, pool);
+    }
+    return pool.acquire(cb);
+  }
+
+  /** Forgets origins no longer in `inUse` (their busy sockets finish, idle ones close). */
+  retain(inUse: ReadonlySet<string>): void {
+    for (const [origin, pool] of this.pools) {
+      if (inUse.has(origin)) continue;
+      pool.destroyIdle();
+      if (!pool.busy) this.pools.delete(origin);
+    }
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const p of this.pools.values()) p.destroyIdle();
+    this.pools.clear();
+  }
+}
