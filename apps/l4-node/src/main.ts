@@ -1,11 +1,10 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, SessionSync, startMetricsServer } from '@slb/node-runtime';
+import { ControlChannelClient, LoadSampler, SessionSync, startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
-import { LoadSampler } from './load-sampler.js';
 import { L4Metrics } from './metrics.js';
 
 import { loadSnapshotFile } from './snapshot-loader.js';
@@ -40,7 +39,10 @@ let channel: ControlChannelClient<NodeSnapshot> | null = null;
 if (config.configPath !== undefined) {
   await runFromFile(config.configPath);
 } else {
-  const load = new LoadSampler(node.metrics.registry);
+  const load = new LoadSampler(node.metrics.registry, {
+    active: 'slb_l4_connections_active',
+    connections: 'slb_l4_connections_total',
+  });
   channel = new ControlChannelClient<NodeSnapshot>({
     apiUrl: config.SLB_API_URL,
     token: config.SLB_NODE_TOKEN!,

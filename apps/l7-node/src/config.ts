@@ -11,6 +11,9 @@ const Env = Type.Object({
   // 0 serves every request through node:http + undici (the raw-socket fast path off): for comparison
   // benches, or to opt out.
   SLB_L7_FAST_PATH: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '1' }),
+  // Processes serving the node's listeners, one per core; more than 1 adds a primary process that holds the
+  // control channel and the metrics port (workers.ts).
+  SLB_L7_WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
   ...NodeEnvProperties,
 });
 

@@ -203,6 +203,7 @@ export class ListenerRuntime {
   private track(socket: Socket): void {
     const gauge = this.deps.metrics.activeConnections.labels(this.state.config.id);
     gauge.inc();
+    this.deps.metrics.connections.labels(this.state.config.id).inc();
     this.sockets.add(socket);
     socket.once('close', () => {
       gauge.dec();

@@ -1,15 +1,25 @@
+import cluster from 'node:cluster';
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
-import { L7NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, SessionSync, startMetricsServer } from '@slb/node-runtime';
+import { type L7NodeSnapshot, L7NodeSnapshot as L7NodeSnapshotSchema, type NodeLoadReport } from '@slb/model';
+import {
+  ControlChannelClient,
+  LoadSampler,
+  SessionSync,
+  type SnapshotChange,
+  startMetricsServer,
+} from '@slb/node-runtime';
 import { pino } from 'pino';
+import { AggregatorRegistry } from 'prom-client';
 import { createL7App } from './app.js';
 import { parseConfig } from './config.js';
 import { createMetrics } from './metrics.js';
 import { loadSnapshotFile } from './snapshot-loader.js';
+import { runWorker, WorkerFleet } from './workers.js';
 
-// The process: reads config, applies the snapshot file, reloads it on SIGHUP and when it changes, serves
-// metrics, and shuts down gracefully on SIGTERM/SIGINT.
+// The process: reads config, applies the snapshot file (reloading it on SIGHUP and when it changes) or
+// follows the control channel, serves metrics, and shuts down gracefully on SIGTERM/SIGINT. With
+// SLB_L7_WORKERS > 1 this runs as a primary (channel, file, metrics port) and that many workers (listeners).
 
 const parsed = parseConfig(process.argv.slice(2), process.env);
 if (!parsed.ok) {
@@ -17,61 +27,171 @@ if (!parsed.ok) {
   process.exit(2);
 }
 const config = parsed.config;
-const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l7-node', pid: process.pid } });
 const nodeId = config.SLB_NODE_ID ?? hostname();
-const metrics = createMetrics();
-const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
-// Redis is dialled only once a `server`-mode sticky listener is attached; without it, local tables only.
-const sync =
-  syncUrl === 'off'
-    ? undefined
-    : new SessionSync({
-        url: syncUrl,
-        prefix: config.SLB_SESSION_SYNC_PREFIX,
-        nodeId,
-        logger: logger.child({ component: 'session-sync' }),
-        registry: metrics.registry,
-      });
-const app = createL7App({
-  logger,
-  metrics,
-  sync,
-  drainMs: config.SLB_DRAIN_MS,
-  listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS, fastPath: config.SLB_L7_FAST_PATH === '1' },
+const role = config.SLB_L7_WORKERS === 1 ? 'node' : cluster.isPrimary ? 'primary' : 'worker';
+const logger = pino({
+  level: config.LOG_LEVEL,
+  base: { app: 'l7-node', pid: process.pid, ...(role === 'node' ? {} : { role }) },
 });
+const LOAD_METRICS = {
+  active: 'slb_l7_active_connections',
+  connections: 'slb_l7_connections_total',
+  requests: 'slb_l7_requests_total',
+};
 
-const metricsServer = await startMetricsServer(app.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
-logger.info({ port: metricsServer.address.port }, 'metrics listening');
-process.stdout.write(`l7-node metrics on ${metricsServer.address.address}:${metricsServer.address.port}\n`);
+/** What serves, follows config and reports load: the app itself, or the worker fleet. */
+interface Target {
+  apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<void>;
+  load(): NodeLoadReport;
+  close(): Promise<void>;
+  reloads(result: 'refused'): void;
+}
 
-let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
-if (config.configPath !== undefined) {
-  await runFromFile(config.configPath);
-} else {
-  channel = new ControlChannelClient<L7NodeSnapshot>({
-    apiUrl: config.SLB_API_URL,
-    token: config.SLB_NODE_TOKEN!,
-    nodeId,
-    kind: 'l7',
-    address: config.SLB_NODE_ADDRESS,
-    capacity: config.SLB_NODE_CAPACITY,
-    stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
-    schema: L7NodeSnapshot,
+if (role === 'worker') startWorker();
+else {
+  const target = role === 'primary' ? await startPrimary() : await startSingle();
+  await follow(target);
+}
+
+/** One process serving everything (SLB_L7_WORKERS=1). */
+async function startSingle(): Promise<Target> {
+  const { app, sync } = serve();
+  const load = new LoadSampler(app.metrics.registry, LOAD_METRICS);
+  const metrics = await startMetrics(app.metrics.registry);
+  return {
     apply: (snapshot) => app.apply(snapshot),
-    load: () => ({ activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 }),
+    load: () => load.current,
+    reloads: (result) => app.metrics.reloads.labels(result).inc(),
+    close: async () => {
+      metrics.close();
+      load.stop();
+      await app.close();
+      await sync?.close();
+    },
+  };
+}
+
+/** The primary of a worker fleet: every config goes to all workers; metrics are the workers' summed. */
+async function startPrimary(): Promise<Target> {
+  const fleet = new WorkerFleet(config.SLB_L7_WORKERS, logger);
+  fleet.start();
+  const aggregate = new AggregatorRegistry();
+  const metrics = await startMetrics({ metrics: () => aggregate.clusterMetrics(), contentType: aggregate.contentType });
+  await fleet.whenReady();
+  logger.info({ workers: config.SLB_L7_WORKERS }, 'L7 workers ready');
+  return {
+    apply: (snapshot, change) => fleet.apply(snapshot, change),
+    load: () => fleet.load(),
+    // The workers count their own reloads; a refused file never reaches them.
+    reloads: () => {},
+    close: async () => {
+      metrics.close();
+      await fleet.stop(config.SLB_DRAIN_MS + 5000);
+    },
+  };
+}
+
+function startWorker(): void {
+  const { app, sync } = serve();
+  // Answers the primary's requests for this worker's metrics (the aggregate it serves).
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([app.metrics.registry]);
+  const load = new LoadSampler(app.metrics.registry, LOAD_METRICS);
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
+    force.unref();
+    load.stop();
+    await app.close();
+    await sync?.close();
+    process.exit(0);
+  };
+  runWorker({ apply: (s) => app.apply(s), load: () => load.current }, logger, shutdown);
+  // A signal to the whole process group (Ctrl-C) reaches the workers too: each drains like the primary asks.
+  process.on('SIGTERM', () => void shutdown());
+  process.on('SIGINT', () => void shutdown());
+}
+
+/** The app that serves the listeners, with its session sync. */
+function serve() {
+  const metrics = createMetrics();
+  const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
+  // Redis is dialled only once a `server`-mode sticky listener is attached; without it, local tables only.
+  const sync =
+    syncUrl === 'off'
+      ? undefined
+      : new SessionSync({
+          url: syncUrl,
+          prefix: config.SLB_SESSION_SYNC_PREFIX,
+          nodeId,
+          logger: logger.child({ component: 'session-sync' }),
+          registry: metrics.registry,
+        });
+  const app = createL7App({
     logger,
+    metrics,
+    sync,
+    drainMs: config.SLB_DRAIN_MS,
+    listener: { proxyHeaderTimeoutMs: config.SLB_PROXY_HEADER_TIMEOUT_MS, fastPath: config.SLB_L7_FAST_PATH === '1' },
   });
-  await channel.start();
+  return { app, sync };
+}
+
+async function startMetrics(registry: Parameters<typeof startMetricsServer>[0]) {
+  const { server, address } = await startMetricsServer(registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
+  logger.info({ port: address.port }, 'metrics listening');
+  process.stdout.write(`l7-node metrics on ${address.address}:${address.port}\n`);
+  return server;
+}
+
+/** Serves the config file or follows the control channel, until SIGTERM/SIGINT. */
+async function follow(target: Target): Promise<void> {
+  let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
+  if (config.configPath !== undefined) {
+    await runFromFile(config.configPath, target);
+  } else {
+    channel = new ControlChannelClient<L7NodeSnapshot>({
+      apiUrl: config.SLB_API_URL,
+      token: config.SLB_NODE_TOKEN!,
+      nodeId,
+      kind: 'l7',
+      address: config.SLB_NODE_ADDRESS,
+      capacity: config.SLB_NODE_CAPACITY,
+      stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
+      schema: L7NodeSnapshotSchema,
+      apply: (snapshot, change) => target.apply(snapshot, change),
+      load: () => target.load(),
+      logger,
+    });
+    await channel.start();
+  }
+
+  let stopping = false;
+  async function shutdown(signal: string): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    if (config.configPath !== undefined) unwatchFile(config.configPath);
+    await channel?.close();
+    const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
+    force.unref();
+    await target.close();
+    process.exit(0);
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 /** File mode: serve `--config`, reload it on SIGHUP and when it changes. */
-async function runFromFile(configPath: string): Promise<void> {
+async function runFromFile(configPath: string, target: Target): Promise<void> {
   const first = await loadSnapshotFile(configPath);
   if (!first.ok) {
     process.stderr.write(`l7-node: refusing ${configPath}: ${first.reason}\n`);
     process.exit(1);
   }
-  await app.apply(first.snapshot);
+  await target.apply(first.snapshot);
   logger.info({ version: first.snapshot.version, listeners: first.snapshot.listeners.length }, 'snapshot applied');
 
   let reloading = false;
@@ -85,10 +205,10 @@ async function runFromFile(configPath: string): Promise<void> {
     try {
       const r = await loadSnapshotFile(configPath);
       if (!r.ok) {
-        app.metrics.reloads.labels('refused').inc();
+        target.reloads('refused');
         logger.error({ why, reason: r.reason }, 'snapshot refused; keeping the last good config');
       } else {
-        await app.apply(r.snapshot);
+        await target.apply(r.snapshot);
         logger.info({ why, version: r.snapshot.version }, 'snapshot applied');
       }
     } catch (err) {
@@ -110,20 +230,3 @@ async function runFromFile(configPath: string): Promise<void> {
     });
   }
 }
-
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'shutting down');
-  if (config.configPath !== undefined) unwatchFile(config.configPath);
-  await channel?.close();
-  const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
-  force.unref();
-  metricsServer.server.close();
-  await app.close();
-  await sync?.close();
-  process.exit(0);
-}
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -16,6 +16,12 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['listener'] as const,
       registers: [registry],
     }),
+    connections: new Counter({
+      name: 'slb_l7_connections_total',
+      help: 'client connections accepted (from L4 nodes or direct)',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
     activeRequests: new Gauge({
       name: 'slb_l7_active_requests',
       help: 'requests in flight',

@@ -1,13 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 
 /**
  * Serves `GET /metrics` from the registry (or anything that renders one, e.g. a cluster aggregate); resolves
  * with the bound address.
  */
 export async function startMetricsServer(
-  registry: Pick<Registry, 'metrics' | 'contentType'>,
+  registry: { metrics(): Promise<string>; readonly contentType: string },
   host: string,
   port: number,
 ): Promise<{ server: http.Server; address: AddressInfo }> {

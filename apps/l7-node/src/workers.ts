@@ -1,0 +1,218 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { L7Listener, L7NodeSnapshot, NodeLoadReport } from '@slb/model';
+import { applyListenerDelta, type SnapshotChange } from '@slb/node-runtime';
+import type { Logger } from 'pino';
+
+// One L7 node as several processes, one per core (SLB_L7_WORKERS). The primary holds what is the node's
+// alone: the control channel (or the config file), the saved snapshot and the metrics port. Workers serve:
+// each applies every config the primary applies, and the primary answers the controller only once all of
+// them did. Listening sockets are shared through node:cluster, which hands each new connection to the
+// next worker in turn (round robin), so load spreads evenly even when a few clients open many requests.
+
+/** Primary → worker. */
+export type ToWorker =
+  | { type: 'slb:snapshot'; id: number; snapshot: L7NodeSnapshot }
+  | {
+      type: 'slb:delta';
+      id: number;
+      fromVersion: number;
+      version: number;
+      generatedAt: string;
+      upsert: L7Listener[];
+      remove: string[];
+    }
+  | { type: 'slb:shutdown' };
+
+/** Worker → primary. */
+export type FromWorker =
+  | { type: 'slb:ready' }
+  | { type: 'slb:applied'; id: number; version: number; error?: string }
+  | { type: 'slb:load'; load: NodeLoadReport };
+
+interface WorkerState {
+  readonly worker: Worker;
+  ready: boolean;
+  /** The version this worker confirmed last (a delta needs it as its base). */
+  version: number | null;
+  load: NodeLoadReport;
+}
+
+const ZERO_LOAD: NodeLoadReport = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+
+/** The primary's side: forks, configures and replaces workers. */
+export class WorkerFleet {
+  private readonly workers = new Map<number, WorkerState>();
+  private current: L7NodeSnapshot | null = null;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { pending: Set<number>; errors: string[]; done: () => void }>();
+  private stopping = false;
+
+  constructor(
+    private readonly count: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    for (let i = 0; i < this.count; i++) this.fork();
+  }
+
+  /** Resolves once every worker started has said it is ready (replacements included). */
+  async whenReady(): Promise<void> {
+    while (this.readyCount < this.count) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  /** Applies on every ready worker; rejects with the workers' reasons if any refused. */
+  async apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<void> {
+    const base = this.current;
+    this.current = snapshot;
+    const id = this.nextId++;
+    const ready = [...this.workers.values()].filter((w) => w.ready);
+    if (ready.length === 0) return; // each worker gets the current config once it is ready
+    const entry = { pending: new Set(ready.map((w) => w.worker.id)), errors: [] as string[], done: () => {} };
+    const finished = new Promise<void>((resolve) => {
+      entry.done = resolve;
+    });
+    this.waiting.set(id, entry);
+    for (const w of ready) {
+      // A worker that confirmed the previous config gets the delta (a few listeners); any other, the whole.
+      if (change !== undefined && base !== null && w.version === base.version)
+        this.send(w, {
+          type: 'slb:delta',
+          id,
+          fromVersion: base.version,
+          version: snapshot.version,
+          generatedAt: snapshot.generatedAt,
+          upsert: change.upsert as L7Listener[],
+          remove: [...change.remove],
+        });
+      else this.send(w, { type: 'slb:snapshot', id, snapshot });
+    }
+    await finished;
+    this.waiting.delete(id);
+    if (entry.errors.length > 0) throw new Error(entry.errors.join('; '));
+  }
+
+  /** The node's load: the sum of the workers' last reports. */
+  load(): NodeLoadReport {
+    const sum = { ...ZERO_LOAD };
+    for (const w of this.workers.values()) {
+      sum.activeConnections += w.load.activeConnections;
+      sum.newConnectionsPerSecond += w.load.newConnectionsPerSecond;
+      sum.requestsPerSecond += w.load.requestsPerSecond;
+    }
+    return sum;
+  }
+
+  get readyCount(): number {
+    return [...this.workers.values()].filter((w) => w.ready).length;
+  }
+
+  /** Asks every worker to drain and exit; kills what is left after `graceMs`. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    const exits = [...this.workers.values()].map(
+      (w) => new Promise<void>((resolve) => (w.worker.isDead() ? resolve() : w.worker.once('exit', () => resolve()))),
+    );
+    for (const w of this.workers.values()) this.send(w, { type: 'slb:shutdown' });
+    const timer = setTimeout(() => {
+      for (const w of this.workers.values()) if (!w.worker.isDead()) w.worker.process.kill('SIGKILL');
+    }, graceMs);
+    await Promise.all(exits);
+    clearTimeout(timer);
+  }
+
+  private fork(): void {
+    const worker = cluster.fork();
+    const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD };
+    this.workers.set(worker.id, state);
+    worker.on('message', (m: FromWorker) => this.onMessage(state, m));
+    worker.on('exit', (code, signal) => {
+      this.workers.delete(worker.id);
+      this.settleFor(worker.id, null);
+      if (this.stopping) return;
+      // A worker that died takes only its own connections: its siblings keep serving, and a new one starts
+      // from the current config.
+      this.logger.error({ worker: worker.process.pid, code, signal }, 'L7 worker exited; starting another');
+      this.fork();
+    });
+  }
+
+  private onMessage(w: WorkerState, m: FromWorker): void {
+    if (m.type === 'slb:ready') {
+      w.ready = true;
+      if (this.current !== null) {
+        // Not waited on by apply(): the node already acked this config; the worker serves once it applied it.
+        this.send(w, { type: 'slb:snapshot', id: 0, snapshot: this.current });
+      }
+    } else if (m.type === 'slb:applied') {
+      w.version = m.error === undefined ? m.version : null;
+      if (m.error !== undefined && m.id === 0)
+        this.logger.error({ worker: w.worker.process.pid, reason: m.error }, 'L7 worker refused the current config');
+      this.settleFor(w.worker.id, m.id, m.error);
+    } else if (m.type === 'slb:load') {
+      w.load = m.load;
+    }
+  }
+
+  /** Marks one worker done with apply `id` (or with every pending apply when it died: `id` null). */
+  private settleFor(workerId: number, id: number | null, error?: string): void {
+    for (const [applyId, entry] of this.waiting) {
+      if (id !== null && applyId !== id) continue;
+      if (!entry.pending.delete(workerId)) continue;
+      if (error !== undefined) entry.errors.push(error);
+      if (entry.pending.size === 0) entry.done();
+    }
+  }
+
+  private send(w: WorkerState, message: ToWorker): void {
+    if (w.worker.isConnected()) w.worker.send(message);
+  }
+}
+
+/** What a worker serves with. */
+export interface WorkerApp {
+  apply(snapshot: L7NodeSnapshot): Promise<void>;
+  load(): NodeLoadReport;
+}
+
+/** The worker's side: applies what the primary sends, reports its load each second, drains on request. */
+export function runWorker(app: WorkerApp, logger: Logger, onShutdown: () => Promise<void>): void {
+  let current: L7NodeSnapshot | null = null;
+  let queue = Promise.resolve();
+  const reply = (m: FromWorker) => {
+    if (process.connected) process.send?.(m);
+  };
+  process.on('message', (m: ToWorker) => {
+    if (m.type === 'slb:shutdown') {
+      void queue.then(onShutdown);
+      return;
+    }
+    queue = queue.then(async () => {
+      let next: L7NodeSnapshot;
+      if (m.type === 'slb:snapshot') next = m.snapshot;
+      else if (current !== null && current.version === m.fromVersion)
+        next = {
+          ...current,
+          version: m.version,
+          generatedAt: m.generatedAt,
+          listeners: applyListenerDelta(current.listeners, m.upsert, m.remove),
+        };
+      else {
+        reply({ type: 'slb:applied', id: m.id, version: m.version, error: 'worker out of step with the primary' });
+        return;
+      }
+      try {
+        await app.apply(next);
+        current = next;
+        reply({ type: 'slb:applied', id: m.id, version: next.version });
+      } catch (err) {
+        const reason = (err as Error).message || String(err);
+        logger.warn({ version: next.version, reason }, 'worker could not apply the config');
+        reply({ type: 'slb:applied', id: m.id, version: next.version, error: reason });
+      }
+    });
+  });
+  const ticker = setInterval(() => reply({ type: 'slb:load', load: app.load() }), 1000);
+  ticker.unref();
+  reply({ type: 'slb:ready' });
+}
