@@ -58,7 +58,7 @@ function snapshot(listeners) {
   };
 }
 
-function startNode(listeners, cpu) {
+function startNode(listeners, cpu, nodeFlags = []) {
   const file = join(work, `snapshot-${listeners[0][2]}.json`);
   writeFileSync(file, JSON.stringify(snapshot(listeners)));
   const env = {
@@ -68,8 +68,8 @@ function startNode(listeners, cpu) {
     SLB_CONFIG_POLL_MS: '0',
   };
   return cpu === undefined
-    ? spawn(process.execPath, [MAIN, '--config', file], { env, stdio: 'inherit' })
-    : start('l4-node', cpu, process.execPath, [MAIN, '--config', file], env);
+    ? spawn(process.execPath, [...nodeFlags, MAIN, '--config', file], { env, stdio: 'inherit' })
+    : start('l4-node', cpu, process.execPath, [...nodeFlags, MAIN, '--config', file], env);
 }
 
 if (process.argv[2] === '--serve') {
@@ -246,11 +246,15 @@ async function bench() {
     nHttp: 18522,
     nUdp: 18523,
     nBackend: 18524,
+    gIperf: 18531,
+    gHttp: 18532,
+    gUdp: 18533,
+    gBackend: 18534,
   };
   writeFileSync(
     join(work, 'backend.cfg'),
     `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n` +
-      `frontend ok\n  bind 127.0.0.1:${P.http}\n  bind 127.0.0.1:${P.hBackend}\n  bind 127.0.0.1:${P.nBackend}\n` +
+      `frontend ok\n  bind 127.0.0.1:${P.http}\n  bind 127.0.0.1:${P.hBackend}\n  bind 127.0.0.1:${P.nBackend}\n  bind 127.0.0.1:${P.gBackend}\n` +
       `  http-request return status 200 content-type text/plain string ok\n`,
   );
   writeFileSync(
@@ -274,27 +278,46 @@ async function bench() {
     ],
     PROXY_CPU,
   );
-  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp]) await waitPort(p);
+  // The same node with V8's garbage collector on the main thread: pinned to one core, GC helper threads
+  // only contend with it (bulk throughput dropped by about a third with them).
+  const GC1 = 'l4-node (--single-threaded-gc)';
+  startNode(
+    [
+      [1, 'tcp', P.gIperf, P.iperf],
+      [2, 'tcp', P.gHttp, P.gBackend],
+      [3, 'udp', P.gUdp, P.udp],
+    ],
+    PROXY_CPU,
+    ['--single-threaded-gc'],
+  );
+  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp, P.gIperf, P.gHttp]) await waitPort(p);
   await waitPort(P.udp, 'udp');
   // Warm-up: the node's JIT needs load before it reaches steady state.
   wrkWarm(P.nHttp);
+  wrkWarm(P.gHttp);
   wrkWarm(P.hHttp);
 
   const rows = [];
-  const bulk = { direct: iperf(P.iperf), haproxy: iperf(P.hIperf), 'l4-node': iperf(P.nIperf) };
+  const bulk = {
+    direct: iperf(P.iperf),
+    haproxy: iperf(P.hIperf),
+    'l4-node': iperf(P.nIperf),
+    [GC1]: iperf(P.gIperf),
+  };
   // New connections: rounds interleave the targets (so a slow spell of the machine hits all of them alike),
   // and each target's best round counts.
-  const conn = { direct: { rps: 0, note: '' }, haproxy: { rps: 0, note: '' }, 'l4-node': { rps: 0, note: '' } };
-  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp };
+  const none = () => ({ rps: 0, note: '' });
+  const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [GC1]: none() };
+  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [GC1]: P.gHttp };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const t of ['l4-node', 'haproxy', 'direct']) {
+    for (const t of ['l4-node', GC1, 'haproxy', 'direct']) {
       const r = wrk(ports[t]);
       console.error(`  new conn/s round ${round + 1}: ${t} ${r.rps.toFixed(0)} (${timeWait()} sockets in TIME_WAIT)`);
       if (r.rps > conn[t].rps) conn[t] = r;
     }
   }
-  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp) };
-  for (const t of ['direct', 'haproxy', 'l4-node']) {
+  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp), [GC1]: await udpRate(P.gUdp) };
+  for (const t of ['direct', 'haproxy', 'l4-node', GC1]) {
     rows.push({
       target: t,
       'bulk Gbit/s': bulk[t].toFixed(2),
@@ -308,6 +331,10 @@ async function bench() {
     `l4-node / haproxy: bulk ${(bulk['l4-node'] / bulk.haproxy).toFixed(2)}× (goal ≥ 0.95), ` +
       `new conn/s ${(conn['l4-node'].rps / conn.haproxy.rps).toFixed(2)}× (goal ≥ 0.5); ` +
       `l4-node / direct: UDP req/s ${(udp['l4-node'] / udp.direct).toFixed(2)}×`,
+  );
+  console.log(
+    `${GC1} / haproxy: bulk ${(bulk[GC1] / bulk.haproxy).toFixed(2)}×, new conn/s ${(conn[GC1].rps / conn.haproxy.rps).toFixed(2)}×; ` +
+      `/ direct: UDP req/s ${(udp[GC1] / udp.direct).toFixed(2)}×`,
   );
 }
 
