@@ -1,7 +1,7 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, LoadSampler, SessionSync, startMetricsServer } from '@slb/node-runtime';
+import { ControlChannelClient, LoadSampler, sessionSyncFromEnv, startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
@@ -18,18 +18,7 @@ const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: process.pid } });
 const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
-const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
-// Redis is dialled only once a listener turns sync on; without it the node forwards with local tables.
-const sync =
-  syncUrl === 'off'
-    ? undefined
-    : new SessionSync({
-        url: syncUrl,
-        prefix: config.SLB_SESSION_SYNC_PREFIX,
-        nodeId,
-        logger: logger.child({ component: 'session-sync' }),
-        registry: metricsRegistry.registry,
-      });
+const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
 const node = new L4Node({ logger, metrics: metricsRegistry, sync });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);

@@ -5,8 +5,8 @@ import { type L7NodeSnapshot, L7NodeSnapshot as L7NodeSnapshotSchema, type NodeL
 import {
   ControlChannelClient,
   LoadSampler,
-  SessionSync,
   type SnapshotChange,
+  sessionSyncFromEnv,
   startMetricsServer,
 } from '@slb/node-runtime';
 import { pino } from 'pino';
@@ -117,18 +117,7 @@ function startWorker(): void {
 /** The app that serves the listeners, with its session sync. */
 function serve() {
   const metrics = createMetrics();
-  const syncUrl = config.SLB_SESSION_SYNC_REDIS_URL ?? config.REDIS_URL;
-  // Redis is dialled only once a `server`-mode sticky listener is attached; without it, local tables only.
-  const sync =
-    syncUrl === 'off'
-      ? undefined
-      : new SessionSync({
-          url: syncUrl,
-          prefix: config.SLB_SESSION_SYNC_PREFIX,
-          nodeId,
-          logger: logger.child({ component: 'session-sync' }),
-          registry: metrics.registry,
-        });
+  const sync = sessionSyncFromEnv(config, nodeId, logger, metrics.registry);
   const app = createL7App({
     logger,
     metrics,

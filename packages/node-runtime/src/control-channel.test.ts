@@ -87,6 +87,24 @@ function makeClient(apply?: (s: NodeSnapshot) => Promise<void>) {
   return client;
 }
 
+/** A client that applied and saved version 9, then closed: the state a restarted node finds on disk. */
+async function saveVersion9(): Promise<void> {
+  await makeClient().start();
+  await until('hello', () => received.length > 0);
+  server!.send(
+    JSON.stringify({
+      type: 'snapshot',
+      kind: 'l4',
+      snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
+    }),
+  );
+  await until('applied', () => client!.current?.version === 9);
+  await client!.flushed();
+  await client!.close();
+  received = [];
+  applied = [];
+}
+
 describe('control channel client', () => {
   it('says hello, applies a snapshot and a delta, acks each, saves to disk and sends heartbeats', async () => {
     await makeClient().start();
@@ -166,20 +184,8 @@ describe('control channel client', () => {
   });
 
   it('serves the saved snapshot at start, before the control plane answers (static stability)', async () => {
-    await makeClient().start();
-    await until('hello', () => received.length > 0);
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
-      }),
-    );
-    await until('applied', () => client!.current?.version === 9);
-    await client!.flushed();
-    await client!.close();
+    await saveVersion9();
     wss.close();
-    applied = [];
     const offline = makeClient();
     await offline.start();
     expect(applied.map((s) => s.version)).toEqual([9]);
@@ -188,23 +194,6 @@ describe('control channel client', () => {
 });
 
 describe('control channel client restart', () => {
-  async function saveVersion9(): Promise<void> {
-    await makeClient().start();
-    await until('hello', () => received.length > 0);
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
-      }),
-    );
-    await until('applied', () => client!.current?.version === 9);
-    await client!.flushed();
-    await client!.close();
-    received = [];
-    applied = [];
-  }
-
   it('dials while the saved snapshot is still being applied, and a delta from it waits for that apply', async () => {
     await saveVersion9();
     let release!: () => void;

@@ -12,6 +12,7 @@ export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
 export {
   SessionSync,
+  type SessionSyncEnv,
   type SessionSyncOptions,
   type SyncChannel,
   type SyncEntry,
@@ -19,5 +20,6 @@ export {
   type SyncLogger,
   type SyncScope,
   type SyncTarget,
+  sessionSyncFromEnv,
 } from './session-sync.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
