@@ -2,7 +2,7 @@ import type { L7Listener, L7NodeSnapshot } from '@slb/model';
 import type { SessionSync } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerOptions, ListenerRuntime } from './listener.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
 import { type PoolOptions, Pools } from './pools.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
@@ -79,6 +79,10 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   let version: number | null = null;
   let latest: L7NodeSnapshot | null = null;
   let cleanupTimer: NodeJS.Timeout | null = null;
+  /** Listeners removed or rebuilt whose requests are still finishing. */
+  const draining = new Set<string>();
+  /** Something left since the last cleanup: its metric series are pruned then. */
+  let pruneDue = false;
 
   /**
    * Forgets the state of backends and pools no listener uses any more. It walks every backend, so it runs
@@ -99,9 +103,19 @@ export function createL7App(options: L7AppOptions = {}): L7App {
           }
         }
       }
-      for (const key of [...backendStates.keys()]) if (!live.has(key)) backendStates.delete(key);
+      for (const key of [...backendStates.keys()]) {
+        if (live.has(key)) continue;
+        backendStates.delete(key);
+        pruneDue = true;
+      }
       pools.retain(origins);
       upstream.retain(origins);
+      // Walking every series costs at scale: only when a backend or a drained listener went away.
+      if (!pruneDue) return;
+      pruneDue = false;
+      void pruneSeries(metrics, liveLabels(latest, draining)).catch((err: Error) =>
+        logger.warn({ err: err.message }, 'metric series cleanup failed'),
+      );
     }, options.cleanupDelayMs ?? 1000);
     cleanupTimer.unref();
   }
@@ -168,7 +182,15 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     }
     // Ports of removed or rebuilt listeners are released before anything binds; their requests drain.
     await Promise.all(leaving.map((rt) => rt.stopAccepting()));
-    for (const rt of leaving) void rt.drain(drainMs);
+    for (const rt of leaving) {
+      // Its series stay while its requests drain, and go with the next cleanup after that.
+      draining.add(rt.config.id);
+      void rt.drain(drainMs).finally(() => {
+        draining.delete(rt.config.id);
+        pruneDue = true;
+        scheduleCleanup();
+      });
+    }
     for (const l of snapshot.listeners) {
       const existing = listeners.get(l.id);
       // A delta carries unchanged listeners as the very same objects: nothing to rebuild for them.
@@ -221,5 +243,26 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       await pools.close();
       upstream.close();
     },
+  };
+}
+
+/** The label values still in use: those of the snapshot, and any of listeners still draining. */
+function liveLabels(snapshot: L7NodeSnapshot, draining: ReadonlySet<string>): LiveLabels {
+  const listeners = new Set(snapshot.listeners.map((l) => l.id));
+  const listenerBackends = new Set<string>();
+  const groupBackends = new Set<string>();
+  for (const l of snapshot.listeners) {
+    for (const g of l.serverGroups) {
+      for (const b of g.backends) {
+        listenerBackends.add(`${l.id}/${b.serverId}`);
+        groupBackends.add(`${g.id}/${b.serverId}`);
+      }
+    }
+  }
+  return {
+    listener: (id) => listeners.has(id) || draining.has(id),
+    // A draining listener's requests may still count against any of its old backends.
+    listenerBackend: (l, b) => listenerBackends.has(`${l}/${b}`) || draining.has(l),
+    groupBackend: (g, b) => groupBackends.has(`${g}/${b}`) || draining.size > 0,
   };
 }

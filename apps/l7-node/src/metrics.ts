@@ -93,3 +93,44 @@ export function createMetrics(registry = new Registry()) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What the node still serves. */
+export interface LiveLabels {
+  listener(id: string): boolean;
+  listenerBackend(listener: string, backend: string): boolean;
+  groupBackend(group: string, backend: string): boolean;
+}
+
+/**
+ * Removes the series of listeners and backends the node no longer serves: without it /metrics keeps one
+ * set of series per listener and server ever configured, for the node's lifetime.
+ */
+export async function pruneSeries(metrics: Metrics, live: LiveLabels): Promise<number> {
+  let removed = 0;
+  for (const metric of Object.values(metrics)) {
+    if (!(metric instanceof Counter || metric instanceof Gauge || metric instanceof Histogram)) continue;
+    const { values } = await metric.get();
+    const seen = new Set<string>();
+    for (const v of values) {
+      // Histogram buckets carry `le`, which is not one of the metric's own labels.
+      const { le: _le, ...labels } = v.labels as Record<string, string | number | undefined>;
+      const listener = labels.listener as string | undefined;
+      const group = labels.server_group as string | undefined;
+      const backend = labels.backend as string | undefined;
+      const stale =
+        (listener !== undefined && !live.listener(listener)) ||
+        (listener !== undefined &&
+          backend !== undefined &&
+          backend !== 'none' &&
+          !live.listenerBackend(listener, backend)) ||
+        (group !== undefined && backend !== undefined && !live.groupBackend(group, backend));
+      if (!stale) continue;
+      const key = JSON.stringify(labels);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      (metric as { remove(labels: object): void }).remove(labels);
+      removed++;
+    }
+  }
+  return removed;
+}
