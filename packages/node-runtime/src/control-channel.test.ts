@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema } from '@slb/model';
@@ -7,7 +7,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
-import { serializeSnapshot } from './state-file.js';
+import { peekSavedVersion, saveSnapshot, serializeSnapshot } from './state-file.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 const listener = (id: string, port: number): NodeSnapshot['listeners'][number] => ({
@@ -267,6 +267,14 @@ describe('control channel client restart', () => {
 });
 
 describe('helpers', () => {
+  it('reads the saved version from the first bytes of the file, and nothing from a missing or foreign one', async () => {
+    expect(await peekSavedVersion(dir)).toBeNull();
+    await saveSnapshot(dir, snapshot(1_796_000_123_456, [listener('lsn-00000000000000000001', 1000)]));
+    expect(await peekSavedVersion(dir)).toBe(1_796_000_123_456);
+    writeFileSync(join(dir, 'last-known-good.json'), JSON.stringify({ listeners: [], version: 5 }));
+    expect(await peekSavedVersion(dir)).toBeNull();
+  });
+
   it('serialises a snapshot to the same JSON as JSON.stringify, reusing unchanged listeners', () => {
     const a = snapshot(1, [listener('lsn-00000000000000000001', 1000), listener('lsn-00000000000000000002', 1001)]);
     expect(JSON.parse(serializeSnapshot(a))).toEqual(a);

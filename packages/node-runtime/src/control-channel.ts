@@ -12,7 +12,7 @@ import {
 import WebSocket from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { applyListenerDelta } from './delta.js';
-import { loadSavedSnapshot, saveSnapshot } from './state-file.js';
+import { loadSavedSnapshot, peekSavedVersion, saveSnapshot } from './state-file.js';
 
 export interface ChannelLogger {
   info(obj: object, msg?: string): void;
@@ -101,22 +101,28 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   /**
    * Serves the saved snapshot (static stability) and connects at the same time: a node that dialed only
-   * after applying a big saved config looked offline to the controller for seconds after a restart, and its
-   * load balancers moved away and back. Controller messages wait in the queue behind the saved apply.
+   * after loading and applying a big saved config looked offline to the controller for seconds after a
+   * restart, and its load balancers moved away and back. The hello announces the saved version (read from
+   * the file's first bytes); controller messages wait in the queue until the saved config is applied.
    */
   async start(): Promise<void> {
-    const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema);
-    let applied: Promise<void> = Promise.resolve();
-    if (saved.snapshot) {
-      const snapshot = saved.snapshot;
-      this.savedVersion = snapshot.version;
-      applied = this.applySaved(snapshot);
-      this.queue = applied;
-    } else if ('reason' in saved) {
-      this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
-    }
+    this.savedVersion = await peekSavedVersion(this.options.stateDir);
+    const applied = this.loadSaved();
+    this.queue = applied;
     this.connect();
     await applied;
+  }
+
+  private async loadSaved(): Promise<void> {
+    const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema);
+    if (saved.snapshot) {
+      await this.applySaved(saved.snapshot);
+      return;
+    }
+    // Announced but unusable: the controller's delta from that version will be out of step, and the resync
+    // asks for a full snapshot.
+    this.savedVersion = null;
+    if ('reason' in saved) this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
   }
 
   /** The saved snapshot's version while it is being applied: the hello announces it (see start()). */

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -62,5 +62,25 @@ export async function loadSavedSnapshot<T>(
     return { snapshot: value as T };
   } catch {
     return { snapshot: null, reason: 'saved snapshot is not JSON' };
+  }
+}
+
+/**
+ * The saved snapshot's version, read from the first bytes of the file (serializeSnapshot writes `version`
+ * first): known in a millisecond, where loading and validating a fleet-sized file takes seconds. Null when
+ * there is no file or it does not start that way. Only a hint: the full load decides what is served.
+ */
+export async function peekSavedVersion(dir: string): Promise<number | null> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(join(dir, FILE), 'r');
+    const buf = Buffer.alloc(64);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    const m = /^\{"version":(\d{1,15})[,}]/.exec(buf.toString('latin1', 0, bytesRead));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  } finally {
+    await handle?.close();
   }
 }
