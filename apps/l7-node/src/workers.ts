@@ -121,7 +121,11 @@ export class WorkerFleet {
     clearTimeout(timer);
   }
 
+  /** Consecutive workers that died young: their replacements start after a growing delay. */
+  private crashes = 0;
+
   private fork(): void {
+    const forkedAt = Date.now();
     const worker = cluster.fork();
     const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD };
     this.workers.set(worker.id, state);
@@ -132,8 +136,13 @@ export class WorkerFleet {
       if (this.stopping) return;
       // A worker that died takes only its own connections: its siblings keep serving, and a new one starts
       // from the current config.
-      this.logger.error({ worker: worker.process.pid, code, signal }, 'L7 worker exited; starting another');
-      this.fork();
+      // A worker that cannot start (a bad build, no memory) must not turn into a fork loop.
+      this.crashes = Date.now() - forkedAt < 5000 ? this.crashes + 1 : 0;
+      const delay = Math.min(5000, this.crashes === 0 ? 0 : 100 * 2 ** this.crashes);
+      this.logger.error({ worker: worker.process.pid, code, signal, delay }, 'L7 worker exited; starting another');
+      setTimeout(() => {
+        if (!this.stopping) this.fork();
+      }, delay).unref();
     });
   }
 
