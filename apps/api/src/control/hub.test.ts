@@ -105,3 +105,24 @@ describe('control hub: its own stalls', () => {
     }
   });
 });
+
+describe('control hub: shutdown', () => {
+  it('touches nothing after close(): sockets closing and last heartbeats arriving late do not reach the database', async () => {
+    const t = createTestDb();
+    const errors: unknown[] = [];
+    const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(line) });
+    const hub = new ControlHub(t.db, log as unknown as FastifyBaseLogger);
+    const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    await new Promise((r) => setImmediate(r));
+    // Close the way the app does: the hub, then the database; the socket's close and a heartbeat come after.
+    const closeEvents = ws.listeners('close');
+    ws.removeAllListeners('close');
+    hub.close();
+    t.close();
+    for (const l of closeEvents) (l as () => void)();
+    const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+    ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(errors).toEqual([]);
+  });
+});

@@ -137,23 +137,32 @@ export class ControlHub {
     }
   }
 
+  /**
+   * Stops for good. The sessions' sockets close after this returns (and their nodes may still send a last
+   * heartbeat): nothing they trigger may touch the database, which the app closes next.
+   */
   close(): void {
+    this.closed = true;
     clearInterval(this.ticker);
     if (this.rejoinTimer) clearTimeout(this.rejoinTimer);
     for (const s of this.sessions.values()) s.ws.close(1001, 'controller shutting down');
   }
+
+  private closed = false;
 
   /**
    * Something in the database changed: recompile once the current burst of writes is done. A write names the
    * LB it changed, so only that LB's rows are read again; without a name the whole fleet is.
    */
   changed(lbId?: string): void {
+    if (this.closed) return;
     if (lbId === undefined) this.scanAll = true;
     else this.touched.add(lbId);
     if (this.pending) return;
     this.pending = true;
     setImmediate(() => {
       this.pending = false;
+      if (this.closed) return;
       try {
         this.recompile();
       } catch (err) {
@@ -165,6 +174,7 @@ export class ControlHub {
   attach(ws: WebSocket): void {
     let session: Session | null = null;
     ws.on('message', (data, isBinary) => {
+      if (this.closed) return;
       if (isBinary) return this.reject(ws, 'binary messages are not part of the protocol');
       let message: unknown;
       try {
