@@ -32,6 +32,14 @@ function chunked<T, R>(items: T[], read: (part: T[]) => R[]): R[] {
   return out;
 }
 
+/** The columns of an LbSummary, read for the whole fleet or for the LBs a write names. */
+const LB_SUMMARY = {
+  id: loadBalancers.id,
+  configVersion: loadBalancers.configVersion,
+  mode: loadBalancers.placementMode,
+  nodeCount: loadBalancers.placementNodeCount,
+};
+
 /**
  * The fleet-wide reads the hub makes on every change, prepared once per database: building and preparing
  * the SQL each time cost more than reading the rows.
@@ -40,15 +48,7 @@ function fleetQueries(db: Db) {
   let q = prepared.get(db);
   if (q === undefined) {
     q = {
-      lbs: db
-        .select({
-          id: loadBalancers.id,
-          configVersion: loadBalancers.configVersion,
-          mode: loadBalancers.placementMode,
-          nodeCount: loadBalancers.placementNodeCount,
-        })
-        .from(loadBalancers)
-        .prepare(),
+      lbs: db.select(LB_SUMMARY).from(loadBalancers).prepare(),
       l7Listeners: db
         .select({ id: listeners.id, lb: listeners.loadBalancerId })
         .from(listeners)
@@ -78,16 +78,7 @@ export function listLbs(db: Db): LbSummary[] {
 /** These LBs' rows (a write names the LB it changed; the hub then need not read the whole fleet). */
 export function lbsByIds(db: Db, ids: string[]): Map<string, LbSummary> {
   const rows = chunked(ids, (part) =>
-    db
-      .select({
-        id: loadBalancers.id,
-        configVersion: loadBalancers.configVersion,
-        mode: loadBalancers.placementMode,
-        nodeCount: loadBalancers.placementNodeCount,
-      })
-      .from(loadBalancers)
-      .where(inArray(loadBalancers.id, part))
-      .all(),
+    db.select(LB_SUMMARY).from(loadBalancers).where(inArray(loadBalancers.id, part)).all(),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }
