@@ -4,11 +4,11 @@
 // Servers are pinned to CPU 1 and the load generator to CPU 0 when `taskset` exists (2-core machines).
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { freePort } from './free-port.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
@@ -24,14 +24,6 @@ const hasTaskset = (() => {
   }
 })();
 if (hasTaskset) execFileSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 function start(script, env) {
   const cmd = hasTaskset ? 'taskset' : process.execPath;

@@ -4,10 +4,10 @@
 // Prints p50/p99 write→converged, the full snapshot size and the nodes' apply times.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.mjs';
 import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const LBS = Number(process.env.LBS ?? 1000);
@@ -25,14 +25,6 @@ const dir = mkdtempSync(join(tmpdir(), 'slb-config-push-'));
 const runId = `bench-config-push-${process.pid}-${Date.now()}`;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const children = [];
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 function start(name, script, env) {
   // PROFILE_DIR=dir: every process writes a CPU profile there when the bench stops it, and window.json holds

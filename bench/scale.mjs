@@ -25,11 +25,11 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.mjs';
 import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const SMALL = process.env.SMALL === '1';
@@ -81,14 +81,6 @@ const log = (...a) => console.error(`[${elapsed(started)}]`, ...a);
 const checkTime = (what) => {
   if (Date.now() - started > TIME_LIMIT_MS) throw new Error(`time limit (${TIME_LIMIT_MS / 1000} s) hit while ${what}`);
 };
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 /** A child process with its output kept as lines (parsed when JSON: pino), whole lines even across chunks. */
 function start(name, script, env) {

@@ -11,10 +11,10 @@ import { randomUUID } from 'node:crypto';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -95,14 +95,6 @@ function histQuantile(before, after, name, q) {
     prevN = n;
   }
   return null;
-}
-
-async function freePort() {
-  const s = net.createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 function startNode(file, env) {
