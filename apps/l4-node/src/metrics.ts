@@ -125,45 +125,44 @@ export class L4Metrics {
    */
   forBackend(listener: string, backend: string): BackendMetrics {
     const l = { listener, backend };
-    const { active, opened, bytesIn, bytesOut, connectFailures } = this;
+    const metrics = [this.active, this.opened, this.bytesIn, this.bytesOut, this.connectFailures] as const;
     const key = `${listener}\0${backend}`;
     this.hold(key);
     let retired = false;
-    let a: Gauge.Internal<'listener' | 'backend'> | undefined;
-    let o: Counter.Internal | undefined;
-    let i: Counter.Internal | undefined;
-    let w: Counter.Internal | undefined;
-    let f: Counter.Internal | undefined;
+    /** A child made on first use, and DISCARD once retired. */
+    const lazy = <T>(metric: { labels(labels: typeof l): T }) => {
+      let child: T | undefined;
+      return (): T => {
+        if (retired) return DISCARD as T;
+        child ??= metric.labels(l);
+        return child;
+      };
+    };
+    const active = lazy(this.active);
+    const opened = lazy(this.opened);
+    const bytesIn = lazy(this.bytesIn);
+    const bytesOut = lazy(this.bytesOut);
+    const connectFailures = lazy(this.connectFailures);
     return {
       get active() {
-        if (retired) return DISCARD;
-        a ??= active.labels(l);
-        return a;
+        return active();
       },
       get opened() {
-        if (retired) return DISCARD;
-        o ??= opened.labels(l);
-        return o;
+        return opened();
       },
       get bytesIn() {
-        if (retired) return DISCARD;
-        i ??= bytesIn.labels(l);
-        return i;
+        return bytesIn();
       },
       get bytesOut() {
-        if (retired) return DISCARD;
-        w ??= bytesOut.labels(l);
-        return w;
+        return bytesOut();
       },
       get connectFailures() {
-        if (retired) return DISCARD;
-        f ??= connectFailures.labels(l);
-        return f;
+        return connectFailures();
       },
       retire: () => {
         if (retired) return;
         retired = true;
-        if (this.release(key)) for (const m of [active, opened, bytesIn, bytesOut, connectFailures]) m.remove(l);
+        if (this.release(key)) for (const m of metrics) m.remove(l);
       },
     };
   }
@@ -171,38 +170,32 @@ export class L4Metrics {
   forListener(listener: string): ListenerMetrics {
     const l = { listener };
     this.hold(listener);
-    const counters = [
-      this.retries,
-      this.failOpen,
-      this.aclDenied,
-      this.noBackend,
-      this.untracked,
-      this.udpDropped,
-      this.drained,
-    ] as const;
+    const counters = {
+      retries: this.retries,
+      failOpen: this.failOpen,
+      aclDenied: this.aclDenied,
+      noBackend: this.noBackend,
+      untracked: this.untracked,
+      udpDropped: this.udpDropped,
+      drained: this.drained,
+    };
+    const children = (make: (c: Counter<'listener'>) => Counter.Internal) =>
+      Object.fromEntries(Object.entries(counters).map(([name, c]) => [name, make(c)])) as Record<
+        keyof typeof counters,
+        Counter.Internal
+      >;
     let retired = false;
     const m: ListenerMetrics = {
-      retries: this.retries.labels(l),
-      failOpen: this.failOpen.labels(l),
-      aclDenied: this.aclDenied.labels(l),
-      noBackend: this.noBackend.labels(l),
-      untracked: this.untracked.labels(l),
-      udpDropped: this.udpDropped.labels(l),
-      drained: this.drained.labels(l),
+      ...children((c) => c.labels(l)),
       retire: () => {
         if (retired) return;
         retired = true;
-        Object.assign(m, {
-          retries: DISCARD,
-          failOpen: DISCARD,
-          aclDenied: DISCARD,
-          noBackend: DISCARD,
-          untracked: DISCARD,
-          udpDropped: DISCARD,
-          drained: DISCARD,
-        });
+        Object.assign(
+          m,
+          children(() => DISCARD),
+        );
         if (!this.release(listener)) return;
-        for (const c of counters) c.remove(l);
+        for (const c of Object.values(counters)) c.remove(l);
         this.conntrackEntries.remove(l);
       },
     };
