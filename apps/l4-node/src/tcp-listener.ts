@@ -8,6 +8,7 @@ import { BackendPool, type BackendSpec, type BackendState } from './backend-pool
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
+import { acceptWithRelays, type ReadRelay } from './read-relay.js';
 import { TcpSession } from './tcp-session.js';
 
 export interface ListenerDeps {
@@ -90,11 +91,10 @@ export class TcpListener {
       // The flow's destination is the bound address and port, known without a getsockname() per connection
       // unless the listener is bound to a wildcard address.
       const bound: { addr: string | undefined; port: number } = { addr: undefined, port: c.port };
-      // pauseOnConnect: nothing is read from the client until a backend is connected, so a refused or
-      // timed-out connect can be retried elsewhere without having consumed (and lost) client bytes.
-      const server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true }, (s) =>
-        this.onConnection(s, bound),
-      );
+      // Sockets come from acceptWithRelays, paused: nothing is read from the client until a backend is
+      // connected, so a refused or timed-out connect can be retried elsewhere without having consumed (and
+      // lost) client bytes.
+      const server = net.createServer();
       this.servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -103,6 +103,8 @@ export class TcpListener {
           const a = server.address() as net.AddressInfo;
           bound.port = a.port;
           bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
+          // Installed before the event loop polls again, so no connection is accepted the default way.
+          acceptWithRelays(server, (s, relay) => this.onConnection(s, relay, bound));
           server.on('error', (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'));
           resolve();
         });
@@ -158,7 +160,7 @@ export class TcpListener {
     this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
   }
 
-  private onConnection(client: net.Socket, bound: { addr: string | undefined; port: number }): void {
+  private onConnection(client: net.Socket, relay: ReadRelay, bound: { addr: string | undefined; port: number }): void {
     const srcAddr = client.remoteAddress;
     if (srcAddr === undefined) {
       client.destroy();
@@ -178,7 +180,7 @@ export class TcpListener {
       dstPort: bound.addr === undefined ? (client.localPort ?? 0) : bound.port,
       protocol: 'tcp',
     };
-    const session = new TcpSession(this, client, flow);
+    const session = new TcpSession(this, client, relay, flow);
     this.sessions.add(session);
     session.start();
   }

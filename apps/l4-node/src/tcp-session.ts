@@ -1,15 +1,16 @@
 import net from 'node:net';
 import type { FlowKey } from '@slb/balancing';
 import type { BackendState, TrackedConn } from './backend-pool.js';
+import { ReadRelay } from './read-relay.js';
 import type { TcpListener } from './tcp-listener.js';
 
 /**
  * One client connection: pick a backend, connect (retrying on another backend when refused or timed out,
- * while the client's bytes wait unread in its socket), then pipe both ways with backpressure and
- * half-close (each direction's FIN is passed on separately; allowHalfOpen keeps the other direction open).
+ * while the client's bytes wait unread in its socket), then relay both ways ({@link ReadRelay}).
  */
 export class TcpSession implements TrackedConn {
   private upstream: net.Socket | undefined;
+  private upstreamRelay: ReadRelay | undefined;
   private backend: BackendState | undefined;
   private tried: BackendState[] | undefined;
   private attempts = 0;
@@ -28,6 +29,7 @@ export class TcpSession implements TrackedConn {
   constructor(
     private readonly listener: TcpListener,
     private readonly client: net.Socket,
+    private readonly clientRelay: ReadRelay,
     private readonly flow: FlowKey,
   ) {}
 
@@ -56,8 +58,16 @@ export class TcpSession implements TrackedConn {
     if (this.attempts > 0) l.lm.retries.inc();
     this.attempts++;
     this.backend = backend;
-    const up = net.connect({ host: backend.address, port: backend.port, allowHalfOpen: true, noDelay: true });
+    const relay = new ReadRelay();
+    const up = net.connect({
+      host: backend.address,
+      port: backend.port,
+      allowHalfOpen: true,
+      noDelay: true,
+      onread: relay.onread,
+    });
     this.upstream = up;
+    this.upstreamRelay = relay;
     up.on('error', this.onUpstreamError);
     up.on('close', this.onUpstreamClose);
     up.once('connect', this.onConnect);
@@ -116,8 +126,9 @@ export class TcpSession implements TrackedConn {
     const client = this.client;
     this.lastActive = now;
     client.once('end', this.onClientEnd);
-    relay(client, up);
-    relay(up, client);
+    // The upstream starts reading right after this event; the client was paused since accept.
+    this.clientRelay.connect(client, up);
+    this.upstreamRelay!.connect(up, client);
     client.resume();
   };
 
@@ -155,7 +166,7 @@ export class TcpSession implements TrackedConn {
 
   private readonly onUpstreamClose = (hadError: boolean): void => {
     this.upstreamClosed = true;
-    // A clean FIN from the backend was already passed on by pipe(); cutting the client now could drop bytes
+    // A clean FIN from the backend was already passed on by the relay; cutting the client now could drop bytes
     // still queued toward it. Anything else (reset, drain, idle) ends the client too.
     if (hadError || !this.upstream?.readableEnded) this.client.destroy();
     this.finish();
@@ -202,24 +213,4 @@ export class TcpSession implements TrackedConn {
     this.reportedIn = read;
     this.reportedOut = written;
   }
-}
-
-/**
- * Copies one direction with backpressure and passes its FIN on (the other direction stays open:
- * allowHalfOpen). What pipe() does, with a fraction of its listeners per connection, which showed in the
- * cost of a short connection.
- */
-function relay(from: net.Socket, to: net.Socket): void {
-  const resume = (): void => {
-    from.resume();
-  };
-  from.on('data', (chunk: Buffer) => {
-    if (!to.write(chunk)) {
-      from.pause();
-      to.once('drain', resume);
-    }
-  });
-  from.once('end', () => {
-    to.end();
-  });
 }
