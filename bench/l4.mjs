@@ -12,7 +12,8 @@
 // Layout as in ../shared/bench/anchors.sh: load generators and backends on CPU 0, the proxy under test alone
 // on CPU 1 (haproxy nbthread 1, l4-node one process). The conn-rate backend is a second HAProxy answering
 // `ok` itself (a C server on CPU 0, so the client side is not the bottleneck). HAProxy has no UDP proxy, so
-// UDP compares direct and l4-node only. Installs haproxy, iperf3 and wrk with apt-get when missing (root).
+// UDP compares direct and l4-node only. A plain Node pipe (../shared/bench/l4-pipe.cjs) runs alongside as the
+// Node reference. Installs haproxy, iperf3 and wrk with apt-get when missing (root).
 // Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -246,15 +247,14 @@ async function bench() {
     nHttp: 18522,
     nUdp: 18523,
     nBackend: 18524,
-    gIperf: 18531,
-    gHttp: 18532,
-    gUdp: 18533,
-    gBackend: 18534,
+    pIperf: 18531,
+    pHttp: 18532,
+    pBackend: 18534,
   };
   writeFileSync(
     join(work, 'backend.cfg'),
     `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n` +
-      `frontend ok\n  bind 127.0.0.1:${P.http}\n  bind 127.0.0.1:${P.hBackend}\n  bind 127.0.0.1:${P.nBackend}\n  bind 127.0.0.1:${P.gBackend}\n` +
+      `frontend ok\n  bind 127.0.0.1:${P.http}\n  bind 127.0.0.1:${P.hBackend}\n  bind 127.0.0.1:${P.nBackend}\n  bind 127.0.0.1:${P.pBackend}\n` +
       `  http-request return status 200 content-type text/plain string ok\n`,
   );
   writeFileSync(
@@ -278,23 +278,20 @@ async function bench() {
     ],
     PROXY_CPU,
   );
-  // The same node with V8's garbage collector on the main thread: pinned to one core, GC helper threads
-  // only contend with it (bulk throughput dropped by about a third with them).
-  const GC1 = 'l4-node (--single-threaded-gc)';
-  startNode(
-    [
-      [1, 'tcp', P.gIperf, P.iperf],
-      [2, 'tcp', P.gHttp, P.gBackend],
-      [3, 'udp', P.gUdp, P.udp],
-    ],
-    PROXY_CPU,
-    ['--single-threaded-gc'],
-  );
-  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp, P.gIperf, P.gHttp]) await waitPort(p);
+  // The plain Node proxy of ../shared/bench/l4-pipe.cjs (net.Server, socket.pipe() both ways): the floor of
+  // what any Node TCP proxy pays per connection here, so the node's own cost shows apart from Node's.
+  const PIPE = 'node net pipe';
+  const pipeSrc =
+    `const net=require('net');net.createServer({noDelay:true},(c)=>{const u=net.connect({host:'127.0.0.1',port:+process.argv[2],noDelay:true});` +
+    `const k=()=>{c.destroy();u.destroy()};c.on('error',k);u.on('error',k);c.pipe(u);u.pipe(c)})` +
+    `.listen({port:+process.argv[1],host:'127.0.0.1',backlog:4096})`;
+  start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pIperf), String(P.iperf)]);
+  start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pHttp), String(P.pBackend)]);
+  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp, P.pIperf, P.pHttp]) await waitPort(p);
   await waitPort(P.udp, 'udp');
   // Warm-up: the node's JIT needs load before it reaches steady state.
   wrkWarm(P.nHttp);
-  wrkWarm(P.gHttp);
+  wrkWarm(P.pHttp);
   wrkWarm(P.hHttp);
 
   const rows = [];
@@ -302,22 +299,22 @@ async function bench() {
     direct: iperf(P.iperf),
     haproxy: iperf(P.hIperf),
     'l4-node': iperf(P.nIperf),
-    [GC1]: iperf(P.gIperf),
+    [PIPE]: iperf(P.pIperf),
   };
   // New connections: rounds interleave the targets (so a slow spell of the machine hits all of them alike),
   // and each target's best round counts.
   const none = () => ({ rps: 0, note: '' });
-  const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [GC1]: none() };
-  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [GC1]: P.gHttp };
+  const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [PIPE]: none() };
+  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const t of ['l4-node', GC1, 'haproxy', 'direct']) {
+    for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
       const r = wrk(ports[t]);
       console.error(`  new conn/s round ${round + 1}: ${t} ${r.rps.toFixed(0)} (${timeWait()} sockets in TIME_WAIT)`);
       if (r.rps > conn[t].rps) conn[t] = r;
     }
   }
-  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp), [GC1]: await udpRate(P.gUdp) };
-  for (const t of ['direct', 'haproxy', 'l4-node', GC1]) {
+  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp) };
+  for (const t of ['direct', 'haproxy', 'l4-node', PIPE]) {
     rows.push({
       target: t,
       'bulk Gbit/s': bulk[t].toFixed(2),
@@ -333,8 +330,8 @@ async function bench() {
       `l4-node / direct: UDP req/s ${(udp['l4-node'] / udp.direct).toFixed(2)}×`,
   );
   console.log(
-    `${GC1} / haproxy: bulk ${(bulk[GC1] / bulk.haproxy).toFixed(2)}×, new conn/s ${(conn[GC1].rps / conn.haproxy.rps).toFixed(2)}×; ` +
-      `/ direct: UDP req/s ${(udp[GC1] / udp.direct).toFixed(2)}×`,
+    `l4-node / ${PIPE}: bulk ${(bulk['l4-node'] / bulk[PIPE]).toFixed(2)}×, new conn/s ${(conn['l4-node'].rps / conn[PIPE].rps).toFixed(2)}×; ` +
+      `${PIPE} / haproxy: new conn/s ${(conn[PIPE].rps / conn.haproxy.rps).toFixed(2)}×`,
   );
 }
 
