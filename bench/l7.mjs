@@ -3,7 +3,7 @@
 //
 //   node bench/l7.mjs                 # direct, l7-node (fast path on and off), nginx, haproxy, node:http+undici,
 //                                     # http-proxy, and the full L4 → L7 path; small (`ok`) and 16 KiB bodies.
-//                                     # DUR=5 s per run, WARM=4 s warm-up per target (node JITs need it).
+//                                     # DUR=5 s per run, WARM=4 s warm-up per target and body (JITs need it).
 //   node bench/l7.mjs --serve LISTEN UPSTREAM
 //                                     # foreground l7-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                     # for ../shared/bench/anchors.sh EXTRA_L7
@@ -279,8 +279,9 @@ async function main() {
 
   const rows = [];
   for (const [name, port] of targets) {
-    wrk(port, '/ok', true);
     for (const body of ['ok', '16k']) {
+      // Each body warms up on its own: the 16k run exercises other code (body forwarding) than `ok`.
+      wrk(port, `/${body}`, true);
       const r = wrk(port, `/${body}`, false);
       rows.push({ name, body, ...r });
       process.stderr.write(`${name} ${body}: ${Math.round(r.rps)} req/s p99 ${r.p99.toFixed(2)} ms\n`);

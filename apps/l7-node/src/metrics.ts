@@ -1,15 +1,17 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 
 /** Every metric the L7 node exports, registered on one registry per app (tests build several). */
 export function createMetrics(registry = new Registry()) {
   return {
     registry,
-    requests: new Counter({
-      name: 'slb_l7_requests_total',
-      help: 'requests answered, by listener, backend (server id or "none") and status class',
-      labelNames: ['listener', 'backend', 'code'] as const,
-      registers: [registry],
-    }),
+    // Updated on every request: plain families (plain-metrics.ts).
+    requests: new PlainCounter(
+      'slb_l7_requests_total',
+      'requests answered, by listener, backend (server id or "none") and status class',
+      ['listener', 'backend', 'code'],
+      registry,
+    ),
     activeConnections: new Gauge({
       name: 'slb_l7_active_connections',
       help: 'open client connections',
@@ -22,12 +24,7 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['listener'] as const,
       registers: [registry],
     }),
-    activeRequests: new Gauge({
-      name: 'slb_l7_active_requests',
-      help: 'requests in flight',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
+    activeRequests: new PlainGauge('slb_l7_active_requests', 'requests in flight', ['listener'], registry),
     retries: new Counter({
       name: 'slb_l7_retries_total',
       help: 'requests retried on another backend',
@@ -76,13 +73,13 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['listener'] as const,
       registers: [registry],
     }),
-    upstreamLatency: new Histogram({
-      name: 'slb_l7_upstream_latency_seconds',
-      help: 'time from dispatch to the backend response headers',
-      labelNames: ['listener', 'backend'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    }),
+    upstreamLatency: new PlainHistogram(
+      'slb_l7_upstream_latency_seconds',
+      'time from dispatch to the backend response headers',
+      ['listener', 'backend'],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registry,
+    ),
     reloads: new Counter({
       name: 'slb_l7_config_reloads_total',
       help: 'config snapshots applied or refused',
@@ -108,7 +105,15 @@ export interface LiveLabels {
 export async function pruneSeries(metrics: Metrics, live: LiveLabels): Promise<number> {
   let removed = 0;
   for (const metric of Object.values(metrics)) {
-    if (!(metric instanceof Counter || metric instanceof Gauge || metric instanceof Histogram)) continue;
+    if (
+      !(
+        metric instanceof Counter ||
+        metric instanceof Gauge ||
+        metric instanceof Histogram ||
+        metric instanceof PlainFamily
+      )
+    )
+      continue;
     const { values } = await metric.get();
     const seen = new Set<string>();
     for (const v of values) {

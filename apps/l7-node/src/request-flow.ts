@@ -99,9 +99,9 @@ export interface RequestRecord {
 export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRecord): void {
   const listener = state.config.id;
   state.budget.requestEnded();
-  deps.metrics.activeRequests.labels(listener).dec();
+  deps.metrics.activeRequests.add([listener], -1);
   const backendId = r.backend?.serverId ?? 'none';
-  deps.metrics.requests.labels(listener, backendId, CODE_CLASS[Math.trunc(r.status / 100)] ?? '5xx').inc();
+  deps.metrics.requests.inc([listener, backendId, CODE_CLASS[Math.trunc(r.status / 100)] ?? '5xx']);
   if (!deps.logger.isLevelEnabled('info')) return;
   deps.logger.info(
     {
@@ -124,7 +124,7 @@ export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRe
 
 /** Counts a request that started (paired with requestEnded). */
 export function requestStarted(deps: ProxyDeps, state: ListenerState): void {
-  deps.metrics.activeRequests.labels(state.config.id).inc();
+  deps.metrics.activeRequests.add([state.config.id], 1);
   state.budget.requestStarted();
 }
 
@@ -137,9 +137,7 @@ export function responseStarted(
   dispatchStarted: number,
 ): void {
   group.succeeded(b);
-  deps.metrics.upstreamLatency
-    .labels(state.config.id, b.serverId)
-    .observe((performance.now() - dispatchStarted) / 1000);
+  deps.metrics.upstreamLatency.observe([state.config.id, b.serverId], (performance.now() - dispatchStarted) / 1000);
 }
 
 /**
