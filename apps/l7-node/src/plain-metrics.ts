@@ -15,7 +15,10 @@ interface MetricValue {
 
 export abstract class PlainFamily<S extends { labels: Labels }> {
   readonly aggregator = 'sum';
+  /** Every series, for reading and removal. */
   protected readonly series = new Map<string, S>();
+  /** The same series by label value, one map level per label (see `at`). */
+  private tree = new Map<string, unknown>();
   abstract readonly type: 'counter' | 'gauge' | 'histogram';
 
   constructor(
@@ -27,15 +30,31 @@ export abstract class PlainFamily<S extends { labels: Labels }> {
     registry.registerMetric(this as never);
   }
 
-  /** The series of these label values (in `labelNames` order), created on first use. */
+  /**
+   * The series of these label values (in `labelNames` order), created on first use. Found through one map
+   * per label: label values are strings the node holds on to, whose hashes V8 caches, where a joined key
+   * would be a new string to hash on every request.
+   */
   protected at(values: readonly string[]): S {
-    const key = values.join('\u0000');
-    let s = this.series.get(key);
+    let level: Map<string, unknown> = this.tree;
+    const last = this.labelNames.length - 1;
+    for (let i = 0; i < last; i++) {
+      const v = values[i] ?? '';
+      let next = level.get(v) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        level.set(v, next);
+      }
+      level = next;
+    }
+    const v = values[last] ?? '';
+    let s = level.get(v) as S | undefined;
     if (s === undefined) {
       const labels: Labels = {};
-      for (let i = 0; i < this.labelNames.length; i++) labels[this.labelNames[i]!] = values[i] ?? '';
+      for (let i = 0; i <= last; i++) labels[this.labelNames[i]!] = values[i] ?? '';
       s = this.create(labels);
-      this.series.set(key, s);
+      level.set(v, s);
+      this.series.set(seriesKey(this.labelNames, labels), s);
     }
     return s;
   }
@@ -52,12 +71,26 @@ export abstract class PlainFamily<S extends { labels: Labels }> {
 
   /** Drops one series (the node no longer serves what it counts). */
   remove(labels: Record<string, string | number>): void {
-    this.series.delete(this.labelNames.map((n) => String(labels[n] ?? '')).join('\u0000'));
+    const key = seriesKey(this.labelNames, labels);
+    if (!this.series.has(key)) return;
+    this.series.delete(key);
+    // Empty maps may stay behind in the tree; the leaf must go, or updates would count into a dropped series.
+    let level: Map<string, unknown> | undefined = this.tree;
+    const last = this.labelNames.length - 1;
+    for (let i = 0; i < last && level !== undefined; i++) {
+      level = level.get(String(labels[this.labelNames[i]!] ?? '')) as Map<string, unknown> | undefined;
+    }
+    level?.delete(String(labels[this.labelNames[last]!] ?? ''));
   }
 
   reset(): void {
     this.series.clear();
+    this.tree = new Map();
   }
+}
+
+function seriesKey(names: readonly string[], labels: Record<string, string | number>): string {
+  return names.map((n) => String(labels[n] ?? '')).join('\u0000');
 }
 
 interface Count {

@@ -67,6 +67,9 @@ describe('plain metric families', () => {
     expect(text).not.toContain('listener="lsn-a",backend="srv-1"}');
     expect(text).toContain('x_latency_seconds_count{listener="lsn-b",backend="srv-1"} 1');
     expect(text).toBe(await promRegistry.metrics());
+    // A series counted again after its removal starts over, and shows.
+    plain.latency.observe(['lsn-a', 'srv-1'], 0.5);
+    expect(await plainRegistry.metrics()).toContain('x_latency_seconds_count{listener="lsn-a",backend="srv-1"} 1');
   });
 
   it('add up across workers like prom-client metrics', async () => {
