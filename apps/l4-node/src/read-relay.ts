@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { ReadBuffer } from '@slb/node-runtime';
 
 /** A new connection's first reads go into a small buffer, so an idle connection holds little memory. */
 export const RELAY_MIN_BUFFER = 4 * 1024;
@@ -6,9 +7,9 @@ export const RELAY_MIN_BUFFER = 4 * 1024;
 export const RELAY_MAX_BUFFER = 128 * 1024;
 
 /**
- * One direction of a proxied TCP connection, read with `onread` into a buffer this relay owns and
- * reuses, instead of a fresh allocation per read: at gigabytes per second those allocations kept V8's
- * garbage collector busy, which on one core cost about a third of the bulk throughput.
+ * One direction of a proxied TCP connection, read with `onread` into a {@link ReadBuffer} this relay owns:
+ * at gigabytes per second a fresh allocation per read kept V8's garbage collector busy, which on one core
+ * cost about half of the bulk throughput.
  *
  * A buffer is only written into while its bytes are no longer needed: a chunk whose write to the peer
  * did not complete at once (the peer's kernel buffer is full) pauses reading until that write is done,
@@ -18,18 +19,18 @@ export const RELAY_MAX_BUFFER = 128 * 1024;
 export class ReadRelay {
   private to: net.Socket | undefined;
   private from: net.Socket | undefined;
-  private buf = Buffer.allocUnsafeSlow(RELAY_MIN_BUFFER);
+  private readonly buf = new ReadBuffer(RELAY_MIN_BUFFER, RELAY_MAX_BUFFER);
   private waiting = false;
 
   /** The `onread` option for the socket this relay reads. */
   readonly onread = {
-    buffer: (): Buffer => this.buf,
+    buffer: (): Buffer => this.buf.current,
     callback: (n: number, buf: Buffer): boolean => this.onData(n, buf),
   };
 
   /** Room for the next read (memory held while the connection idles). */
   get bufferSize(): number {
-    return this.buf.length;
+    return this.buf.current.length;
   }
 
   /** Starts relaying `from` (created with {@link onread}) to `to`; the caller resumes `from`. */
@@ -44,10 +45,9 @@ export class ReadRelay {
     // Reading only starts once connected; a stray callback after teardown has nowhere to go.
     if (to === undefined || to.destroyed) return false;
     to.write(buf.subarray(0, n), this.afterWrite);
-    // The next read goes into the buffer Node asks for right after this callback. A full read means a
-    // bulk flow (more room); a read that would have fit the small buffer gives the large one back.
-    if (n === buf.length && buf.length < RELAY_MAX_BUFFER) this.buf = Buffer.allocUnsafeSlow(RELAY_MAX_BUFFER);
-    else if (n < RELAY_MIN_BUFFER && buf.length > RELAY_MIN_BUFFER) this.buf = Buffer.allocUnsafeSlow(RELAY_MIN_BUFFER);
+    // Node asks for the next read's buffer right after this callback. While this chunk's write is pending,
+    // reading pauses (below), so the same buffer can take the next read.
+    this.buf.afterRead(n, false);
     if (to.writableLength === 0) return true;
     this.waiting = true;
     return false;

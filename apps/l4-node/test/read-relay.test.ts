@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import net from 'node:net';
+import { SMALL_READS_TO_SHRINK } from '@slb/node-runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptWithRelays, RELAY_MAX_BUFFER, RELAY_MIN_BUFFER, type ReadRelay } from '../src/read-relay.js';
 
@@ -70,7 +71,7 @@ describe('acceptWithRelays and ReadRelay (real sockets)', () => {
     await new Promise<void>((resolve) => s.server.close(() => resolve()));
   });
 
-  it('grows its buffer for a bulk flow and gives it back when reads turn small', async () => {
+  it('grows its buffer for a bulk flow and gives it back after a run of small reads', async () => {
     const s = await relayServer();
     closers.push(
       () => s.sinkServer.close(),
@@ -98,6 +99,7 @@ describe('acceptWithRelays and ReadRelay (real sockets)', () => {
     expect(read(RELAY_MIN_BUFFER)).toBe(RELAY_MAX_BUFFER);
     expect(read(RELAY_MAX_BUFFER)).toBe(RELAY_MAX_BUFFER);
     expect(read(20_000)).toBe(RELAY_MAX_BUFFER);
+    for (let i = 1; i < SMALL_READS_TO_SHRINK; i++) expect(read(200)).toBe(RELAY_MAX_BUFFER);
     expect(read(200)).toBe(RELAY_MIN_BUFFER);
   });
 });

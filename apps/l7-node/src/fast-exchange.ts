@@ -181,43 +181,41 @@ export class FastExchange implements UpstreamHandler {
     this.pumpBody();
   }
 
-  onData(chunk: Buffer): void {
-    if (this.phase === Phase.Body) {
-      this.forwardBody(chunk, 0, null);
-      return;
-    }
-    if (this.phase !== Phase.AwaitingHead) return;
+  /** Backend bytes (in the upstream's read buffer): true while a write of them to the client is pending. */
+  onData(chunk: Buffer): boolean {
+    if (this.phase === Phase.Body) return this.forwardBody(chunk, 0, null);
+    if (this.phase !== Phase.AwaitingHead) return false;
     this.responseBytes = true;
     const buf = this.responseHead === null ? chunk : Buffer.concat([this.responseHead, chunk]);
     const end = buf.indexOf(HEAD_END);
     if (end < 0) {
       if (buf.length > MAX_RESPONSE_HEAD) this.badResponse('response head too large');
-      else this.responseHead = buf;
-      return;
+      // Kept until the rest of the head arrives: a copy, the read buffer takes the next read.
+      else this.responseHead = buf === chunk ? Buffer.from(chunk) : buf;
+      return false;
     }
     this.responseHead = null;
     const parsed = parseResponseHead(buf.toString('latin1', 0, end));
     if (parsed === null) {
       this.badResponse('malformed response head');
-      return;
+      return false;
     }
     if (parsed.status < 200) {
       // 101 only answers an Upgrade, which never takes the fast path.
       if (parsed.status === 101) {
         this.badResponse('unrequested 101');
-        return;
+        return false;
       }
       this.clientStarted = true;
       this.conn.write(
         serializeHead(`HTTP/1.1 ${parsed.status} ${parsed.reason}`, responseHeadersToClient(parsed.headers).headers),
       );
-      if (end + 4 < buf.length) this.onData(buf.subarray(end + 4));
-      return;
+      return end + 4 < buf.length ? this.onData(buf.subarray(end + 4)) : false;
     }
-    this.responseHeadReady(parsed, buf, end + 4);
+    return this.responseHeadReady(parsed, buf, end + 4);
   }
 
-  private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): void {
+  private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): boolean {
     const b = this.backend!;
     responseStarted(this.deps, this.state, this.group!, b, this.dispatchStarted);
     const { headers, setCookies } = responseHeadersToClient(p.headers, true);
@@ -232,11 +230,14 @@ export class FastExchange implements UpstreamHandler {
     this.status = p.status;
     this.clientStarted = true;
     this.phase = Phase.Body;
-    this.forwardBody(buf, bodyStart, serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers));
+    return this.forwardBody(buf, bodyStart, serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers));
   }
 
-  /** Forwards the response body bytes of `chunk[from..]` (after `head` when given); completes at its end. */
-  private forwardBody(chunk: Buffer, from: number, head: string | null): void {
+  /**
+   * Forwards the response body bytes of `chunk[from..]` (after `head` when given); completes at its end.
+   * True while a write to the client is pending (it may refer to `chunk`).
+   */
+  private forwardBody(chunk: Buffer, from: number, head: string | null): boolean {
     const framing = this.framing!;
     const avail = chunk.length - from;
     const take = framing.take(chunk, from);
@@ -244,14 +245,14 @@ export class FastExchange implements UpstreamHandler {
       if (head === null) {
         this.deps.logger.warn({ backend: this.backend?.serverId }, 'bad chunked framing from backend');
         this.cut();
-        return;
+        return false;
       }
       // Nothing went to the client yet: still a clean 502.
       this.clientStarted = false;
       this.status = 0;
       this.phase = Phase.AwaitingHead;
       this.badResponse('bad chunked framing');
-      return;
+      return false;
     }
     const complete = framing.complete;
     // Bytes past the response's end: the backend is out of step, its socket is not reused.
@@ -268,14 +269,16 @@ export class FastExchange implements UpstreamHandler {
       ok = this.conn.write(body);
       this.conn.socket.uncork();
     }
+    const held = this.conn.socket.writableLength > 0;
     if (complete) {
       this.complete();
-      return;
+      return held;
     }
     if (!ok && !this.upstreamPaused) {
       this.upstreamPaused = true;
       this.upstream?.socket.pause();
     }
+    return held;
   }
 
   onClientDrain(): void {

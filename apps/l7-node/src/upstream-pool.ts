@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { ReadBuffer } from '@slb/node-runtime';
 
 // Raw keep-alive sockets to backends for the fast path, one pool per origin: a LIFO stack of idle sockets
 // (the most recently used one is the least likely to have been closed by the backend), a cap on sockets
@@ -14,9 +15,18 @@ export interface UpstreamPoolOptions {
   readonly idleTimeoutMs?: number;
 }
 
+/** Responses are read into a buffer per socket (see ReadBuffer): 16 KiB, 64 KiB once a read fills it. */
+const READ_MIN = 16 * 1024;
+const READ_MAX = 64 * 1024;
+
 /** What the socket's current holder is told; set while an exchange owns the socket. */
 export interface UpstreamHandler {
-  onData(chunk: Buffer): void;
+  /**
+   * Bytes from the backend, in the socket's read buffer: true when the handler still refers to them after
+   * returning (a write of them is pending), so the next read goes into another buffer. Bytes kept for
+   * longer must be copied.
+   */
+  onData(chunk: Buffer): boolean;
   /** The backend closed its side (EOF). */
   onEnd(): void;
   /** The socket is gone (after an error or a close). */
@@ -30,16 +40,22 @@ export class UpstreamConn {
   /** Served a request before, so a reset before any response byte may just mean a stale keep-alive. */
   reused = false;
   idleSince = 0;
+  readonly socket: Socket;
   private error: Error | null = null;
+  private readonly reads = new ReadBuffer(READ_MIN, READ_MAX);
 
   constructor(
-    readonly socket: Socket,
+    host: string,
+    port: number,
     private readonly pool: OriginPool,
   ) {
-    socket.on('data', (c: Buffer) => {
-      if (this.handler) this.handler.onData(c);
-      else socket.destroy();
+    this.socket = connect({
+      host,
+      port,
+      noDelay: true,
+      onread: { buffer: () => this.reads.current, callback: this.onRead },
     });
+    const socket = this.socket;
     socket.on('end', () => {
       if (this.handler) this.handler.onEnd();
       // Closed by the backend while idle: out of the pool at once rather than when the close completes.
@@ -56,6 +72,15 @@ export class UpstreamConn {
       h?.onClose(this.error ?? new Error('backend closed the connection'));
     });
   }
+
+  private readonly onRead = (n: number, buf: Buffer): boolean => {
+    let held = false;
+    if (this.handler) held = this.handler.onData(buf.subarray(0, n));
+    // A backend talking while nobody asked (idle in the pool) is out of step.
+    else this.socket.destroy();
+    this.reads.afterRead(n, held);
+    return true;
+  };
 
   /** Back to the pool after a complete keep-alive exchange. */
   release(): void {
@@ -117,8 +142,8 @@ class OriginPool {
 
   private connect(cb: AcquireCallback): void {
     this.open++;
-    const socket = connect({ host: this.host, port: this.port, noDelay: true });
-    const conn = new UpstreamConn(socket, this);
+    const conn = new UpstreamConn(this.host, this.port, this);
+    const socket = conn.socket;
     let settled = false;
     const timer = setTimeout(() => {
       if (settled) return;
