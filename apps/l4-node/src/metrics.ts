@@ -1,14 +1,15 @@
+import { type CountSeries, PlainCounter, PlainGauge } from '@slb/node-runtime';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 const LB = ['listener', 'backend'] as const;
 
-/** Per-backend metric children, resolved once so the forwarding path never looks labels up. */
+/** Per-backend series, resolved once so the forwarding path never looks labels up. */
 export interface BackendMetrics {
-  readonly active: Gauge.Internal<'listener' | 'backend'>;
-  readonly opened: Counter.Internal;
-  readonly bytesIn: Counter.Internal;
-  readonly bytesOut: Counter.Internal;
-  readonly connectFailures: Counter.Internal;
+  readonly active: CountSeries;
+  readonly opened: CountSeries;
+  readonly bytesIn: CountSeries;
+  readonly bytesOut: CountSeries;
+  readonly connectFailures: CountSeries;
   /**
    * The backend is gone from its listener and has nothing open: its series leave the registry (unless
    * another holder of the same pair still uses them), and later updates through this object do nothing.
@@ -30,8 +31,7 @@ export interface ListenerMetrics {
 }
 
 /** What a retired holder updates: nothing, so a late update cannot bring a removed series back. */
-const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Counter.Internal &
-  Gauge.Internal<'listener' | 'backend'>;
+const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Counter.Internal & CountSeries;
 
 /**
  * The node's Prometheus metrics in its own registry (not prom-client's global one), so several nodes can
@@ -39,36 +39,37 @@ const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Co
  */
 export class L4Metrics {
   readonly registry = new Registry();
-  private readonly active = new Gauge({
-    name: 'slb_l4_connections_active',
-    help: 'Open client connections (TCP) or flows (UDP) per listener and backend',
-    labelNames: LB,
-    registers: [this.registry],
-  });
-  private readonly opened = new Counter({
-    name: 'slb_l4_connections_total',
-    help: 'Connections (TCP) or flows (UDP) established to a backend',
-    labelNames: LB,
-    registers: [this.registry],
-  });
-  private readonly bytesIn = new Counter({
-    name: 'slb_l4_bytes_in_total',
-    help: 'Bytes from clients to a backend (open connections are added every second)',
-    labelNames: LB,
-    registers: [this.registry],
-  });
-  private readonly bytesOut = new Counter({
-    name: 'slb_l4_bytes_out_total',
-    help: 'Bytes from a backend to clients (open connections are added every second)',
-    labelNames: LB,
-    registers: [this.registry],
-  });
-  private readonly connectFailures = new Counter({
-    name: 'slb_l4_connect_failures_total',
-    help: 'Backend connect attempts that were refused, timed out or failed',
-    labelNames: LB,
-    registers: [this.registry],
-  });
+  // Updated per connection: plain families (node-runtime), whose series the forwarding path holds.
+  private readonly active = new PlainGauge(
+    'slb_l4_connections_active',
+    'Open client connections (TCP) or flows (UDP) per listener and backend',
+    LB,
+    this.registry,
+  );
+  private readonly opened = new PlainCounter(
+    'slb_l4_connections_total',
+    'Connections (TCP) or flows (UDP) established to a backend',
+    LB,
+    this.registry,
+  );
+  private readonly bytesIn = new PlainCounter(
+    'slb_l4_bytes_in_total',
+    'Bytes from clients to a backend (open connections are added every second)',
+    LB,
+    this.registry,
+  );
+  private readonly bytesOut = new PlainCounter(
+    'slb_l4_bytes_out_total',
+    'Bytes from a backend to clients (open connections are added every second)',
+    LB,
+    this.registry,
+  );
+  private readonly connectFailures = new PlainCounter(
+    'slb_l4_connect_failures_total',
+    'Backend connect attempts that were refused, timed out or failed',
+    LB,
+    this.registry,
+  );
   private readonly listenerCounter = (name: string, help: string) =>
     new Counter({ name, help, labelNames: ['listener'] as const, registers: [this.registry] });
   private readonly retries = this.listenerCounter(
@@ -124,17 +125,16 @@ export class L4Metrics {
    * memory. Resolved once, the forwarding path still never looks labels up.
    */
   forBackend(listener: string, backend: string): BackendMetrics {
-    const l = { listener, backend };
     const metrics = [this.active, this.opened, this.bytesIn, this.bytesOut, this.connectFailures] as const;
     const key = `${listener}\0${backend}`;
     this.hold(key);
     let retired = false;
-    /** A child made on first use, and DISCARD once retired. */
-    const lazy = <T>(metric: { labels(labels: typeof l): T }) => {
-      let child: T | undefined;
-      return (): T => {
-        if (retired) return DISCARD as T;
-        child ??= metric.labels(l);
+    /** A series made on first use, and DISCARD once retired. */
+    const lazy = (metric: PlainCounter | PlainGauge) => {
+      let child: CountSeries | undefined;
+      return (): CountSeries => {
+        if (retired) return DISCARD;
+        child ??= metric.child([listener, backend]);
         return child;
       };
     };
@@ -162,7 +162,7 @@ export class L4Metrics {
       retire: () => {
         if (retired) return;
         retired = true;
-        if (this.release(key)) for (const m of metrics) m.remove(l);
+        if (this.release(key)) for (const m of metrics) m.remove({ listener, backend });
       },
     };
   }

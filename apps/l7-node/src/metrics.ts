@@ -1,5 +1,5 @@
+import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from '@slb/node-runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 
 /** Every metric the L7 node exports, registered on one registry per app (tests build several). */
 export function createMetrics(registry = new Registry()) {

@@ -10,6 +10,7 @@ export { applyListenerDelta } from './delta.js';
 export { type LoadMetricNames, LoadSampler } from './load-sampler.js';
 export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
+export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
   SessionSync,

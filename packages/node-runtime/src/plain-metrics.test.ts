@@ -1,6 +1,6 @@
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { PlainCounter, PlainGauge, PlainHistogram } from '../src/plain-metrics.js';
+import { PlainCounter, PlainGauge, PlainHistogram } from './plain-metrics.js';
 
 const BOUNDS = [0.001, 0.01, 0.1, 1];
 const SAMPLES: [string, string, number][] = [
