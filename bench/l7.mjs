@@ -14,7 +14,7 @@
 // Needs nginx, haproxy, wrk (apt-get) and the npm package http-proxy (HTTP_PROXY_DIR, a folder whose
 // node_modules has it; the row is skipped without it). Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,6 +145,36 @@ http { access_log off; default_type application/octet-stream; keepalive_timeout 
   return d;
 }
 
+/**
+ * CPU seconds (user + system) used so far by these processes and their descendants (nginx's workers), read
+ * from /proc in clock ticks of 1/100 s.
+ */
+function cpuSeconds(procs) {
+  const stats = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      // The command name (in parentheses) may hold spaces: fields are counted after it.
+      const text = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      stats.push({ pid: Number(d), ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const counted = new Set(procs.map((p) => p.pid));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of stats) {
+      if (!counted.has(s.pid) && counted.has(s.ppid)) {
+        counted.add(s.pid);
+        grew = true;
+      }
+    }
+  }
+  return stats.filter((s) => counted.has(s.pid)).reduce((sum, s) => sum + s.ticks, 0) / 100;
+}
+
 function startNginx(name, cpu, body) {
   const d = nginxConf(name, body);
   return start(name, cpu, 'nginx', [
@@ -175,9 +205,10 @@ function wrk(port, path, warm) {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
   const p99m = /99%\s+([\d.]+)(us|ms|s)/.exec(out);
   const p99 = p99m ? Number(p99m[1]) * (p99m[2] === 'us' ? 0.001 : p99m[2] === 's' ? 1000 : 1) : Number.NaN;
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const errs = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? '0';
   const sock = /Socket errors: (.*)/.exec(out)?.[1] ?? '';
-  return { rps, p99, errors: Number(errs), sock };
+  return { rps, requests, p99, errors: Number(errs), sock };
 }
 
 async function main() {
@@ -200,13 +231,14 @@ async function main() {
   server { listen 127.0.0.1:${BE} backlog=4096; root ${www}; location / { } }`,
   );
 
-  const targets = [['direct', BE]];
-  startL7('l7node', 19091, 19090, BE, PROXY_CPU);
-  targets.push(['l7-node', 19090]);
+  // [name, port, processes whose CPU time counts as the proxy's]
+  const targets = [['direct', BE, []]];
+  const l7node = startL7('l7node', 19091, 19090, BE, PROXY_CPU);
+  targets.push(['l7-node', 19090, [l7node]]);
   // The same node with the raw-socket fast path off (node:http + undici for every request).
-  startL7('l7node-nofast', 19093, 19092, BE, PROXY_CPU, { SLB_L7_FAST_PATH: '0' });
-  targets.push(['l7-node (SLB_L7_FAST_PATH=0)', 19092]);
-  startNginx(
+  const nofast = startL7('l7node-nofast', 19093, 19092, BE, PROXY_CPU, { SLB_L7_FAST_PATH: '0' });
+  targets.push(['l7-node (SLB_L7_FAST_PATH=0)', 19092, [nofast]]);
+  const nginx = startNginx(
     'nginx',
     PROXY_CPU,
     `upstream be { server 127.0.0.1:${BE}; keepalive 64; keepalive_requests 10000000; keepalive_timeout 60s; }
@@ -214,25 +246,36 @@ async function main() {
     proxy_set_header Connection ""; proxy_set_header Host $host;
     proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; } }`,
   );
-  targets.push(['nginx', 19081]);
+  targets.push(['nginx', 19081, [nginx]]);
   const hap = join(work, 'haproxy.cfg');
   writeFileSync(
     hap,
     `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  timeout http-keep-alive 60s\n  option http-keep-alive\n  option forwardfor\n  http-reuse always\nfrontend fe\n  bind 127.0.0.1:19082\n  default_backend be\nbackend be\n  server s1 127.0.0.1:${BE}\n`,
   );
-  start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', hap]);
-  targets.push(['haproxy', 19082]);
-  start('node-undici', PROXY_CPU, process.execPath, [join(SHARED, 'l7-undici.cjs'), '19083', String(BE), 'stream'], {
-    ...process.env,
-    NODE_PATH: join(ROOT, 'node_modules'),
-  });
-  targets.push(['node-undici-stream', 19083]);
-  if (process.env.HTTP_PROXY_DIR) {
-    start('http-proxy', PROXY_CPU, process.execPath, [join(SHARED, 'l7-http-proxy.cjs'), '19084', String(BE)], {
+  targets.push(['haproxy', 19082, [start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', hap])]]);
+  const undici = start(
+    'node-undici',
+    PROXY_CPU,
+    process.execPath,
+    [join(SHARED, 'l7-undici.cjs'), '19083', String(BE), 'stream'],
+    {
       ...process.env,
-      NODE_PATH: join(process.env.HTTP_PROXY_DIR, 'node_modules'),
-    });
-    targets.push(['node-http-proxy', 19084]);
+      NODE_PATH: join(ROOT, 'node_modules'),
+    },
+  );
+  targets.push(['node-undici-stream', 19083, [undici]]);
+  if (process.env.HTTP_PROXY_DIR) {
+    const httpProxy = start(
+      'http-proxy',
+      PROXY_CPU,
+      process.execPath,
+      [join(SHARED, 'l7-http-proxy.cjs'), '19084', String(BE)],
+      {
+        ...process.env,
+        NODE_PATH: join(process.env.HTTP_PROXY_DIR, 'node_modules'),
+      },
+    );
+    targets.push(['node-http-proxy', 19084, [httpProxy]]);
   }
   let l4 = false;
   if (process.env.SKIP_L4 !== '1') {
@@ -262,12 +305,12 @@ async function main() {
         ],
       }),
     );
-    start('l4node', PROXY_CPU, process.execPath, [L4_MAIN, '--config', l4file], {
+    const l4node = start('l4node', PROXY_CPU, process.execPath, [L4_MAIN, '--config', l4file], {
       ...process.env,
       LOG_LEVEL: 'warn',
       SLB_METRICS_PORT: '0',
     });
-    targets.push(['l4-node → l7-node', 19085]);
+    targets.push(['l4-node → l7-node', 19085, [l4node, l7node]]);
     l4 = true;
   }
   for (const [name, port] of targets) {
@@ -278,12 +321,14 @@ async function main() {
   }
 
   const rows = [];
-  for (const [name, port] of targets) {
+  for (const [name, port, procs] of targets) {
     for (const body of ['ok', '16k']) {
       // Each body warms up on its own: the 16k run exercises other code (body forwarding) than `ok`.
       wrk(port, `/${body}`, true);
+      const cpu0 = cpuSeconds(procs);
       const r = wrk(port, `/${body}`, false);
-      rows.push({ name, body, ...r });
+      const cpuUs = procs.length === 0 ? Number.NaN : ((cpuSeconds(procs) - cpu0) * 1e6) / r.requests;
+      rows.push({ name, body, ...r, cpuUs });
       process.stderr.write(`${name} ${body}: ${Math.round(r.rps)} req/s p99 ${r.p99.toFixed(2)} ms\n`);
     }
   }
@@ -291,14 +336,14 @@ async function main() {
   console.log(
     `\nL7 bench, wrk -t2 -c64 ${DUR}s after ${WARM}s warm-up; proxies alone on CPU ${PROXY_CPU}${l4 ? '' : ' (no L4 row)'}\n`,
   );
-  console.log('| target | body | req/s | p99 ms | errors | vs nginx | vs best node peer |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('| target | body | req/s | p99 ms | errors | vs nginx | vs best node peer | proxy CPU µs/req |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const ngx = find('nginx', r.body)?.rps ?? Number.NaN;
     const peers = rows.filter((x) => x.body === r.body && x.name.startsWith('node-'));
     const best = Math.max(...peers.map((x) => x.rps));
     console.log(
-      `| ${r.name} | ${r.body} | ${Math.round(r.rps)} | ${r.p99.toFixed(2)} | ${r.errors}${r.sock ? ` (${r.sock})` : ''} | ${(r.rps / ngx).toFixed(2)}x | ${(r.rps / best).toFixed(2)}x |`,
+      `| ${r.name} | ${r.body} | ${Math.round(r.rps)} | ${r.p99.toFixed(2)} | ${r.errors}${r.sock ? ` (${r.sock})` : ''} | ${(r.rps / ngx).toFixed(2)}x | ${(r.rps / best).toFixed(2)}x | ${Number.isNaN(r.cpuUs) ? '–' : r.cpuUs.toFixed(1)} |`,
     );
   }
 }
