@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // L4 node benchmark, loopback only: direct vs l4-node vs HAProxy (mode tcp), as ratios measured in one run.
 //
-//   node bench/l4.mjs                   # ~1 min: bulk (iperf3), new connections/s (wrk, Connection: close),
+//   node bench/l4.mjs                   # ~2 min: bulk (iperf3), new connections/s (wrk, Connection: close),
 //                                       # UDP request/response, Maglev build + lookup
 //   DUR=10 node bench/l4.mjs            # longer runs (default DUR=3 s per measurement)
-//   ROUNDS=5 node bench/l4.mjs          # new-connection rounds, targets interleaved, best of each (default 3)
+//   ROUNDS=5 node bench/l4.mjs          # bulk and new-connection rounds, targets interleaved, best of each (default 3)
 //   node bench/l4.mjs --serve LISTEN UPSTREAM
 //                                       # foreground l4-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                       # for ../shared/bench/anchors.sh EXTRA_L4
@@ -295,14 +295,17 @@ async function bench() {
   wrkWarm(P.hHttp);
 
   const rows = [];
-  const bulk = {
-    direct: iperf(P.iperf),
-    haproxy: iperf(P.hIperf),
-    'l4-node': iperf(P.nIperf),
-    [PIPE]: iperf(P.pIperf),
-  };
-  // New connections: rounds interleave the targets (so a slow spell of the machine hits all of them alike),
-  // and each target's best round counts.
+  // Bulk and new connections: rounds interleave the targets (so a slow spell of the machine hits all of them
+  // alike), and each target's best round counts.
+  const bulk = { direct: 0, haproxy: 0, 'l4-node': 0, [PIPE]: 0 };
+  const iperfPorts = { direct: P.iperf, haproxy: P.hIperf, 'l4-node': P.nIperf, [PIPE]: P.pIperf };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
+      const gbps = iperf(iperfPorts[t]);
+      console.error(`  bulk round ${round + 1}: ${t} ${gbps.toFixed(2)} Gbit/s`);
+      bulk[t] = Math.max(bulk[t], gbps);
+    }
+  }
   const none = () => ({ rps: 0, note: '' });
   const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [PIPE]: none() };
   const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
