@@ -40,35 +40,28 @@ const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Co
 export class L4Metrics {
   readonly registry = new Registry();
   // Updated per connection: plain families (node-runtime), whose series the forwarding path holds.
+  private readonly pairCounter = (name: string, help: string) => new PlainCounter(name, help, LB, this.registry);
   private readonly active = new PlainGauge(
     'slb_l4_connections_active',
     'Open client connections (TCP) or flows (UDP) per listener and backend',
     LB,
     this.registry,
   );
-  private readonly opened = new PlainCounter(
+  private readonly opened = this.pairCounter(
     'slb_l4_connections_total',
     'Connections (TCP) or flows (UDP) established to a backend',
-    LB,
-    this.registry,
   );
-  private readonly bytesIn = new PlainCounter(
+  private readonly bytesIn = this.pairCounter(
     'slb_l4_bytes_in_total',
     'Bytes from clients to a backend (open connections are added every second)',
-    LB,
-    this.registry,
   );
-  private readonly bytesOut = new PlainCounter(
+  private readonly bytesOut = this.pairCounter(
     'slb_l4_bytes_out_total',
     'Bytes from a backend to clients (open connections are added every second)',
-    LB,
-    this.registry,
   );
-  private readonly connectFailures = new PlainCounter(
+  private readonly connectFailures = this.pairCounter(
     'slb_l4_connect_failures_total',
     'Backend connect attempts that were refused, timed out or failed',
-    LB,
-    this.registry,
   );
   private readonly listenerCounter = (name: string, help: string) =>
     new Counter({ name, help, labelNames: ['listener'] as const, registers: [this.registry] });
