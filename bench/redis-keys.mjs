@@ -1,4 +1,5 @@
-// What a bench left in the shared Redis, deleted at its end: every key matching one of the patterns.
+// What a bench or a test left in the shared Redis, deleted at its end: every key matching one of the patterns
+// (the API's process tests use it too).
 import { Redis } from 'ioredis';
 
 export async function deleteRedisKeys(url, patterns) {

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import dnsPacket from 'dns-packet';
-import { Redis } from 'ioredis';
+import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 
 /** Real processes for end-to-end tests: the built API and nodes, with their output kept for assertions. */
 export interface Proc {
@@ -107,25 +107,10 @@ export function isolatedHealthEnv(): { SLB_HEALTH_QUEUE: string; SLB_HEALTH_KEY_
 
 /** Deletes what a test left in Redis under its queue and prefix. */
 export async function cleanupRedis(env: { SLB_HEALTH_QUEUE: string; SLB_HEALTH_KEY_PREFIX: string }): Promise<void> {
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-  });
-  try {
-    await redis.connect();
-    for (const pattern of [`bull:${env.SLB_HEALTH_QUEUE}:*`, `${env.SLB_HEALTH_KEY_PREFIX}*`]) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-  } catch {
-    // Redis away: nothing to clean.
-  } finally {
-    redis.disconnect();
-  }
+  await deleteRedisKeys(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', [
+    `bull:${env.SLB_HEALTH_QUEUE}:*`,
+    `${env.SLB_HEALTH_KEY_PREFIX}*`,
+  ]);
 }
 
 export const LOCAL_CLOUD = fileURLToPath(new URL('../../../scripts/local-cloud.mjs', import.meta.url));
@@ -310,27 +295,6 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     },
     stop,
   };
-}
-
-/** Deletes the keys matching `patterns` from the Redis at `url` (a test's own prefixes). */
-export async function deleteRedisKeys(url: string, patterns: string[]): Promise<void> {
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    for (const pattern of patterns) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-  } catch {
-    // Redis away: nothing to clean.
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** A redis-server of the test's own (no persistence), for scenarios that kill and restart Redis. */
