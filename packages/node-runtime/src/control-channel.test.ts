@@ -87,17 +87,16 @@ function makeClient(apply?: (s: NodeSnapshot) => Promise<void>) {
   return client;
 }
 
+/** The controller sends a full L4 snapshot. */
+function sendSnapshot(snap: unknown): void {
+  server!.send(JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: snap }));
+}
+
 /** A client that applied and saved version 9, then closed: the state a restarted node finds on disk. */
 async function saveVersion9(): Promise<void> {
   await makeClient().start();
   await until('hello', () => received.length > 0);
-  server!.send(
-    JSON.stringify({
-      type: 'snapshot',
-      kind: 'l4',
-      snapshot: snapshot(9, [listener('lsn-00000000000000000003', 1003)]),
-    }),
-  );
+  sendSnapshot(snapshot(9, [listener('lsn-00000000000000000003', 1003)]));
   await until('applied', () => client!.current?.version === 9);
   await client!.flushed();
   await client!.close();
@@ -110,13 +109,7 @@ describe('control channel client', () => {
     await makeClient().start();
     await until('hello', () => received.length > 0);
     expect(received[0]).toMatchObject({ type: 'hello', nodeId: 'node-1', kind: 'l4', appliedVersion: 0 });
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(5, [listener('lsn-00000000000000000001', 1000)]),
-      }),
-    );
+    sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
     await until('ack 5', () => received.some((m) => (m as { type: string; version?: number }).version === 5));
     server!.send(
       JSON.stringify({
@@ -143,21 +136,9 @@ describe('control channel client', () => {
       applied.push(snap);
     }).start();
     await until('hello', () => received.length > 0);
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(5, [listener('lsn-00000000000000000001', 1000)]),
-      }),
-    );
+    sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
     await until('applied 5', () => client!.current?.version === 5);
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(6, [listener('lsn-00000000000000000001', 1001)]),
-      }),
-    );
+    sendSnapshot(snapshot(6, [listener('lsn-00000000000000000001', 1001)]));
     await until('nack', () => received.some((m) => (m as { type: string }).type === 'nack'));
     expect(received.find((m) => (m as { type: string }).type === 'nack')).toMatchObject({
       version: 6,
@@ -167,15 +148,9 @@ describe('control channel client', () => {
       listeners: { port: number }[];
     };
     invalid.listeners[0]!.port = 70000;
-    server!.send(JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: invalid }));
+    sendSnapshot(invalid);
     server!.send('not json');
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(8, [listener('lsn-00000000000000000001', 1002)]),
-      }),
-    );
+    sendSnapshot(snapshot(8, [listener('lsn-00000000000000000001', 1002)]));
     await until('applied 8', () => client!.current?.version === 8);
     expect(applied.map((a) => a.version)).toEqual([5, 8]);
     expect(
@@ -255,13 +230,7 @@ describe('control channel client restart', () => {
     expect(received.filter((m) => (m as { type: string }).type === 'hello').at(-1)).toMatchObject({
       appliedVersion: 0,
     });
-    server!.send(
-      JSON.stringify({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: snapshot(11, [listener('lsn-00000000000000000005', 1005)]),
-      }),
-    );
+    sendSnapshot(snapshot(11, [listener('lsn-00000000000000000005', 1005)]));
     await until('full snapshot applied', () => client!.current?.version === 11);
   });
 });
