@@ -92,6 +92,21 @@ function sendSnapshot(snap: unknown): void {
   server!.send(JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: snap }));
 }
 
+/** The controller sends an L4 delta. */
+function sendDelta(fromVersion: number, version: number, upsert: unknown[], remove: string[]): void {
+  server!.send(
+    JSON.stringify({
+      type: 'delta',
+      kind: 'l4',
+      fromVersion,
+      version,
+      generatedAt: new Date().toISOString(),
+      upsert,
+      remove,
+    }),
+  );
+}
+
 /** A client that applied and saved version 9, then closed: the state a restarted node finds on disk. */
 async function saveVersion9(): Promise<void> {
   await makeClient().start();
@@ -111,17 +126,7 @@ describe('control channel client', () => {
     expect(received[0]).toMatchObject({ type: 'hello', nodeId: 'node-1', kind: 'l4', appliedVersion: 0 });
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
     await until('ack 5', () => received.some((m) => (m as { type: string; version?: number }).version === 5));
-    server!.send(
-      JSON.stringify({
-        type: 'delta',
-        kind: 'l4',
-        fromVersion: 5,
-        version: 6,
-        generatedAt: new Date().toISOString(),
-        upsert: [listener('lsn-00000000000000000002', 1001)],
-        remove: ['lsn-00000000000000000001'],
-      }),
-    );
+    sendDelta(5, 6, [listener('lsn-00000000000000000002', 1001)], ['lsn-00000000000000000001']);
     await until('ack 6', () => received.some((m) => (m as { type: string; version?: number }).version === 6));
     expect(applied.at(-1)!.listeners.map((l) => l.id)).toEqual(['lsn-00000000000000000002']);
     await client!.flushed();
@@ -183,17 +188,7 @@ describe('control channel client restart', () => {
     await until('hello during the saved apply', () => received.length > 0);
     expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9 });
     expect(applied).toEqual([]);
-    server!.send(
-      JSON.stringify({
-        type: 'delta',
-        kind: 'l4',
-        fromVersion: 9,
-        version: 10,
-        generatedAt: new Date().toISOString(),
-        upsert: [listener('lsn-00000000000000000004', 1004)],
-        remove: [],
-      }),
-    );
+    sendDelta(9, 10, [listener('lsn-00000000000000000004', 1004)], []);
     await new Promise((r) => setTimeout(r, 50));
     expect(client!.current).toBeNull(); // the delta waits behind the saved apply
     release();
@@ -214,17 +209,7 @@ describe('control channel client restart', () => {
     });
     await client!.start();
     await until('hello', () => received.length > 0);
-    server!.send(
-      JSON.stringify({
-        type: 'delta',
-        kind: 'l4',
-        fromVersion: 9,
-        version: 10,
-        generatedAt: new Date().toISOString(),
-        upsert: [],
-        remove: [],
-      }),
-    );
+    sendDelta(9, 10, [], []);
     // Out of step: the node drops the channel and says hello again with nothing applied.
     await until('second hello', () => received.filter((m) => (m as { type: string }).type === 'hello').length === 2);
     expect(received.filter((m) => (m as { type: string }).type === 'hello').at(-1)).toMatchObject({
