@@ -8,7 +8,7 @@ import { BackendPool, type BackendSpec, type BackendState } from './backend-pool
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
-import { acceptWithRelays, type ReadRelay } from './read-relay.js';
+import { RawServer, type RawSocket } from './raw-tcp.js';
 import { TcpSession } from './tcp-session.js';
 
 export interface ListenerDeps {
@@ -44,7 +44,7 @@ export class TcpListener {
   readonly sessions = new Set<TcpSession>();
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
   readonly sync: ListenerSync;
-  private readonly servers: net.Server[] = [];
+  private readonly servers: RawServer[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
   cfg!: ResolvedListener;
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_S * 1000;
@@ -91,24 +91,17 @@ export class TcpListener {
       // The flow's destination is the bound address and port, known without a getsockname() per connection
       // unless the listener is bound to a wildcard address.
       const bound: { addr: string | undefined; port: number } = { addr: undefined, port: c.port };
-      // Sockets come from acceptWithRelays, paused: nothing is read from the client until a backend is
-      // connected, so a refused or timed-out connect can be retried elsewhere without having consumed (and
-      // lost) client bytes.
-      const server = net.createServer();
+      // Accepted sockets are not read until a backend is connected, so a refused or timed-out connect can be
+      // retried elsewhere without having consumed (and lost) client bytes.
+      const server = new RawServer(
+        (s) => this.onConnection(s, bound),
+        (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'),
+      );
+      server.listen(host, c.port, 4096);
       this.servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ host, port: c.port, backlog: 4096 }, () => {
-          server.off('error', reject);
-          const a = server.address() as net.AddressInfo;
-          bound.port = a.port;
-          bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
-          // Installed before the event loop polls again, so no connection is accepted the default way.
-          acceptWithRelays(server, (s, relay) => this.onConnection(s, relay, bound));
-          server.on('error', (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'));
-          resolve();
-        });
-      });
+      const a = server.address();
+      bound.port = a.port;
+      bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
     }
     this.sweepTimer = setInterval(() => this.sweep(), 1000);
     this.sweepTimer.unref();
@@ -121,10 +114,7 @@ export class TcpListener {
 
   /** Addresses actually bound (for logs and tests). */
   addresses(): net.AddressInfo[] {
-    return this.servers.flatMap((s) => {
-      const a = s.address();
-      return a && typeof a === 'object' ? [a] : [];
-    });
+    return this.servers.map((s) => s.address());
   }
 
   private stopped = false;
@@ -160,27 +150,28 @@ export class TcpListener {
     this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
   }
 
-  private onConnection(client: net.Socket, relay: ReadRelay, bound: { addr: string | undefined; port: number }): void {
-    const srcAddr = client.remoteAddress;
-    if (srcAddr === undefined) {
-      client.destroy();
+  private onConnection(client: RawSocket, bound: { addr: string | undefined; port: number }): void {
+    const remote = client.remoteAddress();
+    if (remote === undefined) {
+      client.close();
       return;
     }
     const acl = this.cfg.acl;
-    if (acl !== undefined && !acl(srcAddr)) {
+    if (acl !== undefined && !acl(remote.address)) {
       this.lm.aclDenied.inc();
       // RST rather than FIN: the client learns at once that it was refused, and no TIME_WAIT is left.
-      client.resetAndDestroy();
+      client.reset();
       return;
     }
+    const local = bound.addr === undefined ? client.localAddress() : undefined;
     const flow: FlowKey = {
-      srcAddr,
-      srcPort: client.remotePort ?? 0,
-      dstAddr: bound.addr ?? client.localAddress ?? '',
-      dstPort: bound.addr === undefined ? (client.localPort ?? 0) : bound.port,
+      srcAddr: remote.address,
+      srcPort: remote.port,
+      dstAddr: bound.addr ?? local?.address ?? '',
+      dstPort: bound.addr === undefined ? (local?.port ?? 0) : bound.port,
       protocol: 'tcp',
     };
-    const session = new TcpSession(this, client, relay, flow);
+    const session = new TcpSession(this, client, flow);
     this.sessions.add(session);
     session.start();
   }

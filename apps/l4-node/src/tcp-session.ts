@@ -1,23 +1,19 @@
-import net from 'node:net';
 import type { FlowKey } from '@slb/balancing';
 import type { BackendState, TrackedConn } from './backend-pool.js';
-import { ReadRelay } from './read-relay.js';
+import { connectRaw, type RawSocket, type RawSocketEvents, uvError } from './raw-tcp.js';
 import type { TcpListener } from './tcp-listener.js';
 
 /**
  * One client connection: pick a backend, connect (retrying on another backend when refused or timed out,
- * while the client's bytes wait unread in its socket), then relay both ways ({@link ReadRelay}).
+ * while the client's bytes wait unread in its socket), then relay both ways ({@link RawSocket.relayTo}).
  */
-export class TcpSession implements TrackedConn {
-  private upstream: net.Socket | undefined;
-  private upstreamRelay: ReadRelay | undefined;
+export class TcpSession implements TrackedConn, RawSocketEvents {
+  private upstream: RawSocket | undefined;
   private backend: BackendState | undefined;
   private tried: BackendState[] | undefined;
   private attempts = 0;
   private connectTimer: NodeJS.Timeout | undefined;
   private connected = false;
-  private clientClosed = false;
-  private upstreamClosed = false;
   private finished = false;
   private key: string | undefined;
   private reportedIn = 0;
@@ -28,53 +24,42 @@ export class TcpSession implements TrackedConn {
 
   constructor(
     private readonly listener: TcpListener,
-    private readonly client: net.Socket,
-    private readonly clientRelay: ReadRelay,
+    private readonly client: RawSocket,
     private readonly flow: FlowKey,
-  ) {}
+  ) {
+    client.events = this;
+  }
 
   start(): void {
-    this.client.on('error', this.onClientError);
-    this.client.on('close', this.onClientClose);
     const now = this.listener.deps.now();
     this.key = this.listener.flowKey(this.flow);
     const tracked = this.listener.trackedBackend(this.key, now);
     this.connect(tracked ?? this.listener.pool.pick(this.flow, now, undefined));
   }
 
-  /** Draining reached its timeout: cut both sides. */
+  /** Draining, the idle timeout or a failure: cut both sides now. */
   drainClose(): void {
-    this.client.destroy();
-    this.upstream?.destroy();
+    this.client.close();
+    this.upstream?.close();
   }
 
   private connect(backend: BackendState | undefined): void {
     const l = this.listener;
     if (backend === undefined || this.attempts >= l.maxAttempts) {
       l.lm.noBackend.inc();
-      this.client.resetAndDestroy();
+      this.client.reset();
       return;
     }
     if (this.attempts > 0) l.lm.retries.inc();
     this.attempts++;
     this.backend = backend;
-    const relay = new ReadRelay();
-    const up = net.connect({
-      host: backend.address,
-      port: backend.port,
-      allowHalfOpen: true,
-      noDelay: true,
-      onread: relay.onread,
-    });
-    this.upstream = up;
-    this.upstreamRelay = relay;
-    up.on('error', this.onUpstreamError);
-    up.on('close', this.onUpstreamClose);
-    up.once('connect', this.onConnect);
+    this.upstream = connectRaw(backend.address, backend.port, this);
     this.connectTimer = setTimeout(this.onConnectTimeout, l.connectTimeoutMs);
   }
 
   private retry(reason: string): void {
+    clearTimeout(this.connectTimer);
+    this.connectTimer = undefined;
     const failed = this.backend!;
     failed.metrics.connectFailures.inc();
     this.listener.deps.logger.debug(
@@ -83,34 +68,29 @@ export class TcpSession implements TrackedConn {
     );
     const up = this.upstream!;
     this.upstream = undefined;
-    up.off('close', this.onUpstreamClose);
-    up.destroy();
-    if (this.clientClosed) {
-      this.finish();
-      return;
-    }
+    up.events = undefined;
+    up.close();
     this.tried ??= [];
     this.tried.push(failed);
-    const now = this.listener.deps.now();
-    this.connect(this.listener.pool.pick(this.flow, now, this.tried));
+    this.connect(this.listener.pool.pick(this.flow, this.listener.deps.now(), this.tried));
   }
 
   private readonly onConnectTimeout = (): void => {
     this.connectTimer = undefined;
-    if (!this.connected) this.retry('timeout');
+    if (!this.connected && this.upstream !== undefined) this.retry('timeout');
   };
 
-  private readonly onConnect = (): void => {
-    clearTimeout(this.connectTimer);
-    this.connectTimer = undefined;
-    const l = this.listener;
-    const up = this.upstream!;
-    const b = this.backend!;
-    if (this.clientClosed) {
-      up.destroy();
+  rawConnected(up: RawSocket, status: number): void {
+    if (up !== this.upstream || this.connected) return;
+    if (status !== 0) {
+      this.retry(uvError(status, 'connect').code ?? String(status));
       return;
     }
+    clearTimeout(this.connectTimer);
+    this.connectTimer = undefined;
     this.connected = true;
+    const l = this.listener;
+    const b = this.backend!;
     b.active++;
     b.conns.add(this);
     b.metrics.active.inc();
@@ -123,18 +103,30 @@ export class TcpSession implements TrackedConn {
     if (l.conntrack.insert(this.key!, b.id, 'tcp-established', now) === 'rate-limited') l.lm.untracked.inc();
     const header = l.proxyHeader(this.flow);
     if (header !== undefined) up.write(header);
-    const client = this.client;
     this.lastActive = now;
-    client.once('end', this.onClientEnd);
-    // The upstream starts reading right after this event; the client was paused since accept.
-    this.clientRelay.connect(client, up);
-    this.upstreamRelay!.connect(up, client);
-    client.resume();
-  };
+    // The client was not read from until now, so nothing it sent is lost if a connect has to be retried.
+    this.client.relayTo(up);
+    up.relayTo(this.client);
+  }
 
-  private readonly onClientEnd = (): void => {
-    if (this.key !== undefined) this.listener.conntrack.setState(this.key, 'tcp-closing', this.listener.deps.now());
-  };
+  rawEnded(socket: RawSocket): void {
+    if (socket === this.client && this.key !== undefined) {
+      this.listener.conntrack.setState(this.key, 'tcp-closing', this.listener.deps.now());
+    }
+  }
+
+  /** A reset, or a write toward a peer that went away: the connection is over both ways. */
+  rawFailed(): void {
+    this.drainClose();
+  }
+
+  /**
+   * A socket closed. One that closed by itself finished both ways cleanly (it read a FIN and sent one after
+   * everything relayed), and the other side then finishes on its own; every other close closes both.
+   */
+  rawClosed(): void {
+    this.finish();
+  }
 
   /** The listener's one-second tick: adds the bytes moved to the metrics and enforces the idle timeout. */
   tick(now: number, idleTimeoutMs: number): void {
@@ -145,49 +137,20 @@ export class TcpSession implements TrackedConn {
       this.movedAtTick = moved;
       this.lastActive = now;
     } else if (idleTimeoutMs > 0 && now - this.lastActive >= idleTimeoutMs) {
-      this.client.destroy();
-      this.upstream?.destroy();
+      this.drainClose();
     }
   }
 
-  private readonly onUpstreamError = (err: NodeJS.ErrnoException): void => {
-    if (!this.connected) {
-      clearTimeout(this.connectTimer);
-      this.connectTimer = undefined;
-      this.retry(err.code ?? err.message);
+  private finish(): void {
+    if (this.finished || !this.client.closed) return;
+    if (this.upstream !== undefined && !this.upstream.closed) {
+      // Not connected yet: the client went (drain, listener stop), so the pending connect goes too.
+      if (!this.connected) this.upstream.close();
       return;
     }
-    this.client.destroy();
-  };
-
-  private readonly onClientError = (): void => {
-    this.upstream?.destroy();
-  };
-
-  private readonly onUpstreamClose = (hadError: boolean): void => {
-    this.upstreamClosed = true;
-    // A clean FIN from the backend was already passed on by the relay; cutting the client now could drop bytes
-    // still queued toward it. Anything else (reset, drain, idle) ends the client too.
-    if (hadError || !this.upstream?.readableEnded) this.client.destroy();
-    this.finish();
-  };
-
-  private readonly onClientClose = (hadError: boolean): void => {
-    this.clientClosed = true;
-    if (!this.connected) {
-      clearTimeout(this.connectTimer);
-      this.connectTimer = undefined;
-      this.upstream?.destroy();
-    } else if (hadError || !this.client.readableEnded) {
-      this.upstream?.destroy();
-    }
-    this.finish();
-  };
-
-  private finish(): void {
-    if (this.finished || !this.clientClosed || (this.connected && !this.upstreamClosed)) return;
-    if (this.upstream !== undefined && !this.connected && !this.upstreamClosed) return;
     this.finished = true;
+    clearTimeout(this.connectTimer);
+    this.connectTimer = undefined;
     const l = this.listener;
     l.sessionEnded(this);
     if (this.key !== undefined) l.conntrack.delete(this.key);

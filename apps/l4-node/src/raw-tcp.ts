@@ -1,0 +1,395 @@
+import { isIPv6 } from 'node:net';
+import { getSystemErrorName } from 'node:util';
+import { ReadBuffer } from '@slb/node-runtime';
+
+/**
+ * TCP sockets on Node's own libuv handle bindings (`tcp_wrap`, `stream_wrap`: what net.Socket is built on),
+ * without net.Socket around them. A proxied TCP connection needs a read, a write and a shutdown per direction
+ * and nothing of the stream machinery net.Socket adds (readable and writable state, events, timers,
+ * nextTicks): on one core that machinery cost more per short connection than the kernel's work, and held a
+ * Node proxy at about a third of HAProxy's new connections per second (bench/l4.mjs). Driving the handles
+ * directly more than doubles it.
+ *
+ * The bindings are internal but stable across Node 12–22 (net.js uses them the same way); Node 20 is pinned,
+ * and `raw-tcp.test.ts` fails if their behaviour changes. They are loaded at import, so a runtime without
+ * them fails at start, not on the first connection.
+ */
+
+/** What libuv passes for a read that hit the peer's FIN. */
+const UV_EOF = -4095;
+/** libuv's "operation canceled" (a pending connect, write or shutdown of a handle being closed). */
+const UV_ECANCELED = -125;
+
+/** A new connection's first reads go into a small buffer, so an idle connection holds little memory. */
+export const RAW_MIN_BUFFER = 4 * 1024;
+/** A read that filled the buffer marks a bulk flow: its next reads get this much room. */
+export const RAW_MAX_BUFFER = 128 * 1024;
+
+interface Req {
+  oncomplete: (this: Req, status: number) => void;
+  handle?: TcpHandle;
+  socket?: RawSocket;
+  /** Keeps a pending write's bytes alive: libuv writes from them after the call returns (as net.js does). */
+  buffer?: Buffer;
+}
+
+/** The slice of Node's internal TCP handle (src/tcp_wrap.cc, src/stream_base.cc) used here. */
+interface TcpHandle {
+  /** Called with `this` = the handle; the byte count or error is in streamBaseState. May return the next buffer. */
+  onread: (this: TcpHandle) => Buffer | undefined;
+  onconnection: (status: number, client: TcpHandle | undefined) => void;
+  owner: RawSocket | undefined;
+  bind(addr: string, port: number): number;
+  bind6(addr: string, port: number, flags: number): number;
+  listen(backlog: number): number;
+  connect(req: Req, addr: string, port: number): number;
+  connect6(req: Req, addr: string, port: number): number;
+  getsockname(out: Partial<SocketAddress>): number;
+  getpeername(out: Partial<SocketAddress>): number;
+  setNoDelay(on: boolean): number;
+  readStart(): number;
+  readStop(): number;
+  useUserBuffer(buf: Buffer): void;
+  writeBuffer(req: Req, buf: Buffer): number;
+  shutdown(req: Req): number;
+  close(): void;
+  reset(): number;
+}
+
+interface Bindings {
+  TCP: new (type: number) => TcpHandle;
+  TCPConnectWrap: new () => Req;
+  WriteWrap: new () => Req;
+  ShutdownWrap: new () => Req;
+  SOCKET: number;
+  SERVER: number;
+  state: Int32Array;
+  kReadBytesOrError: number;
+  kLastWriteWasAsync: number;
+}
+
+function loadBindings(): Bindings {
+  const binding = (process as unknown as { binding?: (name: string) => Record<string, unknown> }).binding;
+  if (typeof binding !== 'function') throw new Error('this Node.js runtime has no process.binding (raw TCP handles)');
+  const tcp = binding('tcp_wrap') as { TCP: Bindings['TCP']; TCPConnectWrap: Bindings['TCPConnectWrap'] } & {
+    constants: { SOCKET: number; SERVER: number };
+  };
+  const stream = binding('stream_wrap') as {
+    WriteWrap: Bindings['WriteWrap'];
+    ShutdownWrap: Bindings['ShutdownWrap'];
+    streamBaseState: Int32Array;
+    kReadBytesOrError: number;
+    kLastWriteWasAsync: number;
+  };
+  for (const [name, v] of Object.entries({ ...tcp, ...stream, ...tcp.constants })) {
+    if (v === undefined) throw new Error(`node:net internals changed: tcp_wrap/stream_wrap has no ${name}`);
+  }
+  return {
+    TCP: tcp.TCP,
+    TCPConnectWrap: tcp.TCPConnectWrap,
+    WriteWrap: stream.WriteWrap,
+    ShutdownWrap: stream.ShutdownWrap,
+    SOCKET: tcp.constants.SOCKET,
+    SERVER: tcp.constants.SERVER,
+    state: stream.streamBaseState,
+    kReadBytesOrError: stream.kReadBytesOrError,
+    kLastWriteWasAsync: stream.kLastWriteWasAsync,
+  };
+}
+
+const B = loadBindings();
+
+export interface SocketAddress {
+  address: string;
+  family: string;
+  port: number;
+}
+
+/** A libuv error code as the Error Node would give, with `code` (e.g. ECONNREFUSED) and `errno`. */
+export function uvError(errno: number, syscall: string, detail?: string): NodeJS.ErrnoException {
+  let code: string;
+  try {
+    code = getSystemErrorName(errno);
+  } catch {
+    code = `E${-errno}`;
+  }
+  return Object.assign(new Error(`${syscall} ${code}${detail ? ` ${detail}` : ''}`), { code, errno, syscall });
+}
+
+/** What owns a socket (a proxied session) hears from it; methods, not events, so a call costs no emit. */
+export interface RawSocketEvents {
+  /** The connect started by {@link connectRaw} finished: 0, or a negative libuv error code. */
+  rawConnected(socket: RawSocket, status: number): void;
+  /** The peer's FIN arrived on `socket` (passed on to the other side already). */
+  rawEnded(socket: RawSocket): void;
+  /** A read, write or shutdown on `socket` failed; the socket is not closed by this. */
+  rawFailed(socket: RawSocket, errno: number): void;
+  /** `socket` is closed: both directions finished, or {@link RawSocket.close} was called. Called once. */
+  rawClosed(socket: RawSocket): void;
+}
+
+/**
+ * One TCP connection, relaying what it reads into a peer socket: reads go into a {@link ReadBuffer} this
+ * socket owns, each is written to the peer at once, and a write that did not complete at once (the peer's
+ * kernel buffer is full) stops reading until it has, the backpressure a pipe applies, which also lets the
+ * next read reuse the buffer. A FIN is passed on as a shutdown of the peer after what was written before
+ * it, and a socket closes once it has both read a FIN and shut down its own sending side.
+ */
+export class RawSocket {
+  events: RawSocketEvents | undefined;
+  bytesRead = 0;
+  bytesWritten = 0;
+  /** The peer's FIN was read. */
+  readEnded = false;
+  /** Our shutdown (FIN) was sent, after every earlier write. */
+  writeEnded = false;
+  closed = false;
+  private peer: RawSocket | undefined;
+  private readonly buf = new ReadBuffer(RAW_MIN_BUFFER, RAW_MAX_BUFFER);
+  /** Writes of this socket's reads to the peer not yet completed (reading waits for 0). */
+  private pendingWrites = 0;
+  private shutdownStarted = false;
+
+  constructor(readonly handle: TcpHandle) {
+    handle.owner = this;
+    handle.onread = onRead;
+    handle.useUserBuffer(this.buf.current);
+  }
+
+  /** Room for the next read (memory held while the connection idles). */
+  get bufferSize(): number {
+    return this.buf.current.length;
+  }
+
+  remoteAddress(): SocketAddress | undefined {
+    const out: Partial<SocketAddress> = {};
+    return this.handle.getpeername(out) === 0 ? (out as SocketAddress) : undefined;
+  }
+
+  localAddress(): SocketAddress | undefined {
+    const out: Partial<SocketAddress> = {};
+    return this.handle.getsockname(out) === 0 ? (out as SocketAddress) : undefined;
+  }
+
+  /** Starts reading and passing what is read to `peer`. */
+  relayTo(peer: RawSocket): void {
+    this.peer = peer;
+    this.startReading();
+  }
+
+  /** Writes bytes of our own (a PROXY protocol header) ahead of anything relayed. */
+  write(data: Buffer): void {
+    if (this.closed) return;
+    const req = new B.WriteWrap();
+    req.handle = this.handle;
+    req.oncomplete = afterOwnWrite;
+    req.socket = this;
+    const err = this.handle.writeBuffer(req, data);
+    if (err !== 0) {
+      this.events?.rawFailed(this, err);
+      return;
+    }
+    this.bytesWritten += data.length;
+    if (B.state[B.kLastWriteWasAsync] !== 0) req.buffer = data;
+  }
+
+  /** Closes now; what is still queued toward the peer is dropped. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.handle.close();
+    this.events?.rawClosed(this);
+  }
+
+  /** Closes with a RST instead of a FIN: the peer learns at once that it was refused, and no TIME_WAIT is left. */
+  reset(): void {
+    if (this.closed) return;
+    this.closed = true;
+    // uv_tcp_close_reset refuses a socket that is shutting down, and Node then no longer closes it either.
+    if (this.shutdownStarted) this.handle.close();
+    else this.handle.reset();
+    this.events?.rawClosed(this);
+  }
+
+  /** @internal (onRead) `n` bytes arrived in the read buffer. */
+  forward(n: number): Buffer | undefined {
+    this.bytesRead += n;
+    const peer = this.peer;
+    if (peer === undefined || peer.closed) return undefined;
+    const req = new B.WriteWrap();
+    req.handle = peer.handle;
+    req.oncomplete = afterRelayWrite;
+    req.socket = this;
+    const chunk = this.buf.current.subarray(0, n);
+    const err = peer.handle.writeBuffer(req, chunk);
+    if (err !== 0) {
+      this.events?.rawFailed(peer, err);
+      return undefined;
+    }
+    peer.bytesWritten += n;
+    if (B.state[B.kLastWriteWasAsync] !== 0) {
+      // The write holds the buffer until it completes; no read comes before that, so it can be reused then.
+      req.buffer = chunk;
+      this.pendingWrites++;
+      this.handle.readStop();
+    }
+    const before = this.buf.current;
+    const next = this.buf.afterRead(n, false);
+    return next === before ? undefined : next;
+  }
+
+  /** @internal (afterRelayWrite) One of this socket's relayed writes completed. */
+  relayed(status: number): void {
+    this.pendingWrites--;
+    if (this.closed) return;
+    if (status < 0) {
+      if (this.peer !== undefined && status !== UV_ECANCELED) this.events?.rawFailed(this.peer, status);
+      return;
+    }
+    if (this.pendingWrites === 0 && !this.readEnded) this.startReading();
+  }
+
+  /** @internal (onRead) The peer's FIN, or a read error. */
+  readFailedOrEnded(n: number): void {
+    if (n !== UV_EOF) {
+      this.events?.rawFailed(this, n);
+      return;
+    }
+    this.readEnded = true;
+    this.handle.readStop();
+    this.peer?.shutdownWrite();
+    this.events?.rawEnded(this);
+    if (this.writeEnded) this.close();
+  }
+
+  /** Sends a FIN once every write queued before it is done (libuv orders the shutdown after them). */
+  private shutdownWrite(): void {
+    if (this.shutdownStarted || this.closed) return;
+    this.shutdownStarted = true;
+    const req = new B.ShutdownWrap();
+    req.handle = this.handle;
+    req.oncomplete = afterShutdown;
+    req.socket = this;
+    const err = this.handle.shutdown(req);
+    // 1: completed synchronously (a stream that has nothing queued, as net.js handles it).
+    if (err === 1) this.shutDown(0);
+    else if (err !== 0) this.events?.rawFailed(this, err);
+  }
+
+  /** @internal (afterShutdown) */
+  shutDown(status: number): void {
+    if (this.closed) return;
+    if (status < 0) {
+      this.events?.rawFailed(this, status);
+      return;
+    }
+    this.writeEnded = true;
+    if (this.readEnded) this.close();
+  }
+
+  /** @internal (afterConnect) */
+  connected(status: number): void {
+    if (this.closed) return;
+    this.events?.rawConnected(this, status);
+  }
+
+  private startReading(): void {
+    const err = this.handle.readStart();
+    if (err !== 0) this.events?.rawFailed(this, err);
+  }
+}
+
+// Callbacks shared by every socket: the handle or request they are called on leads to the socket, so no
+// closure is allocated per connection.
+
+function onRead(this: TcpHandle): Buffer | undefined {
+  const socket = this.owner;
+  if (socket === undefined || socket.closed) return undefined;
+  const n = B.state[B.kReadBytesOrError]!;
+  if (n > 0) return socket.forward(n);
+  if (n < 0) socket.readFailedOrEnded(n);
+  return undefined;
+}
+
+function afterRelayWrite(this: Req, status: number): void {
+  this.socket!.relayed(status);
+}
+
+function afterOwnWrite(this: Req, status: number): void {
+  const socket = this.socket!;
+  if (status < 0 && status !== UV_ECANCELED && !socket.closed) socket.events?.rawFailed(socket, status);
+}
+
+function afterShutdown(this: Req, status: number): void {
+  this.socket!.shutDown(status);
+}
+
+function afterConnect(this: Req, status: number): void {
+  this.socket!.connected(status);
+}
+
+/**
+ * Opens a connection to `address:port` (an IP literal); `events.rawConnected` follows with the outcome. A
+ * connect that fails before it starts (an invalid address) is reported the same way, on the next tick.
+ */
+export function connectRaw(address: string, port: number, events: RawSocketEvents): RawSocket {
+  const handle = new B.TCP(B.SOCKET);
+  // Applied by libuv when the socket is created, before the connect.
+  handle.setNoDelay(true);
+  const socket = new RawSocket(handle);
+  socket.events = events;
+  const req = new B.TCPConnectWrap();
+  req.oncomplete = afterConnect;
+  req.socket = socket;
+  Object.assign(req, { address, port });
+  const err = isIPv6(address) ? handle.connect6(req, address, port) : handle.connect(req, address, port);
+  if (err !== 0) process.nextTick(() => socket.connected(err));
+  return socket;
+}
+
+/**
+ * A listening TCP socket handing out each accepted connection as a {@link RawSocket}, not yet reading (the
+ * client's first bytes wait in the kernel until the owner starts relaying), with Nagle off.
+ */
+export class RawServer {
+  private readonly handle = new B.TCP(B.SERVER);
+  private closed = false;
+
+  constructor(onConnection: (socket: RawSocket) => void, onError: (err: NodeJS.ErrnoException) => void) {
+    this.handle.onconnection = (status, client) => {
+      if (status !== 0 || client === undefined) {
+        // EMFILE and the like: the connection stays in the backlog; libuv retries on the next loop turn.
+        onError(uvError(status, 'accept'));
+        return;
+      }
+      client.setNoDelay(true);
+      onConnection(new RawSocket(client));
+    };
+  }
+
+  /** Binds (with SO_REUSEADDR, as net does) and listens; throws the bind or listen error (EADDRINUSE...). */
+  listen(host: string, port: number, backlog: number): void {
+    const ipv6 = isIPv6(host);
+    // 0: a wildcard IPv6 listener takes IPv4 too, as net.Server's does.
+    let err = ipv6 ? this.handle.bind6(host, port, 0) : this.handle.bind(host, port);
+    if (err === 0) err = this.handle.listen(backlog);
+    if (err !== 0) {
+      this.close();
+      throw Object.assign(uvError(err, 'listen', `${host}:${port}`), { address: host, port });
+    }
+  }
+
+  address(): SocketAddress {
+    const out: Partial<SocketAddress> = {};
+    const err = this.handle.getsockname(out);
+    if (err !== 0) throw uvError(err, 'getsockname');
+    return out as SocketAddress;
+  }
+
+  /** Stops accepting; connections already accepted are not affected. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.handle.close();
+  }
+}
