@@ -278,8 +278,9 @@ async function bench() {
     ],
     PROXY_CPU,
   );
-  // The plain Node proxy of ../shared/bench/l4-pipe.cjs (net.Server, socket.pipe() both ways): the floor of
-  // what any Node TCP proxy pays per connection here, so the node's own cost shows apart from Node's.
+  // The plain Node proxy of ../shared/bench/l4-pipe.cjs (net.Server, socket.pipe() both ways): what a Node TCP
+  // proxy built on Node's streams costs here. The node drives libuv handles itself (apps/l4-node/src/raw-tcp.ts)
+  // and should beat it; the ratio shows that apart from how fast this machine is.
   const PIPE = 'node net pipe';
   const pipeSrc =
     `const net=require('net');net.createServer({noDelay:true},(c)=>{const u=net.connect({host:'127.0.0.1',port:+process.argv[2],noDelay:true});` +
