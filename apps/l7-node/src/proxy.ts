@@ -187,6 +187,7 @@ function forward(
       resolve(o);
     };
     let onDrain: (() => void) | null = null;
+    let status = 0;
     const handler: Dispatcher.DispatchHandler = {
       onConnect(abort) {
         connected = true;
@@ -195,6 +196,7 @@ function forward(
       },
       onHeaders(statusCode, rawHeaders, resume) {
         if (statusCode < 200) return true;
+        status = statusCode;
         responseStarted(deps, state, group, b, dispatchStarted);
         const { headers: out, setCookies } = responseHeadersToClient(headerStrings(rawHeaders as Buffer[]));
         stickyOnResponse(state, b, stuck, setCookies, out);
@@ -220,6 +222,13 @@ function forward(
       },
       onError(err) {
         if (onDrain) res.removeListener('drain', onDrain);
+        if (res.headersSent && (status === 204 || status === 304) && isLengthMismatch(err)) {
+          // These have no body whatever their Content-Length says (RFC 9110 §8.6); undici counts it as a body
+          // that never came and drops the backend connection, but the client's answer is complete.
+          res.end();
+          settle({ kind: 'done' });
+          return;
+        }
         if (res.headersSent) {
           // A byte already went to the client: never retried, the client sees a cut response.
           res.destroy();
@@ -261,4 +270,8 @@ function forward(
       settle({ kind: 'failed', answer: 'backend-failed' });
     }
   });
+}
+
+function isLengthMismatch(err: Error): boolean {
+  return (err as { code?: string }).code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH';
 }
