@@ -185,7 +185,7 @@ describe('raw TCP handles (real sockets)', () => {
     expect(bad.connectStatus).toBeLessThan(0);
   });
 
-  it('throws the bind error of a taken port, and listens on IPv6 loopback', () => {
+  it('throws the bind error of a taken port, and listens and connects on IPv6 loopback', async () => {
     const a = new RawServer(
       () => {},
       () => {},
@@ -199,12 +199,20 @@ describe('raw TCP handles (real sockets)', () => {
     expect(() => b.listen('127.0.0.1', a.address().port, 16)).toThrow(
       expect.objectContaining({ code: 'EADDRINUSE', syscall: 'listen' }),
     );
+    const accepted: RawSocket[] = [];
     const v6 = new RawServer(
-      () => {},
+      (s) => accepted.push(s),
       () => {},
     );
     v6.listen('::1', 0, 16);
     closers.push(() => v6.close());
     expect(v6.address()).toMatchObject({ address: '::1', family: 'IPv6' });
+    const rec = new Recorder();
+    const s = connectRaw('::1', v6.address().port, rec);
+    closers.push(() => s.close());
+    await until(() => rec.connectStatus !== undefined && accepted.length === 1);
+    expect(rec.connectStatus).toBe(0);
+    closers.push(() => accepted[0]!.close());
+    expect(accepted[0]!.remoteAddress()).toMatchObject({ address: '::1', family: 'IPv6' });
   });
 });
