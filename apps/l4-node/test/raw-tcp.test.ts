@@ -9,6 +9,7 @@ import {
   RawServer,
   type RawSocket,
   type RawSocketEvents,
+  spareBufferCount,
   uvError,
 } from '../src/raw-tcp.js';
 
@@ -154,6 +155,26 @@ describe('raw TCP handles (real sockets)', () => {
     }
     expect(r.down.bufferSize).toBe(RAW_MIN_BUFFER);
     expect(r.received.sink.every((b) => b.every((x) => x === 7 || x === 120))).toBe(true);
+  });
+
+  it('hands the small read buffers of closed sockets to new ones', async () => {
+    const r = await relay(closers);
+    r.down.relayTo(r.up);
+    r.up.relayTo(r.down);
+    r.client.write('x');
+    await until(() => r.bytes('sink') === 1);
+    const before = spareBufferCount();
+    r.down.close();
+    r.up.close();
+    expect(spareBufferCount()).toBe(before + 2);
+    const again = await relay(closers);
+    expect(spareBufferCount()).toBe(before);
+    // The reused buffers carry the new connection's bytes only.
+    again.down.relayTo(again.up);
+    again.up.relayTo(again.down);
+    again.client.write('second');
+    await until(() => again.bytes('sink') === 6);
+    expect(Buffer.concat(again.received.sink).toString()).toBe('second');
   });
 
   it('resets on request: the client sees ECONNRESET, not a clean close', async () => {

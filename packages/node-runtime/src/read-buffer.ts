@@ -13,11 +13,13 @@ export class ReadBuffer {
   current: Buffer;
   private smallReads = 0;
 
+  /** `initial`: a `min`-sized buffer to start with (one given back by a closed socket), instead of a new one. */
   constructor(
     readonly min: number,
     readonly max: number,
+    initial?: Buffer,
   ) {
-    this.current = Buffer.allocUnsafeSlow(min);
+    this.current = initial ?? Buffer.allocUnsafeSlow(min);
   }
 
   /**
