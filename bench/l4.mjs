@@ -12,12 +12,14 @@
 // Layout as in ../shared/bench/anchors.sh: load generators and backends on CPU 0, the proxy under test alone
 // on CPU 1 (haproxy nbthread 1, l4-node one process). The conn-rate backend is a second HAProxy answering
 // `ok` itself (a C server on CPU 0, so the client side is not the bottleneck). HAProxy has no UDP proxy, so
-// UDP compares direct and l4-node only. A plain Node pipe (../shared/bench/l4-pipe.cjs) runs alongside as the
-// Node reference. Installs haproxy, iperf3 and wrk with apt-get when missing (root).
+// UDP compares direct and l4-node only; its client (bench/udp-client.mjs) and echo server are Node processes on
+// CPU 0, which they saturate first, so the UDP row also prints the node's CPU time per request. A plain Node
+// pipe (../shared/bench/l4-pipe.cjs) runs alongside as the Node reference. CPU µs/conn is the proxy process's
+// user + system time per connection in its best round (from /proc). Installs haproxy, iperf3 and wrk with
+// apt-get when missing (root).
 // Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import dgram from 'node:dgram';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +29,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
 const DUR = Number(process.env.DUR ?? 3);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 const LOAD_CPU = '0';
 const PROXY_CPU = '1';
 const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
@@ -163,43 +166,31 @@ function wrk(port) {
   return { rps, note: [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ') };
 }
 
+/** User + system CPU seconds a process has used so far (from /proc); undefined for no process. */
+function cpuSeconds(pid) {
+  if (pid === undefined) return 0;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
 function timeWait() {
   const out = spawnSync('ss', ['-s'], { encoding: 'utf8' }).stdout ?? '';
   return /timewait (\d+)/.exec(out)?.[1] ?? '?';
 }
 
-/** UDP request/response: `window` requests in flight per flow over `flows` client sockets. */
-async function udpRate(port, flows = 4, window = 16) {
-  const sockets = await Promise.all(
-    Array.from({ length: flows }, async () => {
-      const s = dgram.createSocket('udp4');
-      await new Promise((r) => s.bind(0, '127.0.0.1', r));
-      return s;
-    }),
-  );
-  const payload = Buffer.alloc(64, 1);
-  let replies = 0;
-  let running = true;
-  for (const s of sockets) {
-    s.on('message', () => {
-      replies++;
-      if (running) s.send(payload, port, '127.0.0.1');
-    });
-  }
-  // Lost datagrams would stall a window slot; a top-up every 50 ms keeps the window full.
-  const topUp = setInterval(() => {
-    for (const s of sockets) s.send(payload, port, '127.0.0.1');
-  }, 50);
-  for (const s of sockets) for (let i = 0; i < window; i++) s.send(payload, port, '127.0.0.1');
-  await new Promise((r) => setTimeout(r, 500)); // warm-up
-  const r0 = replies;
-  const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, DUR * 1000));
-  const rate = ((replies - r0) * 1000) / (performance.now() - t0);
-  running = false;
-  clearInterval(topUp);
-  for (const s of sockets) s.close();
-  return rate;
+/** UDP request/response rate from bench/udp-client.mjs, pinned with the other load generators. */
+function udpRate(port) {
+  const out = execFileSync('taskset', [
+    '-c',
+    LOAD_CPU,
+    process.execPath,
+    join(ROOT, 'bench/udp-client.mjs'),
+    String(port),
+    String(DUR),
+  ]);
+  const [rate, replies] = out.toString().trim().split(' ').map(Number);
+  return { rate, replies };
 }
 
 async function maglev() {
@@ -269,8 +260,9 @@ async function bench() {
     '-e',
     `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(${P.udp},'127.0.0.1')`,
   ]);
-  start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]);
-  startNode(
+  // taskset execs its command, so these PIDs are the proxies' own (for their CPU time).
+  const haproxy = start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]);
+  const node = startNode(
     [
       [1, 'tcp', P.nIperf, P.iperf],
       [2, 'tcp', P.nHttp, P.nBackend],
@@ -287,7 +279,7 @@ async function bench() {
     `const k=()=>{c.destroy();u.destroy()};c.on('error',k);u.on('error',k);c.pipe(u);u.pipe(c)})` +
     `.listen({port:+process.argv[1],host:'127.0.0.1',backlog:4096})`;
   start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pIperf), String(P.iperf)]);
-  start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pHttp), String(P.pBackend)]);
+  const pipe = start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pHttp), String(P.pBackend)]);
   for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp, P.pIperf, P.pHttp]) await waitPort(p);
   await waitPort(P.udp, 'udp');
   // Warm-up: the node's JIT needs load before it reaches steady state.
@@ -307,23 +299,33 @@ async function bench() {
       bulk[t] = Math.max(bulk[t], gbps);
     }
   }
-  const none = () => ({ rps: 0, note: '' });
+  const none = () => ({ rps: 0, note: '', cpuUs: undefined });
   const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [PIPE]: none() };
   const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
+  const pids = { haproxy: haproxy.pid, 'l4-node': node.pid, [PIPE]: pipe.pid };
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
+      const cpu0 = cpuSeconds(pids[t]);
       const r = wrk(ports[t]);
+      r.cpuUs = pids[t] === undefined ? undefined : ((cpuSeconds(pids[t]) - cpu0) * 1e6) / (r.rps * DUR);
       console.error(`  new conn/s round ${round + 1}: ${t} ${r.rps.toFixed(0)} (${timeWait()} sockets in TIME_WAIT)`);
       if (r.rps > conn[t].rps) conn[t] = r;
     }
   }
-  const udp = { direct: await udpRate(P.udp), 'l4-node': await udpRate(P.nUdp) };
+  const udp = { direct: udpRate(P.udp).rate };
+  const nodeCpu0 = cpuSeconds(node.pid);
+  const nodeUdp = udpRate(P.nUdp);
+  udp['l4-node'] = nodeUdp.rate;
+  // Over the client's whole run: every reply it counted, warm-up included.
+  const udpCpuUs = ((cpuSeconds(node.pid) - nodeCpu0) * 1e6) / nodeUdp.replies;
   for (const t of ['direct', 'haproxy', 'l4-node', PIPE]) {
     rows.push({
       target: t,
       'bulk Gbit/s': bulk[t].toFixed(2),
       'new conn/s': conn[t].rps.toFixed(0),
+      'CPU µs/conn': conn[t].cpuUs === undefined ? '—' : conn[t].cpuUs.toFixed(0),
       'UDP req/s': udp[t] === undefined ? '—' : udp[t].toFixed(0),
+      'CPU µs/UDP req': t === 'l4-node' ? udpCpuUs.toFixed(1) : '—',
       errors: conn[t].note,
     });
   }
