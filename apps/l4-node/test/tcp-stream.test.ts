@@ -89,6 +89,44 @@ describe('TCP streams through the node (real sockets)', () => {
     expect(await bytes('slb_l4_bytes_out_total')).toBe(data.length);
   });
 
+  it('keeps the bytes of 200 connections, 50 at once, apart while read buffers pass between them', async () => {
+    // Read buffers of closed connections serve new ones while others are mid-stream, and answers are read
+    // after a FIN was passed on: each client must still get exactly its own answer.
+    const one = async (): Promise<boolean> => {
+      // Pieces under the small buffer's size, a little apart, so reads stay small and buffers poolable; the
+      // `late` backend answers only after the client's FIN, so the answer is read after a FIN was passed on.
+      const pieces = Array.from({ length: 6 }, () =>
+        randomBytes(250 + Math.floor(Math.random() * 500)).toString('hex'),
+      );
+      const c = net.connect({ port: ports.late, host: '127.0.0.1' });
+      let text = '';
+      c.setEncoding('latin1');
+      c.on('data', (d: string) => {
+        text += d;
+      });
+      await once(c, 'connect');
+      for (const p of pieces) {
+        c.write(p);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      c.end();
+      await once(c, 'close');
+      return text === `you said ${pieces.join('')}; bye\n`;
+    };
+    // 50 workers, each starting its next connection as soon as one ends: new connections take buffers while
+    // others are mid-stream.
+    let started = 0;
+    let intact = 0;
+    const worker = async () => {
+      while (started < 200) {
+        started++;
+        if (await one()) intact++;
+      }
+    };
+    await Promise.all(Array.from({ length: 50 }, worker));
+    expect(intact).toBe(200);
+  });
+
   it('passes a client half-close on and still delivers the backend’s answer', async () => {
     const c = net.connect({ port: ports.late, host: '127.0.0.1' });
     await once(c, 'connect');
