@@ -187,7 +187,8 @@ export class RawSocket {
   /** Starts reading and passing what is read to `peer`. */
   relayTo(peer: RawSocket): void {
     this.peer = peer;
-    this.startReading();
+    // Closed already when writing a PROXY header to the peer failed just before.
+    if (!this.closed) this.startReading();
   }
 
   /** Writes bytes of our own (a PROXY protocol header) ahead of anything relayed. */
