@@ -166,7 +166,7 @@ function wrk(port) {
   return { rps, note: [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ') };
 }
 
-/** User + system CPU seconds a process has used so far (from /proc); undefined for no process. */
+/** User + system CPU seconds a process has used so far (from /proc); 0 for no process. */
 function cpuSeconds(pid) {
   if (pid === undefined) return 0;
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
