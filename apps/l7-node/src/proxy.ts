@@ -222,7 +222,8 @@ function forward(
       },
       onError(err) {
         if (onDrain) res.removeListener('drain', onDrain);
-        if (res.headersSent && (status === 204 || status === 304) && isLengthMismatch(err)) {
+        const code = (err as { code?: string }).code;
+        if (res.headersSent && (status === 204 || status === 304) && code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
           // These have no body whatever their Content-Length says (RFC 9110 §8.6); undici counts it as a body
           // that never came and drops the backend connection, but the client's answer is complete.
           res.end();
@@ -240,7 +241,6 @@ function forward(
           settle({ kind: 'connect-failed' });
           return;
         }
-        const code = (err as { code?: string }).code;
         if (code === 'UND_ERR_HEADERS_TIMEOUT') {
           settle({ kind: 'failed', answer: 'backend-timeout' });
           return;
@@ -270,8 +270,4 @@ function forward(
       settle({ kind: 'failed', answer: 'backend-failed' });
     }
   });
-}
-
-function isLengthMismatch(err: Error): boolean {
-  return (err as { code?: string }).code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH';
 }
