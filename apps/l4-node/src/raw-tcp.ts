@@ -366,7 +366,8 @@ export function connectRaw(address: string, port: number, events: RawSocketEvent
   req.oncomplete = afterConnect;
   req.socket = socket;
   Object.assign(req, { address, port });
-  const err = isIPv6(address) ? handle.connect6(req, address, port) : handle.connect(req, address, port);
+  // An IP literal (the snapshot schema's): only IPv6 has colons, checked without isIPv6's regex per connection.
+  const err = address.includes(':') ? handle.connect6(req, address, port) : handle.connect(req, address, port);
   if (err !== 0) process.nextTick(() => socket.connected(err));
   return socket;
 }
