@@ -19,17 +19,17 @@
 // apt-get when missing (root).
 // Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
 const DUR = Number(process.env.DUR ?? 3);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 const LOAD_CPU = '0';
 const PROXY_CPU = '1';
 const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
@@ -166,14 +166,6 @@ function wrk(port) {
   return { rps, note: [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ') };
 }
 
-/** User + system CPU seconds a process has used so far (from /proc); 0 for no process. */
-function cpuSeconds(pid) {
-  if (pid === undefined) return 0;
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
 function timeWait() {
   const out = spawnSync('ss', ['-s'], { encoding: 'utf8' }).stdout ?? '';
   return /timewait (\d+)/.exec(out)?.[1] ?? '?';
@@ -260,7 +252,7 @@ async function bench() {
     '-e',
     `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(${P.udp},'127.0.0.1')`,
   ]);
-  // taskset execs its command, so these PIDs are the proxies' own (for their CPU time).
+  // taskset execs its command, so these children are the proxies themselves (for their CPU time).
   const haproxy = start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]);
   const node = startNode(
     [
@@ -302,22 +294,23 @@ async function bench() {
   const none = () => ({ rps: 0, note: '', cpuUs: undefined });
   const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [PIPE]: none() };
   const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
-  const pids = { haproxy: haproxy.pid, 'l4-node': node.pid, [PIPE]: pipe.pid };
+  const procs = { haproxy: [haproxy], 'l4-node': [node], [PIPE]: [pipe] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
-      const cpu0 = cpuSeconds(pids[t]);
+      const p = procs[t] ?? [];
+      const cpu0 = cpuSeconds(p);
       const r = wrk(ports[t]);
-      r.cpuUs = pids[t] === undefined ? undefined : ((cpuSeconds(pids[t]) - cpu0) * 1e6) / (r.rps * DUR);
+      r.cpuUs = p.length === 0 ? undefined : ((cpuSeconds(p) - cpu0) * 1e6) / (r.rps * DUR);
       console.error(`  new conn/s round ${round + 1}: ${t} ${r.rps.toFixed(0)} (${timeWait()} sockets in TIME_WAIT)`);
       if (r.rps > conn[t].rps) conn[t] = r;
     }
   }
   const udp = { direct: udpRate(P.udp).rate };
-  const nodeCpu0 = cpuSeconds(node.pid);
+  const nodeCpu0 = cpuSeconds([node]);
   const nodeUdp = udpRate(P.nUdp);
   udp['l4-node'] = nodeUdp.rate;
   // Over the client's whole run: every reply it counted, warm-up included.
-  const udpCpuUs = ((cpuSeconds(node.pid) - nodeCpu0) * 1e6) / nodeUdp.replies;
+  const udpCpuUs = ((cpuSeconds([node]) - nodeCpu0) * 1e6) / nodeUdp.replies;
   for (const t of ['direct', 'haproxy', 'l4-node', PIPE]) {
     rows.push({
       target: t,

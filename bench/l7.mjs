@@ -15,11 +15,12 @@
 // Needs nginx, haproxy, wrk (apt-get) and the npm package http-proxy (HTTP_PROXY_DIR, a folder whose
 // node_modules has it; the row is skipped without it). Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const L7_MAIN = join(ROOT, 'apps/l7-node/dist/main.js');
@@ -145,36 +146,6 @@ http { access_log off; default_type application/octet-stream; keepalive_timeout 
 `,
   );
   return d;
-}
-
-/**
- * CPU seconds (user + system) used so far by these processes and their descendants (nginx's workers), read
- * from /proc in clock ticks of 1/100 s.
- */
-function cpuSeconds(procs) {
-  const stats = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      // The command name (in parentheses) may hold spaces: fields are counted after it.
-      const text = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      stats.push({ pid: Number(d), ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  const counted = new Set(procs.map((p) => p.pid));
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const s of stats) {
-      if (!counted.has(s.pid) && counted.has(s.ppid)) {
-        counted.add(s.pid);
-        grew = true;
-      }
-    }
-  }
-  return stats.filter((s) => counted.has(s.pid)).reduce((sum, s) => sum + s.ticks, 0) / 100;
 }
 
 function startNginx(name, cpu, body) {
