@@ -31,6 +31,20 @@ describe('ConnTrackTable', () => {
     expect(t.size).toBe(0);
   });
 
+  it('expires an unreplied UDP flow after its short timeout, a replied one after the UDP timeout', () => {
+    const t = new ConnTrackTable<string>({ timeouts: { ...timeouts, udpUnreplied: 2_000 } });
+    t.insert('spoofed', 'srv-1', 'udp-unreplied', 0);
+    t.insert('answered', 'srv-2', 'udp-unreplied', 0);
+    expect(t.lookup('answered', 1_000)).toBe('srv-2');
+    t.setState('answered', 'udp', 1_000);
+    // A datagram from the client refreshes an unreplied flow without making it established.
+    expect(t.lookup('spoofed', 1_500)).toBe('srv-1');
+    expect(t.peek('spoofed')?.state).toBe('udp-unreplied');
+    expect(t.sweep(3_500)).toBe(1);
+    expect(t.peek('spoofed')).toBeUndefined();
+    expect(t.lookup('answered', 10_000)).toBe('srv-2');
+  });
+
   it('never grows past maxEntries and evicts the least recently used entry (property)', () => {
     fc.assert(
       fc.property(

@@ -1,5 +1,9 @@
-/** Connection states with their own idle timeout (seed 001: short once FIN/RST is seen, long while open). */
-export type FlowState = 'tcp-established' | 'tcp-closing' | 'udp';
+/**
+ * Connection states with their own idle timeout (seed 001: short once FIN/RST is seen, long while open). A
+ * UDP flow is 'udp-unreplied' until its backend answers, as in Linux conntrack, so a flood of datagrams from
+ * spoofed sources holds entries only briefly.
+ */
+export type FlowState = 'tcp-established' | 'tcp-closing' | 'udp' | 'udp-unreplied';
 
 /** Idle timeouts in milliseconds, per state. */
 export interface ConnTrackTimeouts {
@@ -9,6 +13,8 @@ export interface ConnTrackTimeouts {
   readonly tcpClosing: number;
   /** Default 30 000: UDP has no end marker, idleness is the only signal. */
   readonly udp: number;
+  /** Default 30 000 (Linux's unreplied UDP timeout): a UDP flow whose backend has not answered yet. */
+  readonly udpUnreplied: number;
 }
 
 export interface ConnTrackOptions {
@@ -43,7 +49,12 @@ interface Entry<V> {
 
 export type InsertResult = 'inserted' | 'evicted' | 'rate-limited';
 
-const DEFAULT_TIMEOUTS: ConnTrackTimeouts = { tcpEstablished: 900_000, tcpClosing: 10_000, udp: 30_000 };
+const DEFAULT_TIMEOUTS: ConnTrackTimeouts = {
+  tcpEstablished: 900_000,
+  tcpClosing: 10_000,
+  udp: 30_000,
+  udpUnreplied: 30_000,
+};
 
 /**
  * The connection-tracking table: flow key → chosen backend, with idle timeouts by state, a hard size bound
@@ -74,7 +85,8 @@ export class ConnTrackTable<V> {
     this.granularity = options.touchGranularityMs ?? 1_000;
     this.onRemove = options.onRemove;
     this.tokens = this.maxInsertsPerSecond;
-    this.minTimeout = Math.min(this.timeouts.tcpEstablished, this.timeouts.tcpClosing, this.timeouts.udp);
+    const t = this.timeouts;
+    this.minTimeout = Math.min(t.tcpEstablished, t.tcpClosing, t.udp, t.udpUnreplied);
   }
 
   get size(): number {
@@ -82,11 +94,16 @@ export class ConnTrackTable<V> {
   }
 
   private timeoutOf(state: FlowState): number {
-    return state === 'udp'
-      ? this.timeouts.udp
-      : state === 'tcp-closing'
-        ? this.timeouts.tcpClosing
-        : this.timeouts.tcpEstablished;
+    switch (state) {
+      case 'udp':
+        return this.timeouts.udp;
+      case 'udp-unreplied':
+        return this.timeouts.udpUnreplied;
+      case 'tcp-closing':
+        return this.timeouts.tcpClosing;
+      case 'tcp-established':
+        return this.timeouts.tcpEstablished;
+    }
   }
 
   private expired(e: Entry<V>, now: number): boolean {

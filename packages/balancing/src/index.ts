@@ -1,3 +1,4 @@
+export { clientKey } from './client-key.js';
 export {
   type ConnKey,
   type ConnTrackOptions,

@@ -2,6 +2,7 @@ export * from './acl.js';
 export * from './certificate.js';
 export * from './channel.js';
 export * from './common.js';
+export * from './connection-limits.js';
 export * from './health.js';
 export * from './health-jobs.js';
 export * from './l7-snapshot.js';

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Description, Nullable, Page, Port, ResourceId, StrictObject, StringEnum, Timestamps } from './common.js';
+import { MaxConnections } from './connection-limits.js';
 
 export const Protocol = StringEnum(['tcp', 'udp', 'http', 'https']);
 export type Protocol = Static<typeof Protocol>;
@@ -98,6 +99,7 @@ const listenerOptions = {
   ),
   acl: Type.Optional(Nullable(ListenerAclInput)),
   description: Type.Optional(Description),
+  maxConnections: Type.Optional(MaxConnections),
 };
 
 export const CreateListener = StrictObject(
@@ -133,6 +135,7 @@ export const Listener = Type.Object(
     additionalCertificateIds: Type.Array(Type.String()),
     acl: Nullable(Type.Object({ aclId: Type.String(), mode: StringEnum(['allow', 'deny']) })),
     description: Type.String(),
+    maxConnections: Type.Integer({ description: 'concurrent connections or flows per node' }),
     status: ListenerStatus,
     ...Timestamps,
   },

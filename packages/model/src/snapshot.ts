@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
+import { MaxConnections } from './connection-limits.js';
 
 // The node config snapshot: what the control plane compiles for one forwarding node and pushes over the
 // control channel, and what a node reads from `--config` or its last-known-good file. Everything a node
@@ -92,6 +93,8 @@ export const SnapshotListener = StrictObject(
       Type.Integer({ minimum: 1, maximum: 16, description: 'backends tried per client connection; default 3' }),
     ),
     acl: Type.Optional(SnapshotAcl),
+    // Optional so a last-known-good snapshot written before the field existed still loads.
+    maxConnections: Type.Optional(MaxConnections),
     l7Port: Type.Optional(
       Type.Integer({
         minimum: 1,
