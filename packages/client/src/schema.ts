@@ -2070,6 +2070,8 @@ export interface operations {
                                 mode: "allow" | "deny";
                             } | null;
                             description: string;
+                            /** @description concurrent connections or flows per node */
+                            maxConnections: number;
                             /** @enum {string} */
                             status: "running" | "stopped";
                             /**
@@ -2196,6 +2198,8 @@ export interface operations {
                         mode: "allow" | "deny";
                     } | null;
                     description?: string;
+                    /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
+                    maxConnections?: number;
                 };
             };
         };
@@ -2258,6 +2262,8 @@ export interface operations {
                             mode: "allow" | "deny";
                         } | null;
                         description: string;
+                        /** @description concurrent connections or flows per node */
+                        maxConnections: number;
                         /** @enum {string} */
                         status: "running" | "stopped";
                         /**
@@ -2417,6 +2423,8 @@ export interface operations {
                             mode: "allow" | "deny";
                         } | null;
                         description: string;
+                        /** @description concurrent connections or flows per node */
+                        maxConnections: number;
                         /** @enum {string} */
                         status: "running" | "stopped";
                         /**
@@ -2608,6 +2616,8 @@ export interface operations {
                         mode: "allow" | "deny";
                     } | null;
                     description?: string;
+                    /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
+                    maxConnections?: number;
                 };
             };
         };
@@ -2670,6 +2680,8 @@ export interface operations {
                             mode: "allow" | "deny";
                         } | null;
                         description: string;
+                        /** @description concurrent connections or flows per node */
+                        maxConnections: number;
                         /** @enum {string} */
                         status: "running" | "stopped";
                         /**
@@ -2838,6 +2850,8 @@ export interface operations {
                             mode: "allow" | "deny";
                         } | null;
                         description: string;
+                        /** @description concurrent connections or flows per node */
+                        maxConnections: number;
                         /** @enum {string} */
                         status: "running" | "stopped";
                         /**
@@ -2961,6 +2975,8 @@ export interface operations {
                             mode: "allow" | "deny";
                         } | null;
                         description: string;
+                        /** @description concurrent connections or flows per node */
+                        maxConnections: number;
                         /** @enum {string} */
                         status: "running" | "stopped";
                         /**

@@ -232,6 +232,7 @@ export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>
       proxyProtocol: http ? 'off' : l.proxyProtocol,
       connectionDrainTimeout: l.connectionDrainTimeout,
       idleTimeout: l.idleTimeout,
+      maxConnections: l.maxConnections,
       ...aclOf(l),
       ...(http ? { l7Port: l7Ports.get(l.id)! } : {}),
       sessionSync: true,

@@ -1,4 +1,11 @@
-import type { HealthCheck, HealthCheckInput, Protocol, StickySession, UpdateListener } from '@slb/model';
+import {
+  DEFAULT_LISTENER_MAX_CONNECTIONS,
+  type HealthCheck,
+  type HealthCheckInput,
+  type Protocol,
+  type StickySession,
+  type UpdateListener,
+} from '@slb/model';
 import { unprocessable } from '../errors.js';
 
 /** The protocol-dependent settings of a listener, fully resolved (what is stored and returned). */
@@ -17,6 +24,7 @@ export interface ListenerSettings {
   additionalCertificateIds: string[];
   acl: { aclId: string; mode: 'allow' | 'deny' } | null;
   description: string;
+  maxConnections: number;
 }
 
 export type ListenerSettingsInput = Omit<UpdateListener, 'serverGroupId'>;
@@ -60,6 +68,7 @@ export function defaultSettings(protocol: Protocol): ListenerSettings {
     additionalCertificateIds: [],
     acl: null,
     description: '',
+    maxConnections: DEFAULT_LISTENER_MAX_CONNECTIONS,
   };
 }
 
@@ -162,6 +171,7 @@ export function resolveSettings(
     additionalCertificateIds: input.additionalCertificateIds ?? base.additionalCertificateIds,
     acl: input.acl === undefined ? base.acl : input.acl,
     description: input.description ?? base.description,
+    maxConnections: input.maxConnections ?? base.maxConnections,
   };
   if (protocol === 'https' && !settings.certificateId) {
     throw unprocessable('/certificateId', 'required for https listeners');

@@ -32,6 +32,7 @@ function settingsOf(row: ListenerRow): ListenerSettings {
     additionalCertificateIds: row.additionalCertificateIds,
     acl: row.aclId && row.aclMode ? { aclId: row.aclId, mode: row.aclMode } : null,
     description: row.description,
+    maxConnections: row.maxConnections,
   };
 }
 

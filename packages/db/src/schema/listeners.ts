@@ -1,4 +1,4 @@
-import type { HealthCheck, StickySession } from '@slb/model';
+import { DEFAULT_LISTENER_MAX_CONNECTIONS, type HealthCheck, type StickySession } from '@slb/model';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { acls } from './acls.js';
 import { certificates } from './certificates.js';
@@ -38,6 +38,8 @@ export const listeners = sqliteTable(
     aclId: text('acl_id').references(() => acls.id),
     aclMode: text('acl_mode', { enum: ['allow', 'deny'] }),
     description: text('description').notNull(),
+    /** Concurrent connections or flows per node; the default fills the rows that predate the column. */
+    maxConnections: integer('max_connections').notNull().default(DEFAULT_LISTENER_MAX_CONNECTIONS),
     status: text('status', { enum: ['running', 'stopped'] }).notNull(),
     ...revision,
     ...timestamps,

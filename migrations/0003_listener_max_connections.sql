@@ -1,0 +1,1 @@
+ALTER TABLE `listeners` ADD `max_connections` integer DEFAULT 16384 NOT NULL;
