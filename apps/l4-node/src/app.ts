@@ -3,6 +3,7 @@ import type { SessionSync, SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
+import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { L4Metrics } from './metrics.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
@@ -15,6 +16,8 @@ export interface L4NodeOptions {
   readonly now?: () => number;
   /** Session sync with peer nodes (listeners with `sessionSync` use it). Default none: local tables only. */
   readonly sync?: SessionSync;
+  /** Per-client caps and the UDP unreplied timeout. Default {@link DEFAULT_NODE_LIMITS}. */
+  readonly limits?: Partial<NodeLimits>;
 }
 
 type AnyListener = TcpListener | UdpListener;
@@ -76,7 +79,13 @@ export class L4Node {
 
   constructor(private readonly options: L4NodeOptions) {
     this.metrics = options.metrics ?? new L4Metrics();
-    this.deps = { logger: options.logger, metrics: this.metrics, now: options.now ?? Date.now, sync: options.sync };
+    this.deps = {
+      logger: options.logger,
+      metrics: this.metrics,
+      now: options.now ?? Date.now,
+      sync: options.sync,
+      limits: { ...DEFAULT_NODE_LIMITS, ...options.limits },
+    };
   }
 
   /** Applies a validated snapshot. Calls are serialised; a listener that fails to bind is logged and skipped. */

@@ -1,9 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { DEFAULT_MAX_CONNECTIONS_PER_CLIENT, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
 import { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from '@slb/node-runtime';
 
 const Env = Type.Object({
   // Where Prometheus scrapes this node; 0 picks a free port (tests), logged at start.
   SLB_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9100 }),
+  // Connections (TCP) or flows (UDP) one client address (IPv6: its /64) holds per listener; 0 turns it off.
+  // One source must not take a listener's whole maxConnections (nor the node's file descriptors).
+  SLB_MAX_CONNECTIONS_PER_CLIENT: Type.Integer({
+    minimum: 0,
+    maximum: MAX_LISTENER_MAX_CONNECTIONS,
+    default: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+  }),
   ...NodeEnvProperties,
 });
 

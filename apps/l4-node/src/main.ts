@@ -19,7 +19,12 @@ const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: proc
 const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
 const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
-const node = new L4Node({ logger, metrics: metricsRegistry, sync });
+const node = new L4Node({
+  logger,
+  metrics: metricsRegistry,
+  sync,
+  limits: { maxConnectionsPerClient: config.SLB_MAX_CONNECTIONS_PER_CLIENT },
+});
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
 logger.info({ metricsPort: metrics.address.port, metricsHost: metrics.address.address }, 'metrics listening');

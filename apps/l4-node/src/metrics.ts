@@ -26,6 +26,10 @@ export interface ListenerMetrics {
   readonly untracked: Counter.Internal;
   readonly udpDropped: Counter.Internal;
   readonly drained: Counter.Internal;
+  /** New connections or flows refused because the listener is at its maxConnections. */
+  readonly refusedListenerLimit: Counter.Internal;
+  /** New connections or flows refused because their client is at the per-client cap. */
+  readonly refusedClientLimit: Counter.Internal;
   /** As {@link BackendMetrics.retire}, for a removed listener with no session left. */
   retire(): void;
 }
@@ -90,6 +94,13 @@ export class L4Metrics {
     'slb_l4_drain_closed_total',
     'Connections closed when their backend or listener reached the drain timeout',
   );
+  // Two reasons, never a client label: a flood from many sources must not create a series per source.
+  private readonly refused = new Counter({
+    name: 'slb_l4_refused_total',
+    help: 'New connections (TCP, closed at once) or flows (UDP, datagram dropped) refused by a limit',
+    labelNames: ['listener', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly configVersion = new Gauge({
     name: 'slb_l4_config_version',
     help: 'Version of the applied config snapshot',
@@ -180,15 +191,19 @@ export class L4Metrics {
     let retired = false;
     const m: ListenerMetrics = {
       ...children((c) => c.labels(l)),
+      refusedListenerLimit: this.refused.labels({ listener, reason: 'listener_limit' }),
+      refusedClientLimit: this.refused.labels({ listener, reason: 'client_limit' }),
       retire: () => {
         if (retired) return;
         retired = true;
         Object.assign(
           m,
           children(() => DISCARD),
+          { refusedListenerLimit: DISCARD, refusedClientLimit: DISCARD },
         );
         if (!this.release(listener)) return;
         for (const c of Object.values(counters)) c.remove(l);
+        for (const reason of ['listener_limit', 'client_limit']) this.refused.remove({ listener, reason });
         this.conntrackEntries.remove(l);
       },
     };

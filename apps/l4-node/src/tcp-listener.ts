@@ -1,10 +1,11 @@
 import net from 'node:net';
-import { ConnTrackTable, type FlowKey, flowKeyString } from '@slb/balancing';
-import type { SnapshotListener } from '@slb/model';
+import { ConnTrackTable, clientKey, type FlowKey, flowKeyString } from '@slb/balancing';
+import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
 import type { SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import type { AclCheck } from './acl.js';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
+import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
@@ -18,6 +19,8 @@ export interface ListenerDeps {
   readonly now: () => number;
   /** Session sync with peer nodes; listeners with `sessionSync` use it. */
   readonly sync?: SessionSync;
+  /** Node-wide per-client limits. Default {@link DEFAULT_NODE_LIMITS}. */
+  readonly limits?: NodeLimits;
 }
 
 /** What a listener runs with after the snapshot is resolved (HTTP listeners point at L7 nodes). */
@@ -50,6 +53,9 @@ export class TcpListener {
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_S * 1000;
   maxAttempts = DEFAULT_MAX_CONNECT_ATTEMPTS;
   idleTimeoutMs = 0;
+  maxConnections = DEFAULT_LISTENER_MAX_CONNECTIONS;
+  /** Open sessions per client key; undefined when the per-client cap is off. */
+  readonly clients: ClientCounts | undefined;
 
   constructor(
     resolved: ResolvedListener,
@@ -58,6 +64,7 @@ export class TcpListener {
     this.lm = deps.metrics.forListener(resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
+    this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);
     this.update(resolved);
   }
 
@@ -73,6 +80,8 @@ export class TcpListener {
     // More attempts than backends would only retry the same ones.
     this.maxAttempts = c.maxConnectAttempts ?? DEFAULT_MAX_CONNECT_ATTEMPTS;
     this.idleTimeoutMs = c.idleTimeout * 1000;
+    // Lowered below what is open: nothing is cut, new connections wait until enough have closed.
+    this.maxConnections = c.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS;
     this.pool.update(resolved.backends, {
       scheduler: c.scheduler,
       drainTimeoutMs: c.connectionDrainTimeout * 1000,
@@ -122,6 +131,7 @@ export class TcpListener {
   /** A session finished; the last one of a stopped listener takes the listener's series with it. */
   sessionEnded(session: TcpSession): void {
     this.sessions.delete(session);
+    if (session.clientSlot !== undefined) this.clients?.release(session.clientSlot);
     if (this.stopped && this.sessions.size === 0) this.lm.retire();
   }
 
@@ -163,6 +173,22 @@ export class TcpListener {
       client.reset();
       return;
     }
+    // Limits are checked before any backend connect, so a refused client costs no upstream socket; RST,
+    // as for the ACL, leaves no TIME_WAIT behind on the node.
+    if (this.sessions.size >= this.maxConnections) {
+      this.lm.refusedListenerLimit.inc();
+      client.reset();
+      return;
+    }
+    let slot: string | undefined;
+    if (this.clients !== undefined) {
+      slot = clientKey(remote.address);
+      if (!this.clients.tryAcquire(slot)) {
+        this.lm.refusedClientLimit.inc();
+        client.reset();
+        return;
+      }
+    }
     const local = bound.addr === undefined ? client.localAddress() : undefined;
     const flow: FlowKey = {
       srcAddr: remote.address,
@@ -171,7 +197,7 @@ export class TcpListener {
       dstPort: bound.addr === undefined ? (local?.port ?? 0) : bound.port,
       protocol: 'tcp',
     };
-    const session = new TcpSession(this, client, flow);
+    const session = new TcpSession(this, client, flow, slot);
     this.sessions.add(session);
     session.start();
   }

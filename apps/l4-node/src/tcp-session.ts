@@ -26,6 +26,8 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     private readonly listener: TcpListener,
     private readonly client: RawSocket,
     private readonly flow: FlowKey,
+    /** The client's key in the listener's per-client counts, released when the session ends. */
+    readonly clientSlot: string | undefined,
   ) {
     client.events = this;
   }

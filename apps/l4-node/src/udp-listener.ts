@@ -1,15 +1,17 @@
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
-import { type ConnKey, ConnTrackTable, type FlowKey } from '@slb/balancing';
+import { type ConnKey, ConnTrackTable, clientKey, type FlowKey } from '@slb/balancing';
+import { DEFAULT_LISTENER_MAX_CONNECTIONS, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
 import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
+import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './connection-limits.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
 
 /** Datagrams held per new flow while its upstream socket connects; more are dropped. */
 const MAX_QUEUED = 64;
-/** Default bound on UDP flows per listener (each holds a socket, i.e. a file descriptor). */
-export const DEFAULT_MAX_UDP_FLOWS = 16_384;
+/** Expired flows looked at (and reclaimed) before a listener at its cap refuses a new one. */
+const RECLAIM_BUDGET = 64;
 
 /**
  * A pseudo-connection: one client address:port on one listening socket, with its own connected upstream
@@ -34,6 +36,8 @@ class UdpFlow implements TrackedConn {
     private readonly front: dgram.Socket,
     readonly clientAddr: string,
     readonly clientPort: number,
+    /** The client's key in the listener's per-client counts, released when the flow closes. */
+    readonly clientSlot: string | undefined,
   ) {
     this.upstream = dgram.createSocket(isIPv6(backend.address) ? 'udp6' : 'udp4');
     this.upstream.on('message', this.onReply);
@@ -67,6 +71,8 @@ class UdpFlow implements TrackedConn {
     this.front.send(msg, this.clientPort, this.clientAddr);
     if (!this.established) {
       this.established = true;
+      // Answered: from now on the listener's idleTimeout applies, not the short unreplied one.
+      this.listener.conntrack.setState(this.key, 'udp', now);
       this.listener.sync.publishPersistence(this.clientAddr, this.backend.id);
     }
     this.maybeSync(now);
@@ -102,6 +108,7 @@ class UdpFlow implements TrackedConn {
     b.metrics.active.dec();
     this.flushBytes();
     b.release(this);
+    if (this.clientSlot !== undefined) this.listener.clients?.release(this.clientSlot);
   }
 
   flushBytes(): void {
@@ -148,14 +155,21 @@ export class UdpListener {
   private readonly sockets: dgram.Socket[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
   cfg!: ResolvedListener;
+  /** Concurrent flows (each holds a socket, i.e. a file descriptor); new ones beyond it are refused. */
+  maxFlows = DEFAULT_LISTENER_MAX_CONNECTIONS;
+  /** Open flows per client key; undefined when the per-client cap is off. */
+  readonly clients: ClientCounts | undefined;
+  private readonly unrepliedTimeoutMs: number;
 
   constructor(
     resolved: ResolvedListener,
     readonly deps: ListenerDeps,
-    private readonly maxFlows = DEFAULT_MAX_UDP_FLOWS,
   ) {
     this.lm = deps.metrics.forListener(resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
+    const limits = deps.limits ?? DEFAULT_NODE_LIMITS;
+    this.clients = clientCountsFor(limits);
+    this.unrepliedTimeoutMs = limits.udpUnrepliedTimeoutMs;
     this.conntrack = this.newTable(resolved.config.idleTimeout);
     this.sync = new ListenerSync(
       this.pool,
@@ -171,9 +185,11 @@ export class UdpListener {
   }
 
   private newTable(idleTimeoutS: number): ConnTrackTable<UdpFlow> {
+    const idleMs = idleTimeoutS * 1000;
     return new ConnTrackTable<UdpFlow>({
-      maxEntries: this.maxFlows,
-      timeouts: { udp: idleTimeoutS * 1000 },
+      // The listener refuses flows beyond its maxConnections before inserting; the table never evicts.
+      maxEntries: MAX_LISTENER_MAX_CONNECTIONS,
+      timeouts: { udp: idleMs, udpUnreplied: Math.min(this.unrepliedTimeoutMs, idleMs) },
       onRemove: (_key, flow) => (flow as UdpFlow).close(),
     });
   }
@@ -185,9 +201,11 @@ export class UdpListener {
       const old = this.conntrack;
       this.conntrack = this.newTable(c.idleTimeout);
       const now = this.deps.now();
-      for (const [k, f] of old.values()) this.conntrack.insert(k, f, 'udp', now);
+      for (const [k, f] of old.values()) this.conntrack.insert(k, f, f.established ? 'udp' : 'udp-unreplied', now);
     }
     this.cfg = resolved;
+    // Lowered below what is open: nothing is cut, new flows wait until enough have ended.
+    this.maxFlows = c.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS;
     this.pool.update(resolved.backends, {
       scheduler: c.scheduler,
       drainTimeoutMs: c.connectionDrainTimeout * 1000,
@@ -278,6 +296,13 @@ export class UdpListener {
     this.newFlow(front, key, dstAddr, msg, rinfo, now);
   }
 
+  /** At maxConnections even after reclaiming flows that expired since the last sweep. */
+  private atFlowCap(now: number): boolean {
+    if (this.conntrack.size < this.maxFlows) return false;
+    this.conntrack.sweep(now, RECLAIM_BUDGET);
+    return this.conntrack.size >= this.maxFlows;
+  }
+
   private newFlow(
     front: dgram.Socket,
     key: ConnKey,
@@ -291,6 +316,18 @@ export class UdpListener {
       this.lm.aclDenied.inc();
       return;
     }
+    // Checked before a socket is made: a refused datagram costs the node nothing but this check.
+    if (this.atFlowCap(now)) {
+      this.lm.refusedListenerLimit.inc();
+      this.lm.udpDropped.inc();
+      return;
+    }
+    const slot = this.clients === undefined ? undefined : clientKey(rinfo.address);
+    if (slot !== undefined && !this.clients!.tryAcquire(slot)) {
+      this.lm.refusedClientLimit.inc();
+      this.lm.udpDropped.inc();
+      return;
+    }
     const fk: FlowKey = {
       srcAddr: rinfo.address,
       srcPort: rinfo.port,
@@ -301,12 +338,13 @@ export class UdpListener {
     // A flow a peer node already placed (it moved here) keeps its backend, whatever the scheduler says now.
     const backend = this.sync.peerFlowBackend(rinfo.address, rinfo.port, now) ?? this.pool.pick(fk, now, undefined);
     if (backend === undefined) {
+      if (slot !== undefined) this.clients!.release(slot);
       this.lm.noBackend.inc();
       this.lm.udpDropped.inc();
       return;
     }
-    const flow = new UdpFlow(this, key, backend, front, rinfo.address, rinfo.port);
-    if (this.conntrack.insert(key, flow, 'udp', now) === 'rate-limited') {
+    const flow = new UdpFlow(this, key, backend, front, rinfo.address, rinfo.port, slot);
+    if (this.conntrack.insert(key, flow, 'udp-unreplied', now) === 'rate-limited') {
       // Without an entry a reply could not find its client: refuse the flow rather than leak a socket.
       flow.close();
       this.lm.untracked.inc();

@@ -91,11 +91,11 @@ describe('UDP forwarding (real sockets)', () => {
 });
 
 describe('UDP flow bound', () => {
-  it('never holds more flows than its bound; the least recently used flow is closed', async () => {
+  it('never holds more flows than its maxConnections; a new flow beyond it is refused, live ones stay', async () => {
     const server = await udpServer('z');
     const port = await freePort();
     const metrics = new L4Metrics({ defaultMetrics: false });
-    const l = listener(9, port, { protocol: 'udp', backends: [backend(1, server.port)] });
+    const l = listener(9, port, { protocol: 'udp', maxConnections: 4, backends: [backend(1, server.port)] });
     const udp = new UdpListener(
       {
         config: l,
@@ -104,15 +104,17 @@ describe('UDP flow bound', () => {
         acl: undefined,
       },
       { logger: pino({ level: 'silent' }), metrics, now: Date.now },
-      4,
     );
     await udp.start();
     const clients = await Promise.all(Array.from({ length: 10 }, () => udpClient()));
     for (const [i, c] of clients.entries()) {
-      expect(await c.ask(port, `n${i}`)).toBe(`z:n${i}`);
+      if (i < 4) expect(await c.ask(port, `n${i}`)).toBe(`z:n${i}`);
+      else await expect(c.ask(port, `n${i}`, 300)).rejects.toThrow(/no UDP reply/);
       expect(udp.conntrack.size).toBeLessThanOrEqual(4);
     }
-    expect(udp.conntrack.evicted).toBe(6);
+    expect(udp.conntrack.evicted).toBe(0);
+    // The first flows were not pushed out by the later ones.
+    for (const [i, c] of clients.slice(0, 4).entries()) expect(await c.ask(port, `m${i}`)).toBe(`z:m${i}`);
     const active = await metrics.registry.getSingleMetricAsString('slb_l4_connections_active');
     expect(active).toMatch(/\} 4$/m);
     for (const c of clients) c.close();

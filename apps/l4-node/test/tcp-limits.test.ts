@@ -1,0 +1,106 @@
+import net from 'node:net';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { L4Node, type L4NodeOptions } from '../src/app.js';
+import { L4Metrics } from '../src/metrics.js';
+import type { TcpListener } from '../src/tcp-listener.js';
+import { backend, freePort, idServer, LineClient, listener, snapshot } from './helpers.js';
+
+/**
+ * Connects and reports what the node did with the connection: 'served' once the backend's greeting
+ * arrives, 'refused' when the node closes it without a byte (it is accepted by the kernel first).
+ */
+function attempt(port: number, localAddress: string): Promise<{ outcome: 'served' | 'refused'; socket: net.Socket }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+    const timer = setTimeout(() => reject(new Error('neither served nor refused in time')), 10_000);
+    socket.once('data', () => {
+      clearTimeout(timer);
+      resolve({ outcome: 'served', socket });
+    });
+    socket.on('error', () => {});
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve({ outcome: 'refused', socket });
+    });
+  });
+}
+
+async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function refused(metrics: L4Metrics, reason: string): Promise<number> {
+  return metrics.registry.getSingleMetricAsString('slb_l4_refused_total').then((text) => {
+    const m = new RegExp(`slb_l4_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`).exec(text);
+    return m ? Number(m[1]) : 0;
+  });
+}
+
+describe('TCP connection limits', () => {
+  const cleanup: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+
+  async function setup(maxConnections: number | undefined, limits: L4NodeOptions['limits']) {
+    const server = await idServer('b');
+    const metrics = new L4Metrics({ defaultMetrics: false });
+    const node = new L4Node({ logger: pino({ level: 'silent' }), metrics, limits });
+    const port = await freePort();
+    const l = listener(1, port, { maxConnections, backends: [backend(1, server.port)] });
+    await node.apply(snapshot(1, [l]));
+    cleanup.push(
+      () => server.close(),
+      () => node.close(),
+    );
+    return { server, metrics, port, lsn: node.listeners.get(l.id) as TcpListener };
+  }
+
+  it('refuses the N+1th concurrent connection of a listener with maxConnections N, and serves the N', async () => {
+    const { server, metrics, port, lsn } = await setup(3, { maxConnectionsPerClient: 0 });
+    const open = await Promise.all([1, 2, 3].map(() => LineClient.connect(port)));
+    cleanup.push(() => open.forEach((c) => c.destroy()));
+    for (const c of open) expect(await c.line()).toBe('b');
+    const extra = await attempt(port, '127.0.0.1');
+    expect(extra.outcome).toBe('refused');
+    // Closed before any backend connect: the backend saw only the three.
+    expect(server.connections()).toBe(3);
+    expect(await refused(metrics, 'listener_limit')).toBe(1);
+    for (const [i, c] of open.entries()) expect(await c.echo(`still ${i}`)).toBe(`still ${i}`);
+    // A slot freed by a client that left is taken by the next one.
+    open[0]!.destroy();
+    await until(() => lsn.openCount === 2, 10_000);
+    const next = await attempt(port, '127.0.0.1');
+    expect(next.outcome).toBe('served');
+    next.socket.destroy();
+  });
+
+  it('refuses a client address beyond the per-client cap while another address is still served', async () => {
+    const { server, metrics, port, lsn } = await setup(undefined, { maxConnectionsPerClient: 2 });
+    const first = await Promise.all([1, 2].map(() => LineClient.connect(port, { localAddress: '127.0.0.2' })));
+    cleanup.push(() => first.forEach((c) => c.destroy()));
+    for (const c of first) expect(await c.line()).toBe('b');
+    const third = await attempt(port, '127.0.0.2');
+    expect(third.outcome).toBe('refused');
+    expect(await refused(metrics, 'client_limit')).toBe(1);
+    expect(await refused(metrics, 'listener_limit')).toBe(0);
+    const other = await attempt(port, '127.0.0.3');
+    expect(other.outcome).toBe('served');
+    other.socket.destroy();
+    expect(server.connections()).toBe(3);
+    // The client's count goes down as its connections end: the address is served again.
+    first[0]!.destroy();
+    await until(() => lsn.clients?.of('127.0.0.2') === 1, 10_000);
+    const again = await attempt(port, '127.0.0.2');
+    expect(again.outcome).toBe('served');
+    again.socket.destroy();
+    // No per-client series in the metrics, however many addresses were seen.
+    const text = await metrics.registry.metrics();
+    expect(text).not.toMatch(/127\.0\.0\./);
+  });
+});

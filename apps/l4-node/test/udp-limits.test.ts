@@ -1,0 +1,142 @@
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { L4Node, type L4NodeOptions } from '../src/app.js';
+import { L4Metrics } from '../src/metrics.js';
+import type { UdpListener } from '../src/udp-listener.js';
+import { backend, freePort, listener, snapshot } from './helpers.js';
+
+/**
+ * A UDP backend that records the source of every datagram (each flow has its own upstream socket, so one
+ * source port per flow the node opened) and answers unless `silent`.
+ */
+async function udpBackend(silent = false) {
+  const sources = new Set<number>();
+  const s = dgram.createSocket('udp4');
+  s.on('message', (msg, r) => {
+    sources.add(r.port);
+    if (!silent) s.send(`ok:${msg}`, r.port, r.address);
+  });
+  s.bind(0, '127.0.0.1');
+  await once(s, 'listening');
+  return { port: s.address().port, sources, close: () => new Promise<void>((r) => s.close(() => r())) };
+}
+
+async function udpClient(localAddress: string) {
+  const s = dgram.createSocket('udp4');
+  s.bind(0, localAddress);
+  await once(s, 'listening');
+  return {
+    /** The reply, or undefined when none came within `timeoutMs`. */
+    ask(port: number, text: string, timeoutMs = 2000): Promise<string | undefined> {
+      const reply = new Promise<string | undefined>((resolve) => {
+        const onMessage = (m: Buffer) => {
+          clearTimeout(t);
+          resolve(m.toString());
+        };
+        const t = setTimeout(() => {
+          s.off('message', onMessage);
+          resolve(undefined);
+        }, timeoutMs);
+        s.once('message', onMessage);
+      });
+      s.send(text, port, '127.0.0.1');
+      return reply;
+    },
+    send: (port: number, text: string) => s.send(text, port, '127.0.0.1'),
+    close: () => s.close(),
+  };
+}
+
+async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function refused(metrics: L4Metrics, reason: string): Promise<number> {
+  const text = await metrics.registry.getSingleMetricAsString('slb_l4_refused_total');
+  const m = new RegExp(`slb_l4_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`).exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+describe('UDP flow limits', () => {
+  const cleanup: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+
+  async function setup(
+    opts: { maxConnections?: number; idleTimeout?: number; silent?: boolean },
+    limits: L4NodeOptions['limits'],
+  ) {
+    const server = await udpBackend(opts.silent);
+    const metrics = new L4Metrics({ defaultMetrics: false });
+    const node = new L4Node({ logger: pino({ level: 'silent' }), metrics, limits });
+    const port = await freePort();
+    const l = listener(1, port, {
+      protocol: 'udp',
+      maxConnections: opts.maxConnections,
+      idleTimeout: opts.idleTimeout ?? 60,
+      backends: [backend(1, server.port)],
+    });
+    await node.apply(snapshot(1, [l]));
+    cleanup.push(
+      () => server.close(),
+      () => node.close(),
+    );
+    return { server, metrics, port, lsn: node.listeners.get(l.id) as UdpListener };
+  }
+
+  it('creates no backend socket for flows beyond the listener cap', async () => {
+    const { server, metrics, port, lsn } = await setup({ maxConnections: 3 }, { maxConnectionsPerClient: 0 });
+    const clients = await Promise.all(Array.from({ length: 8 }, () => udpClient('127.0.0.1')));
+    cleanup.push(() => clients.forEach((c) => c.close()));
+    const replies = [];
+    for (const [i, c] of clients.entries()) replies.push(await c.ask(port, `n${i}`, i < 3 ? 2000 : 300));
+    expect(replies.slice(0, 3)).toEqual(['ok:n0', 'ok:n1', 'ok:n2']);
+    expect(replies.slice(3)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(server.sources.size).toBe(3);
+    expect(lsn.openCount).toBe(3);
+    expect(await refused(metrics, 'listener_limit')).toBe(5);
+  });
+
+  it('refuses a new flow from a client address at its cap while another address still gets one', async () => {
+    const { server, metrics, port } = await setup({}, { maxConnectionsPerClient: 2 });
+    const mine = await Promise.all([1, 2, 3].map(() => udpClient('127.0.0.2')));
+    const other = await udpClient('127.0.0.3');
+    cleanup.push(() => [...mine, other].forEach((c) => c.close()));
+    expect(await mine[0]!.ask(port, 'a')).toBe('ok:a');
+    expect(await mine[1]!.ask(port, 'b')).toBe('ok:b');
+    expect(await mine[2]!.ask(port, 'c', 300)).toBeUndefined();
+    expect(await other.ask(port, 'd')).toBe('ok:d');
+    expect(server.sources.size).toBe(3);
+    expect(await refused(metrics, 'client_limit')).toBe(1);
+    // The flows at the cap keep working.
+    expect(await mine[0]!.ask(port, 'e')).toBe('ok:e');
+  });
+
+  it('reaps a flow whose backend never answered after the short timeout; an answered one lives for idleTimeout', async () => {
+    const limits = { maxConnectionsPerClient: 0, udpUnrepliedTimeoutMs: 1000 };
+    const silent = await setup({ idleTimeout: 30, silent: true }, limits);
+    const answering = await setup({ idleTimeout: 30 }, limits);
+    const c = await udpClient('127.0.0.1');
+    cleanup.push(() => c.close());
+    expect(await c.ask(silent.port, 'anyone?', 200)).toBeUndefined();
+    expect(await c.ask(answering.port, 'hello')).toBe('ok:hello');
+    await until(() => silent.server.sources.size === 1, 5000);
+    expect(silent.lsn.openCount).toBe(1);
+    const start = Date.now();
+    // Swept every second: gone within about two, far below the 30 s idleTimeout.
+    await until(() => silent.lsn.openCount === 0, 6000);
+    expect(Date.now() - start).toBeLessThan(6000);
+    // The answered flow, idle as long, is still there.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(answering.lsn.openCount).toBe(1);
+    expect(await c.ask(answering.port, 'again')).toBe('ok:again');
+    expect(answering.server.sources.size).toBe(1); // the same flow, the same upstream socket
+  });
+});
