@@ -3,7 +3,7 @@ import type { SessionSync, SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
-import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
+import { DEFAULT_NODE_LIMITS, FdBudget, type NodeLimits } from './connection-limits.js';
 import { L4Metrics } from './metrics.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
@@ -77,14 +77,21 @@ export class L4Node {
   private queue: Promise<unknown> = Promise.resolve();
   current: NodeSnapshot | undefined;
 
+  /** Descriptors held by listeners, connections and flows, against the node's budget. */
+  readonly fds: FdBudget;
+
   constructor(private readonly options: L4NodeOptions) {
     this.metrics = options.metrics ?? new L4Metrics();
+    const limits = { ...DEFAULT_NODE_LIMITS, ...options.limits };
+    this.fds = new FdBudget(limits.maxOpenFiles);
+    this.metrics.watchFdBudget(this.fds);
     this.deps = {
       logger: options.logger,
       metrics: this.metrics,
       now: options.now ?? Date.now,
       sync: options.sync,
-      limits: { ...DEFAULT_NODE_LIMITS, ...options.limits },
+      limits,
+      fds: this.fds,
     };
   }
 

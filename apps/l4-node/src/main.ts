@@ -5,7 +5,9 @@ import { ControlChannelClient, LoadSampler, sessionSyncFromEnv, startMetricsServ
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
+import { fdBudgetFor } from './connection-limits.js';
 import { L4Metrics } from './metrics.js';
+import { openFileLimit } from './open-file-limit.js';
 
 import { loadSnapshotFile } from './snapshot-loader.js';
 
@@ -19,11 +21,17 @@ const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: proc
 const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
 const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
+const fileLimit = openFileLimit();
+const maxOpenFiles = fileLimit === undefined ? Number.POSITIVE_INFINITY : fdBudgetFor(fileLimit);
+logger.info(
+  { openFileLimit: fileLimit ?? null, forwardingFdBudget: Number.isFinite(maxOpenFiles) ? maxOpenFiles : null },
+  'descriptor budget',
+);
 const node = new L4Node({
   logger,
   metrics: metricsRegistry,
   sync,
-  limits: { maxConnectionsPerClient: config.SLB_MAX_CONNECTIONS_PER_CLIENT },
+  limits: { maxConnectionsPerClient: config.SLB_MAX_CONNECTIONS_PER_CLIENT, maxOpenFiles },
 });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);

@@ -30,6 +30,8 @@ export interface ListenerMetrics {
   readonly refusedListenerLimit: Counter.Internal;
   /** New connections or flows refused because their client is at the per-client cap. */
   readonly refusedClientLimit: Counter.Internal;
+  /** New connections or flows refused because the node's descriptor budget is spent. */
+  readonly refusedNodeLimit: Counter.Internal;
   /** As {@link BackendMetrics.retire}, for a removed listener with no session left. */
   retire(): void;
 }
@@ -119,6 +121,20 @@ export class L4Metrics {
     registers: [this.registry],
   });
 
+  /** Reports the node's descriptor budget and its use at each scrape (not per connection). */
+  watchFdBudget(budget: { readonly used: number; readonly max: number }): void {
+    new Gauge({
+      name: 'slb_l4_forwarding_fds',
+      help: 'File descriptors held by listeners, connections and flows (used), and the budget for them (max)',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        this.set({ kind: 'used' }, budget.used);
+        if (Number.isFinite(budget.max)) this.set({ kind: 'max' }, budget.max);
+      },
+    });
+  }
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
@@ -193,17 +209,19 @@ export class L4Metrics {
       ...children((c) => c.labels(l)),
       refusedListenerLimit: this.refused.labels({ listener, reason: 'listener_limit' }),
       refusedClientLimit: this.refused.labels({ listener, reason: 'client_limit' }),
+      refusedNodeLimit: this.refused.labels({ listener, reason: 'node_limit' }),
       retire: () => {
         if (retired) return;
         retired = true;
         Object.assign(
           m,
           children(() => DISCARD),
-          { refusedListenerLimit: DISCARD, refusedClientLimit: DISCARD },
+          { refusedListenerLimit: DISCARD, refusedClientLimit: DISCARD, refusedNodeLimit: DISCARD },
         );
         if (!this.release(listener)) return;
         for (const c of Object.values(counters)) c.remove(l);
-        for (const reason of ['listener_limit', 'client_limit']) this.refused.remove({ listener, reason });
+        for (const reason of ['listener_limit', 'client_limit', 'node_limit'])
+          this.refused.remove({ listener, reason });
         this.conntrackEntries.remove(l);
       },
     };

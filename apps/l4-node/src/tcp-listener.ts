@@ -5,7 +5,13 @@ import type { SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import type { AclCheck } from './acl.js';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
-import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
+import {
+  type ClientCounts,
+  clientCountsFor,
+  DEFAULT_NODE_LIMITS,
+  FdBudget,
+  type NodeLimits,
+} from './connection-limits.js';
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
@@ -21,7 +27,12 @@ export interface ListenerDeps {
   readonly sync?: SessionSync;
   /** Node-wide per-client limits. Default {@link DEFAULT_NODE_LIMITS}. */
   readonly limits?: NodeLimits;
+  /** The node's descriptor budget, shared by its listeners. Default: unbounded, this listener's own. */
+  readonly fds?: FdBudget;
 }
+
+/** Descriptors a TCP session holds: the client's and the backend's. */
+const SESSION_FDS = 2;
 
 /** What a listener runs with after the snapshot is resolved (HTTP listeners point at L7 nodes). */
 export interface ResolvedListener {
@@ -56,6 +67,7 @@ export class TcpListener {
   maxConnections = DEFAULT_LISTENER_MAX_CONNECTIONS;
   /** Open sessions per client key; undefined when the per-client cap is off. */
   readonly clients: ClientCounts | undefined;
+  private readonly fds: FdBudget;
 
   constructor(
     resolved: ResolvedListener,
@@ -65,6 +77,7 @@ export class TcpListener {
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);
+    this.fds = deps.fds ?? new FdBudget(Number.POSITIVE_INFINITY);
     this.update(resolved);
   }
 
@@ -108,6 +121,7 @@ export class TcpListener {
       );
       server.listen(host, c.port, 4096);
       this.servers.push(server);
+      this.fds.take(1);
       const a = server.address();
       bound.port = a.port;
       bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
@@ -132,6 +146,7 @@ export class TcpListener {
   sessionEnded(session: TcpSession): void {
     this.sessions.delete(session);
     if (session.clientSlot !== undefined) this.clients?.release(session.clientSlot);
+    this.fds.give(SESSION_FDS);
     if (this.stopped && this.sessions.size === 0) this.lm.retire();
   }
 
@@ -141,6 +156,7 @@ export class TcpListener {
     this.stopped = true;
     if (this.sessions.size === 0) this.lm.retire();
     for (const s of this.servers) s.close();
+    this.fds.give(this.servers.length);
     this.servers.length = 0;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sync.stop();
@@ -188,6 +204,12 @@ export class TcpListener {
         client.reset();
         return;
       }
+    }
+    if (!this.fds.tryTake(SESSION_FDS)) {
+      if (slot !== undefined) this.clients!.release(slot);
+      this.lm.refusedNodeLimit.inc();
+      client.reset();
+      return;
     }
     const local = bound.addr === undefined ? client.localAddress() : undefined;
     const flow: FlowKey = {

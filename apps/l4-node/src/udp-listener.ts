@@ -3,7 +3,7 @@ import { isIPv6 } from 'node:net';
 import { type ConnKey, ConnTrackTable, clientKey, type FlowKey } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
 import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
-import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './connection-limits.js';
+import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, FdBudget } from './connection-limits.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
@@ -109,6 +109,7 @@ class UdpFlow implements TrackedConn {
     this.flushBytes();
     b.release(this);
     if (this.clientSlot !== undefined) this.listener.clients?.release(this.clientSlot);
+    this.listener.fds.give(1);
   }
 
   flushBytes(): void {
@@ -160,6 +161,8 @@ export class UdpListener {
   /** Open flows per client key; undefined when the per-client cap is off. */
   readonly clients: ClientCounts | undefined;
   private readonly unrepliedTimeoutMs: number;
+  /** @internal (UdpFlow) The node's descriptor budget; a flow holds one. */
+  readonly fds: FdBudget;
 
   constructor(
     resolved: ResolvedListener,
@@ -170,6 +173,7 @@ export class UdpListener {
     const limits = deps.limits ?? DEFAULT_NODE_LIMITS;
     this.clients = clientCountsFor(limits);
     this.unrepliedTimeoutMs = limits.udpUnrepliedTimeoutMs;
+    this.fds = deps.fds ?? new FdBudget(Number.POSITIVE_INFINITY);
     this.conntrack = this.newTable(resolved.config.idleTimeout);
     this.sync = new ListenerSync(
       this.pool,
@@ -235,6 +239,7 @@ export class UdpListener {
     for (const [index, host] of c.bindAddresses.entries()) {
       const socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
       this.sockets.push(socket);
+      this.fds.take(1);
       await new Promise<void>((resolve, reject) => {
         socket.once('error', reject);
         socket.bind(c.port, host, () => {
@@ -276,6 +281,7 @@ export class UdpListener {
     this.pool.drainAll(0);
     for (const [key] of [...this.conntrack.values()]) this.conntrack.delete(key);
     for (const s of this.sockets) s.close();
+    this.fds.give(this.sockets.length);
     this.sockets.length = 0;
     // Every flow is closed above: nothing can count against this listener's series any more.
     this.lm.retire();
@@ -328,6 +334,12 @@ export class UdpListener {
       this.lm.udpDropped.inc();
       return;
     }
+    if (!this.fds.tryTake(1)) {
+      if (slot !== undefined) this.clients!.release(slot);
+      this.lm.refusedNodeLimit.inc();
+      this.lm.udpDropped.inc();
+      return;
+    }
     const fk: FlowKey = {
       srcAddr: rinfo.address,
       srcPort: rinfo.port,
@@ -339,6 +351,7 @@ export class UdpListener {
     const backend = this.sync.peerFlowBackend(rinfo.address, rinfo.port, now) ?? this.pool.pick(fk, now, undefined);
     if (backend === undefined) {
       if (slot !== undefined) this.clients!.release(slot);
+      this.fds.give(1);
       this.lm.noBackend.inc();
       this.lm.udpDropped.inc();
       return;

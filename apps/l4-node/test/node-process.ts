@@ -10,9 +10,13 @@ const main = join(root, 'apps/l4-node/dist/main.js');
 
 export type LogLine = Record<string, unknown> & { msg?: string };
 
-/** An l4-node process from dist/, its JSON log lines, and helpers to wait on logs and read metrics. */
-export function startNode(args: string[], env: Record<string, string> = {}) {
-  const child: ChildProcess = spawn(process.execPath, [main, ...args], {
+/**
+ * An l4-node process from dist/, its JSON log lines, and helpers to wait on logs and read metrics.
+ * `wrapper` runs it under another command (e.g. `prlimit --nofile=400:400 --`).
+ */
+export function startNode(args: string[], env: Record<string, string> = {}, wrapper: string[] = []) {
+  const [command, ...prefix] = [...wrapper, process.execPath];
+  const child: ChildProcess = spawn(command!, [...prefix, main, ...args], {
     env: { ...process.env, SLB_METRICS_PORT: '0', SLB_CONFIG_POLL_MS: '100', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -64,7 +64,9 @@ describe('TCP connection limits', () => {
   it('refuses the N+1th concurrent connection of a listener with maxConnections N, and serves the N', async () => {
     const { server, metrics, port, lsn } = await setup(3, { maxConnectionsPerClient: 0 });
     const open = await Promise.all([1, 2, 3].map(() => LineClient.connect(port)));
-    cleanup.push(() => open.forEach((c) => c.destroy()));
+    cleanup.push(() => {
+      for (const c of open) c.destroy();
+    });
     for (const c of open) expect(await c.line()).toBe('b');
     const extra = await attempt(port, '127.0.0.1');
     expect(extra.outcome).toBe('refused');
@@ -83,7 +85,9 @@ describe('TCP connection limits', () => {
   it('refuses a client address beyond the per-client cap while another address is still served', async () => {
     const { server, metrics, port, lsn } = await setup(undefined, { maxConnectionsPerClient: 2 });
     const first = await Promise.all([1, 2].map(() => LineClient.connect(port, { localAddress: '127.0.0.2' })));
-    cleanup.push(() => first.forEach((c) => c.destroy()));
+    cleanup.push(() => {
+      for (const c of first) c.destroy();
+    });
     for (const c of first) expect(await c.line()).toBe('b');
     const third = await attempt(port, '127.0.0.2');
     expect(third.outcome).toBe('refused');

@@ -94,7 +94,9 @@ describe('UDP flow limits', () => {
   it('creates no backend socket for flows beyond the listener cap', async () => {
     const { server, metrics, port, lsn } = await setup({ maxConnections: 3 }, { maxConnectionsPerClient: 0 });
     const clients = await Promise.all(Array.from({ length: 8 }, () => udpClient('127.0.0.1')));
-    cleanup.push(() => clients.forEach((c) => c.close()));
+    cleanup.push(() => {
+      for (const c of clients) c.close();
+    });
     const replies = [];
     for (const [i, c] of clients.entries()) replies.push(await c.ask(port, `n${i}`, i < 3 ? 2000 : 300));
     expect(replies.slice(0, 3)).toEqual(['ok:n0', 'ok:n1', 'ok:n2']);
@@ -108,7 +110,9 @@ describe('UDP flow limits', () => {
     const { server, metrics, port } = await setup({}, { maxConnectionsPerClient: 2 });
     const mine = await Promise.all([1, 2, 3].map(() => udpClient('127.0.0.2')));
     const other = await udpClient('127.0.0.3');
-    cleanup.push(() => [...mine, other].forEach((c) => c.close()));
+    cleanup.push(() => {
+      for (const c of [...mine, other]) c.close();
+    });
     expect(await mine[0]!.ask(port, 'a')).toBe('ok:a');
     expect(await mine[1]!.ask(port, 'b')).toBe('ok:b');
     expect(await mine[2]!.ask(port, 'c', 300)).toBeUndefined();
