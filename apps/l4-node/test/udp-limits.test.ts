@@ -123,6 +123,24 @@ describe('UDP flow limits', () => {
     expect(await mine[0]!.ask(port, 'e')).toBe('ok:e');
   });
 
+  it('counts flows against the node descriptor budget: beyond it none is made, and an ended flow gives its back', async () => {
+    // The listening socket takes one of the four, each flow one.
+    const limits = { maxConnectionsPerClient: 0, maxOpenFiles: 4, udpUnrepliedTimeoutMs: 1000 };
+    const { server, metrics, port, lsn } = await setup({ idleTimeout: 1 }, limits);
+    const clients = await Promise.all(Array.from({ length: 5 }, () => udpClient('127.0.0.1')));
+    cleanup.push(() => {
+      for (const c of clients) c.close();
+    });
+    const replies = [];
+    for (const [i, c] of clients.entries()) replies.push(await c.ask(port, `n${i}`, i < 3 ? 2000 : 300));
+    expect(replies).toEqual(['ok:n0', 'ok:n1', 'ok:n2', undefined, undefined]);
+    expect(server.sources.size).toBe(3);
+    expect(await refused(metrics, 'node_limit')).toBe(2);
+    // idleTimeout 1 s: the flows end, their descriptors come back, a new client gets a flow.
+    await until(() => lsn.openCount === 0, 6000);
+    expect(await clients[4]!.ask(port, 'later')).toBe('ok:later');
+  });
+
   it('reaps a flow whose backend never answered after the short timeout; an answered one lives for idleTimeout', async () => {
     const limits = { maxConnectionsPerClient: 0, udpUnrepliedTimeoutMs: 1000 };
     const silent = await setup({ idleTimeout: 30, silent: true }, limits);
