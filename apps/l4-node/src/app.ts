@@ -3,7 +3,8 @@ import type { SessionSync, SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
-import { DEFAULT_NODE_LIMITS, FdBudget, type NodeLimits } from './connection-limits.js';
+import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
+import { NodeFds } from './fd-budget.js';
 import { L4Metrics } from './metrics.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
@@ -78,13 +79,13 @@ export class L4Node {
   current: NodeSnapshot | undefined;
 
   /** Descriptors held by listeners, connections and flows, against the node's budget. */
-  readonly fds: FdBudget;
+  readonly fds: NodeFds;
 
   constructor(private readonly options: L4NodeOptions) {
     this.metrics = options.metrics ?? new L4Metrics();
     const limits = { ...DEFAULT_NODE_LIMITS, ...options.limits };
-    this.fds = new FdBudget(limits.maxOpenFiles);
-    this.metrics.watchFdBudget(this.fds);
+    this.fds = new NodeFds(limits.maxOpenFiles, limits.tenantShare);
+    this.metrics.watchFdBudget(this.fds.node);
     this.deps = {
       logger: options.logger,
       metrics: this.metrics,

@@ -1,5 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DEFAULT_MAX_CONNECTIONS_PER_CLIENT, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
+import {
+  DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+  DEFAULT_TENANT_SHARE_OF_NODE,
+  MAX_LISTENER_MAX_CONNECTIONS,
+} from '@slb/model';
 import { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from '@slb/node-runtime';
 
 const Env = Type.Object({
@@ -12,6 +16,9 @@ const Env = Type.Object({
     maximum: MAX_LISTENER_MAX_CONNECTIONS,
     default: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
   }),
+  // The share of the node's descriptor budget one tenant's listeners may hold (1: no per-tenant bound), so a
+  // flood on one tenant's listeners cannot refuse every other tenant's clients.
+  SLB_TENANT_FD_SHARE: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_TENANT_SHARE_OF_NODE }),
   ...NodeEnvProperties,
 });
 

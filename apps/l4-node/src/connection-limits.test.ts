@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ClientCounts, FdBudget, fdBudgetFor } from './connection-limits.js';
+import { ClientCounts } from './connection-limits.js';
+import { FdBudget, fdBudgetFor, NodeFds } from './fd-budget.js';
 import { openFileLimit } from './open-file-limit.js';
 
 describe('ClientCounts', () => {
@@ -40,6 +41,19 @@ describe('descriptor budget', () => {
     b.give(2);
     expect(b.tryTake(2)).toBe(true);
     expect(b.used).toBe(5);
+  });
+
+  it("holds each tenant to its share of the node's budget, and all of them to the budget", () => {
+    const fds = new NodeFds(10, 0.6);
+    const a = fds.forTenant('tnt-a');
+    expect(fds.forTenant('tnt-a')).toBe(a);
+    expect([a.tryTake(4), a.tryTake(4)]).toEqual([undefined, 'tenant_limit']);
+    a.take(1); // a listening socket: counted whether or not it fits
+    const b = fds.forTenant('tnt-b');
+    expect([b.tryTake(6), b.tryTake(5)]).toEqual(['node_limit', undefined]);
+    a.give(4);
+    expect(b.tryTake(1)).toBeUndefined();
+    expect([a.used, b.used, fds.node.used]).toEqual([1, 6, 7]);
   });
 
   it('reads the soft open-file limit from a /proc limits file', () => {

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_CONNECTIONS_PER_CLIENT, UDP_UNREPLIED_TIMEOUT_S } from '@slb/model';
+import { DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_TENANT_SHARE_OF_NODE, UDP_UNREPLIED_TIMEOUT_S } from '@slb/model';
 
 /** Node-wide settings for what one client can hold open (the per-listener cap comes with each listener). */
 export interface NodeLimits {
@@ -14,52 +14,22 @@ export interface NodeLimits {
    * of the process's open-file limit); beyond it new connections and flows are refused. Default: no bound.
    */
   readonly maxOpenFiles: number;
+  /**
+   * The share (0–1] of `maxOpenFiles` one tenant's listeners may hold together on this node, so one tenant's
+   * flood leaves the rest to the others. Default {@link DEFAULT_TENANT_SHARE_OF_NODE}.
+   */
+  readonly tenantShare: number;
 }
 
 export const DEFAULT_NODE_LIMITS: NodeLimits = {
   maxConnectionsPerClient: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
   udpUnrepliedTimeoutMs: UDP_UNREPLIED_TIMEOUT_S * 1000,
   maxOpenFiles: Number.POSITIVE_INFINITY,
+  tenantShare: DEFAULT_TENANT_SHARE_OF_NODE,
 };
 
 /** Why a new connection or flow was refused (the `reason` label of slb_l4_refused_total). */
-export type RefusalReason = 'listener_limit' | 'client_limit' | 'node_limit';
-
-/**
- * The descriptors left to forwarding under an open-file limit: the rest is kept for what the node itself
- * needs (control channel, session-sync Redis, metrics scrapes, log and module files), so clients that fill
- * the node make it refuse them, not fail its own work with EMFILE.
- */
-export function fdBudgetFor(openFileLimit: number): number {
-  const reserve = Math.min(1024, Math.max(64, Math.floor(openFileLimit / 8)));
-  return Math.max(0, openFileLimit - reserve);
-}
-
-/**
- * The node's descriptors held by forwarding, shared by every listener: a TCP session counts two (client
- * and backend), a UDP flow one, a listening socket one. A plain counter, so the hot path pays one compare.
- */
-export class FdBudget {
-  used = 0;
-
-  constructor(readonly max: number) {}
-
-  /** Takes `n` if they fit; false (nothing taken) otherwise. */
-  tryTake(n: number): boolean {
-    if (this.used + n > this.max) return false;
-    this.used += n;
-    return true;
-  }
-
-  /** Takes `n` whether or not they fit (a listening socket that is already open). */
-  take(n: number): void {
-    this.used += n;
-  }
-
-  give(n: number): void {
-    this.used -= n;
-  }
-}
+export type RefusalReason = 'listener_limit' | 'client_limit' | 'tenant_limit' | 'node_limit';
 
 /**
  * A listener's open connections per client key ({@link clientKey}), for the per-client cap. Only clients

@@ -5,7 +5,7 @@ import { ControlChannelClient, LoadSampler, sessionSyncFromEnv, startMetricsServ
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
-import { fdBudgetFor } from './connection-limits.js';
+import { fdBudgetFor } from './fd-budget.js';
 import { L4Metrics } from './metrics.js';
 import { openFileLimit } from './open-file-limit.js';
 
@@ -31,7 +31,11 @@ const node = new L4Node({
   logger,
   metrics: metricsRegistry,
   sync,
-  limits: { maxConnectionsPerClient: config.SLB_MAX_CONNECTIONS_PER_CLIENT, maxOpenFiles },
+  limits: {
+    maxConnectionsPerClient: config.SLB_MAX_CONNECTIONS_PER_CLIENT,
+    maxOpenFiles,
+    tenantShare: config.SLB_TENANT_FD_SHARE,
+  },
 });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);

@@ -30,6 +30,8 @@ export interface ListenerMetrics {
   readonly refusedListenerLimit: Counter.Internal;
   /** New connections or flows refused because their client is at the per-client cap. */
   readonly refusedClientLimit: Counter.Internal;
+  /** New connections or flows refused because the listener's tenant holds its share of the node. */
+  readonly refusedTenantLimit: Counter.Internal;
   /** New connections or flows refused because the node's descriptor budget is spent. */
   readonly refusedNodeLimit: Counter.Internal;
   /** As {@link BackendMetrics.retire}, for a removed listener with no session left. */
@@ -209,6 +211,7 @@ export class L4Metrics {
       ...children((c) => c.labels(l)),
       refusedListenerLimit: this.refused.labels({ listener, reason: 'listener_limit' }),
       refusedClientLimit: this.refused.labels({ listener, reason: 'client_limit' }),
+      refusedTenantLimit: this.refused.labels({ listener, reason: 'tenant_limit' }),
       refusedNodeLimit: this.refused.labels({ listener, reason: 'node_limit' }),
       retire: () => {
         if (retired) return;
@@ -216,11 +219,16 @@ export class L4Metrics {
         Object.assign(
           m,
           children(() => DISCARD),
-          { refusedListenerLimit: DISCARD, refusedClientLimit: DISCARD, refusedNodeLimit: DISCARD },
+          {
+            refusedListenerLimit: DISCARD,
+            refusedClientLimit: DISCARD,
+            refusedTenantLimit: DISCARD,
+            refusedNodeLimit: DISCARD,
+          },
         );
         if (!this.release(listener)) return;
         for (const c of Object.values(counters)) c.remove(l);
-        for (const reason of ['listener_limit', 'client_limit', 'node_limit'])
+        for (const reason of ['listener_limit', 'client_limit', 'tenant_limit', 'node_limit'])
           this.refused.remove({ listener, reason });
         this.conntrackEntries.remove(l);
       },

@@ -5,13 +5,8 @@ import type { SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import type { AclCheck } from './acl.js';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
-import {
-  type ClientCounts,
-  clientCountsFor,
-  DEFAULT_NODE_LIMITS,
-  FdBudget,
-  type NodeLimits,
-} from './connection-limits.js';
+import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
+import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
@@ -27,8 +22,8 @@ export interface ListenerDeps {
   readonly sync?: SessionSync;
   /** Node-wide per-client limits. Default {@link DEFAULT_NODE_LIMITS}. */
   readonly limits?: NodeLimits;
-  /** The node's descriptor budget, shared by its listeners. Default: unbounded, this listener's own. */
-  readonly fds?: FdBudget;
+  /** The node's descriptor budget and its tenants' shares, shared by its listeners. Default: unbounded. */
+  readonly fds?: NodeFds;
 }
 
 /** Descriptors a TCP session holds: the client's and the backend's. */
@@ -67,7 +62,7 @@ export class TcpListener {
   maxConnections = DEFAULT_LISTENER_MAX_CONNECTIONS;
   /** Open sessions per client key; undefined when the per-client cap is off. */
   readonly clients: ClientCounts | undefined;
-  private readonly fds: FdBudget;
+  private readonly fds: TenantFds;
 
   constructor(
     resolved: ResolvedListener,
@@ -77,7 +72,7 @@ export class TcpListener {
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);
-    this.fds = deps.fds ?? new FdBudget(Number.POSITIVE_INFINITY);
+    this.fds = (deps.fds ?? new NodeFds(Number.POSITIVE_INFINITY, 1)).forTenant(resolved.config.tenantId);
     this.update(resolved);
   }
 
@@ -205,9 +200,10 @@ export class TcpListener {
         return;
       }
     }
-    if (!this.fds.tryTake(SESSION_FDS)) {
+    const short = this.fds.tryTake(SESSION_FDS);
+    if (short !== undefined) {
       if (slot !== undefined) this.clients!.release(slot);
-      this.lm.refusedNodeLimit.inc();
+      (short === 'tenant_limit' ? this.lm.refusedTenantLimit : this.lm.refusedNodeLimit).inc();
       client.reset();
       return;
     }

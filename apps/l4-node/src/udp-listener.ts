@@ -3,7 +3,8 @@ import { isIPv6 } from 'node:net';
 import { type ConnKey, ConnTrackTable, clientKey, type FlowKey } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
 import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
-import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, FdBudget } from './connection-limits.js';
+import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './connection-limits.js';
+import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
@@ -161,8 +162,8 @@ export class UdpListener {
   /** Open flows per client key; undefined when the per-client cap is off. */
   readonly clients: ClientCounts | undefined;
   private readonly unrepliedTimeoutMs: number;
-  /** @internal (UdpFlow) The node's descriptor budget; a flow holds one. */
-  readonly fds: FdBudget;
+  /** @internal (UdpFlow) The tenant's part of the node's descriptor budget; a flow holds one. */
+  readonly fds: TenantFds;
 
   constructor(
     resolved: ResolvedListener,
@@ -173,7 +174,7 @@ export class UdpListener {
     const limits = deps.limits ?? DEFAULT_NODE_LIMITS;
     this.clients = clientCountsFor(limits);
     this.unrepliedTimeoutMs = limits.udpUnrepliedTimeoutMs;
-    this.fds = deps.fds ?? new FdBudget(Number.POSITIVE_INFINITY);
+    this.fds = (deps.fds ?? new NodeFds(Number.POSITIVE_INFINITY, 1)).forTenant(resolved.config.tenantId);
     this.conntrack = this.newTable(resolved.config.idleTimeout);
     this.sync = new ListenerSync(
       this.pool,
@@ -334,9 +335,10 @@ export class UdpListener {
       this.lm.udpDropped.inc();
       return;
     }
-    if (!this.fds.tryTake(1)) {
+    const short = this.fds.tryTake(1);
+    if (short !== undefined) {
       if (slot !== undefined) this.clients!.release(slot);
-      this.lm.refusedNodeLimit.inc();
+      (short === 'tenant_limit' ? this.lm.refusedTenantLimit : this.lm.refusedNodeLimit).inc();
       this.lm.udpDropped.inc();
       return;
     }

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fdBudgetFor } from '../src/connection-limits.js';
+import { fdBudgetFor } from '../src/fd-budget.js';
 import { backend, freePort, idServer, listener, pool, snapshot } from './helpers.js';
 import { startNode, until } from './node-process.js';
 
@@ -49,7 +49,8 @@ describe.skipIf(!hasPrlimit)('the node under a low open-file limit', () => {
     writeFileSync(file, JSON.stringify(snapshot(1, [listener(1, port, { backends: [backend(1, server.port)] })])));
     const node = startNode(
       ['--config', file],
-      { SLB_SESSION_SYNC_REDIS_URL: 'off', SLB_MAX_CONNECTIONS_PER_CLIENT: '0' },
+      // One tenant here: its share of the node is the whole node, so the node's own budget is what is hit.
+      { SLB_SESSION_SYNC_REDIS_URL: 'off', SLB_MAX_CONNECTIONS_PER_CLIENT: '0', SLB_TENANT_FD_SHARE: '1' },
       ['prlimit', `--nofile=${LIMIT}:${LIMIT}`, '--'],
     );
     const held: net.Socket[] = [];

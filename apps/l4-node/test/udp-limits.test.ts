@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import type { UdpListener } from '../src/udp-listener.js';
-import { backend, freePort, listener, snapshot } from './helpers.js';
+import { backend, freePort, listener, rid, snapshot } from './helpers.js';
 
 /**
  * A UDP backend that records the source of every datagram (each flow has its own upstream socket, so one
@@ -125,7 +125,7 @@ describe('UDP flow limits', () => {
 
   it('counts flows against the node descriptor budget: beyond it none is made, and an ended flow gives its back', async () => {
     // The listening socket takes one of the four, each flow one.
-    const limits = { maxConnectionsPerClient: 0, maxOpenFiles: 4, udpUnrepliedTimeoutMs: 1000 };
+    const limits = { maxConnectionsPerClient: 0, maxOpenFiles: 4, tenantShare: 1, udpUnrepliedTimeoutMs: 1000 };
     const { server, metrics, port, lsn } = await setup({ idleTimeout: 1 }, limits);
     const clients = await Promise.all(Array.from({ length: 5 }, () => udpClient('127.0.0.1')));
     cleanup.push(() => {
@@ -139,6 +139,38 @@ describe('UDP flow limits', () => {
     // idleTimeout 1 s: the flows end, their descriptors come back, a new client gets a flow.
     await until(() => lsn.openCount === 0, 6000);
     expect(await clients[4]!.ask(port, 'later')).toBe('ok:later');
+  });
+
+  it("holds one tenant to its share of the node's descriptors: another tenant's listener is still served", async () => {
+    const server = await udpBackend();
+    const metrics = new L4Metrics({ defaultMetrics: false });
+    // Ten descriptors, five per tenant: a listening socket and four flows each.
+    const limits = { maxConnectionsPerClient: 0, maxOpenFiles: 10, tenantShare: 0.5 };
+    const node = new L4Node({ logger: pino({ level: 'silent' }), metrics, limits });
+    cleanup.push(
+      () => server.close(),
+      () => node.close(),
+    );
+    const [portA, portB] = [await freePort(), await freePort()];
+    const udp = { protocol: 'udp' as const, backends: [backend(1, server.port)] };
+    await node.apply(
+      snapshot(1, [
+        listener(1, portA, { ...udp, tenantId: rid('tnt', 1) }),
+        listener(2, portB, { ...udp, tenantId: rid('tnt', 2) }),
+      ]),
+    );
+    const clients = await Promise.all(Array.from({ length: 8 }, () => udpClient('127.0.0.1')));
+    cleanup.push(() => {
+      for (const c of clients) c.close();
+    });
+    // Tenant 1's listener is flooded by eight clients: four get flows.
+    const a = [];
+    for (const [i, c] of clients.entries()) a.push(await c.ask(portA, `a${i}`, i < 4 ? 2000 : 300));
+    expect(a.filter((r) => r !== undefined)).toHaveLength(4);
+    expect(await refused(metrics, 'tenant_limit')).toBe(4);
+    // Tenant 2's listener still serves its clients.
+    for (const [i, c] of clients.slice(0, 4).entries()) expect(await c.ask(portB, `b${i}`)).toBe(`ok:b${i}`);
+    expect(await refused(metrics, 'node_limit')).toBe(0);
   });
 
   it('reaps a flow whose backend never answered after the short timeout; an answered one lives for idleTimeout', async () => {

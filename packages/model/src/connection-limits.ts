@@ -16,6 +16,13 @@ export const MAX_LISTENER_MAX_CONNECTIONS = 262_144;
 export const DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 1_000;
 
 /**
+ * The share of a node's descriptor budget for forwarding that one tenant's listeners may hold together,
+ * unless the node is configured otherwise (SLB_TENANT_FD_SHARE): a flood on one tenant's listeners leaves
+ * the rest of the node to the others.
+ */
+export const DEFAULT_TENANT_SHARE_OF_NODE = 0.25;
+
+/**
  * Idle timeout of a UDP flow whose backend has not answered yet (Linux conntrack's "unreplied" UDP
  * timeout): a datagram from a spoofed source holds a socket this long, not the listener's idleTimeout.
  */
