@@ -58,11 +58,11 @@ describe('TCP connection limits', () => {
       () => server.close(),
       () => node.close(),
     );
-    return { server, metrics, port, lsn: node.listeners.get(l.id) as TcpListener };
+    return { server, metrics, port, node, lsn: node.listeners.get(l.id) as TcpListener };
   }
 
   it('refuses the N+1th concurrent connection of a listener with maxConnections N, and serves the N', async () => {
-    const { server, metrics, port, lsn } = await setup(3, { maxConnectionsPerClient: 0 });
+    const { server, metrics, port, node, lsn } = await setup(3, { maxConnectionsPerClient: 0 });
     const open = await Promise.all([1, 2, 3].map(() => LineClient.connect(port)));
     cleanup.push(() => {
       for (const c of open) c.destroy();
@@ -80,6 +80,10 @@ describe('TCP connection limits', () => {
     const next = await attempt(port, '127.0.0.1');
     expect(next.outcome).toBe('served');
     next.socket.destroy();
+    // Every descriptor taken (served or refused) is given back: only the listening socket is left.
+    for (const c of open) c.destroy();
+    await until(() => lsn.openCount === 0, 10_000);
+    expect(node.fds.node.used).toBe(1);
   });
 
   it('refuses a client address beyond the per-client cap while another address is still served', async () => {
