@@ -58,7 +58,7 @@ describe('TCP connection limits', () => {
       () => server.close(),
       () => node.close(),
     );
-    return { server, metrics, port, node, lsn: node.listeners.get(l.id) as TcpListener };
+    return { server, metrics, port, node, l, lsn: node.listeners.get(l.id) as TcpListener };
   }
 
   it('refuses the N+1th concurrent connection of a listener with maxConnections N, and serves the N', async () => {
@@ -84,6 +84,25 @@ describe('TCP connection limits', () => {
     for (const c of open) c.destroy();
     await until(() => lsn.openCount === 0, 10_000);
     expect(node.fds.node.used).toBe(1);
+  });
+
+  it('applies a lowered maxConnections live: open connections stay, new ones wait until enough have closed', async () => {
+    const { metrics, port, node, l, lsn } = await setup(10, { maxConnectionsPerClient: 0 });
+    const open = await Promise.all([1, 2].map(() => LineClient.connect(port)));
+    cleanup.push(() => {
+      for (const c of open) c.destroy();
+    });
+    for (const c of open) expect(await c.line()).toBe('b');
+    await node.apply(snapshot(2, [{ ...l, maxConnections: 1 }]));
+    expect(node.listeners.get(l.id)).toBe(lsn); // updated in place, not re-bound
+    for (const [i, c] of open.entries()) expect(await c.echo(`kept ${i}`)).toBe(`kept ${i}`);
+    expect((await attempt(port, '127.0.0.1')).outcome).toBe('refused');
+    expect(await refused(metrics, 'listener_limit')).toBe(1);
+    for (const c of open) c.destroy();
+    await until(() => lsn.openCount === 0, 10_000);
+    const next = await attempt(port, '127.0.0.1');
+    expect(next.outcome).toBe('served');
+    next.socket.destroy();
   });
 
   it('refuses a client address beyond the per-client cap while another address is still served', async () => {
