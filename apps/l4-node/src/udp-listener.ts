@@ -303,10 +303,16 @@ export class UdpListener {
     this.newFlow(front, key, dstAddr, msg, rinfo, now);
   }
 
+  /** When expired flows were last reclaimed for a new one: once per clock tick, not per refused datagram. */
+  private reclaimedAt = Number.NEGATIVE_INFINITY;
+
   /** At maxConnections even after reclaiming flows that expired since the last sweep. */
   private atFlowCap(now: number): boolean {
     if (this.conntrack.size < this.maxFlows) return false;
-    this.conntrack.sweep(now, RECLAIM_BUDGET);
+    if (now !== this.reclaimedAt) {
+      this.reclaimedAt = now;
+      this.conntrack.sweep(now, RECLAIM_BUDGET);
+    }
     return this.conntrack.size >= this.maxFlows;
   }
 

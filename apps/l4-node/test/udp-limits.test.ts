@@ -173,6 +173,40 @@ describe('UDP flow limits', () => {
     expect(await refused(metrics, 'node_limit')).toBe(0);
   });
 
+  it('at its cap, reclaims flows that expired since the last sweep before refusing a new one', async () => {
+    const server = await udpBackend();
+    const metrics = new L4Metrics({ defaultMetrics: false });
+    let clock = Date.now();
+    const node = new L4Node({
+      logger: pino({ level: 'silent' }),
+      metrics,
+      now: () => clock,
+      limits: { maxConnectionsPerClient: 0 },
+    });
+    cleanup.push(
+      () => server.close(),
+      () => node.close(),
+    );
+    const port = await freePort();
+    const l = listener(1, port, {
+      protocol: 'udp',
+      idleTimeout: 1,
+      maxConnections: 2,
+      backends: [backend(1, server.port)],
+    });
+    await node.apply(snapshot(1, [l]));
+    const clients = await Promise.all([1, 2, 3].map(() => udpClient('127.0.0.1')));
+    cleanup.push(() => {
+      for (const c of clients) c.close();
+    });
+    expect(await clients[0]!.ask(port, 'a')).toBe('ok:a');
+    expect(await clients[1]!.ask(port, 'b')).toBe('ok:b');
+    // Both flows idle past their timeout on the node's clock; no periodic sweep has seen that yet.
+    clock += 2_000;
+    expect(await clients[2]!.ask(port, 'c')).toBe('ok:c');
+    expect(await refused(metrics, 'listener_limit')).toBe(0);
+  });
+
   it('reaps a flow whose backend never answered after the short timeout; an answered one lives for idleTimeout', async () => {
     const limits = { maxConnectionsPerClient: 0, udpUnrepliedTimeoutMs: 1000 };
     const silent = await setup({ idleTimeout: 30, silent: true }, limits);
