@@ -10,7 +10,10 @@ import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
+import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
 import { installMetrics } from './plugins/metrics.js';
+import { installRequestIdHeader, requestId } from './plugins/request-id.js';
+import { installSecurityHeaders } from './plugins/security-headers.js';
 import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
 import { ProblemSchema } from './routes/shared.js';
@@ -38,6 +41,8 @@ export interface AppOptions {
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
+  /** Header/request/keep-alive deadlines and the connection cap of the HTTP server (see http-limits.ts). */
+  httpLimits?: HttpLimits;
 }
 
 declare module 'fastify' {
@@ -71,7 +76,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: answerFrameworkError,
+    ...httpServerOptions(options.httpLimits),
+    requestIdHeader: false,
+    genReqId: requestId,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  applyConnectionCap(app.server, options.httpLimits);
 
   const store = openDatabase(options.dbPath);
   let generatedToken: string | null;
@@ -139,6 +148,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandling(app);
+  installSecurityHeaders(app);
+  installRequestIdHeader(app);
 
   // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
   // The path only: a query string is client-controlled text, and a client that puts its token there
