@@ -8,6 +8,7 @@ import { installChannelServer } from './control/channel-server.js';
 import { ControlHub } from './control/hub.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
+import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
@@ -138,6 +139,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));
+  if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onClose', async () => {
     redis?.disconnect();

@@ -1007,7 +1007,7 @@ export interface operations {
                             status: "normal" | "abnormal" | "unavailable";
                             /** Format: date-time */
                             since: string;
-                            lastError?: string | null;
+                            lastError?: ("timeout" | "failed") | null;
                         }[];
                     };
                 };
