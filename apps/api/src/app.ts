@@ -10,6 +10,7 @@ import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
+import { installDrain } from './plugins/drain.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
 import { installMetrics } from './plugins/metrics.js';
@@ -74,7 +75,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    return503OnClosing: true,
+    return503OnClosing: false, // plugins/drain.ts answers instead, with a request id
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: answerFrameworkError,
     ...httpServerOptions(options.httpLimits),
@@ -152,6 +153,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
   installSecurityHeaders(app);
   installRequestIdHeader(app);
+  installDrain(app);
 
   // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
   // The path only: a query string is client-controlled text, and a client that puts its token there
