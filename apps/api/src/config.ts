@@ -30,6 +30,8 @@ const Env = Type.Object({
   SLB_HTTP_REQUEST_TIMEOUT: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
   /** Open connections (nodes' control channels included) beyond which new ones are dropped; bounds fds and memory. */
   SLB_HTTP_MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
+  /** Each client address's share of them, so one client cannot lock the others (and the nodes) out. */
+  SLB_HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },

@@ -32,6 +32,7 @@ try {
       headersTimeoutMs: config.SLB_HTTP_HEADERS_TIMEOUT * 1000,
       requestTimeoutMs: config.SLB_HTTP_REQUEST_TIMEOUT * 1000,
       maxConnections: config.SLB_HTTP_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: config.SLB_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
     },
     // Shown once, on the first start of a new database, and never logged.
     onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),

@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyServerOptions } from 'fastify';
 
 /** How long and how many connections the API's HTTP server grants. Every field is optional; see the defaults. */
@@ -10,6 +12,8 @@ export interface HttpLimits {
   keepAliveTimeoutMs?: number;
   /** Open connections (control-channel WebSockets included) before new ones are dropped. Default: 1,000. */
   maxConnections?: number;
+  /** Open connections from one client address before its new ones are dropped. Default: 256. */
+  maxConnectionsPerAddress?: number;
 }
 
 export const HTTP_LIMIT_DEFAULTS = {
@@ -17,6 +21,7 @@ export const HTTP_LIMIT_DEFAULTS = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1_000,
+  maxConnectionsPerAddress: 256,
 } as const satisfies Required<HttpLimits>;
 
 type HttpServerOptions = Pick<FastifyServerOptions, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout'> & {
@@ -46,7 +51,27 @@ export function httpServerOptions(limits: HttpLimits = {}): HttpServerOptions {
   };
 }
 
-/** The connection cap lives on the server object, not in its constructor options. */
-export function applyConnectionCap(server: { maxConnections: number }, limits: HttpLimits = {}): void {
+/**
+ * The connection caps. The total one (on the server object, not in its constructor options) protects the
+ * process; on its own, one client could fill it and lock every other tenant and the nodes' control
+ * channels out, so each client address also gets a share of it.
+ */
+export function applyConnectionCap(server: Server, limits: HttpLimits = {}): void {
   server.maxConnections = limits.maxConnections ?? HTTP_LIMIT_DEFAULTS.maxConnections;
+  const perAddress = limits.maxConnectionsPerAddress ?? HTTP_LIMIT_DEFAULTS.maxConnectionsPerAddress;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > perAddress) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
 }
