@@ -129,6 +129,10 @@ describe('security headers', () => {
     expect(v1.status).toBe(200);
     expectSecurityHeaders(v1);
     expect(v1.headers.get('cache-control')).toBe('no-store');
+    // The router decodes the path: `/%761/` is /v1/ too, and so is its cache policy.
+    const encoded = await fetch(`${base}/%761/load-balancers`, { headers: auth });
+    expect(encoded.status).toBe(200);
+    expect(encoded.headers.get('cache-control')).toBe('no-store');
     const health = await fetch(`${base}/healthz`);
     expect(health.status).toBe(200);
     expectSecurityHeaders(health);

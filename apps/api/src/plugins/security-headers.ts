@@ -26,7 +26,9 @@ export function installSecurityHeaders(app: FastifyInstance): void {
 /** Also called where fastify answers before any hook runs (a URL the router refuses). */
 export function setSecurityHeaders(request: FastifyRequest, reply: FastifyReply): void {
   reply.headers(HEADERS);
-  if (request.url.startsWith('/v1/') || request.url === '/v1') reply.header('cache-control', 'no-store');
+  // The route, not the raw URL, decides: the router decodes the path, so `/%761/…` is a /v1 route too.
+  const v1 = request.url.startsWith('/v1/') || request.routeOptions.url?.startsWith('/v1/') === true;
+  if (v1) reply.header('cache-control', 'no-store');
   reply.removeHeader('x-powered-by');
   reply.removeHeader('server');
 }
