@@ -8,9 +8,14 @@ import { installChannelServer } from './control/channel-server.js';
 import { ControlHub } from './control/hub.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
+import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
+import { installDrain } from './plugins/drain.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
+import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
 import { installMetrics } from './plugins/metrics.js';
+import { installRequestIdHeader, requestId } from './plugins/request-id.js';
+import { installSecurityHeaders } from './plugins/security-headers.js';
 import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
 import { ProblemSchema } from './routes/shared.js';
@@ -38,6 +43,8 @@ export interface AppOptions {
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
+  /** Header/request/keep-alive deadlines and the connection cap of the HTTP server (see http-limits.ts). */
+  httpLimits?: HttpLimits;
 }
 
 declare module 'fastify' {
@@ -68,10 +75,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    return503OnClosing: true,
+    return503OnClosing: false, // plugins/drain.ts answers instead, with a request id
     ajv: { customOptions: { removeAdditional: false } },
     frameworkErrors: answerFrameworkError,
+    ...httpServerOptions(options.httpLimits),
+    requestIdHeader: false,
+    genReqId: requestId,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  applyConnectionCap(app.server, options.httpLimits);
 
   const store = openDatabase(options.dbPath);
   let generatedToken: string | null;
@@ -129,6 +140,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));
+  if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onClose', async () => {
     redis?.disconnect();
@@ -139,6 +151,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installValidation(app);
   installErrorHandling(app);
+  installSecurityHeaders(app);
+  installRequestIdHeader(app);
+  installDrain(app);
 
   // Access log: one line per request, only when info is on (the hook is not even installed otherwise).
   // The path only: a query string is client-controlled text, and a client that puts its token there

@@ -25,6 +25,13 @@ const Env = Type.Object({
   /** Per-token request rate (and burst) before 429 with Retry-After; 0 turns limiting off. */
   SLB_RATE_LIMIT_RPS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 200 }),
   SLB_RATE_LIMIT_BURST: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 400 }),
+  /** Seconds a client has to send a request's headers, and the whole request: slow clients cannot pin sockets. */
+  SLB_HTTP_HEADERS_TIMEOUT: Type.Integer({ minimum: 1, maximum: 300, default: 10 }),
+  SLB_HTTP_REQUEST_TIMEOUT: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
+  /** Open connections (nodes' control channels included) beyond which new ones are dropped; bounds fds and memory. */
+  SLB_HTTP_MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
+  /** Each client address's share of them, so one client cannot lock the others (and the nodes) out. */
+  SLB_HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256 }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },

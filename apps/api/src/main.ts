@@ -28,6 +28,12 @@ try {
     dnsZone: config.SLB_DNS_ZONE,
     health: { queue: config.SLB_HEALTH_QUEUE, keyPrefix: config.SLB_HEALTH_KEY_PREFIX },
     logger,
+    httpLimits: {
+      headersTimeoutMs: config.SLB_HTTP_HEADERS_TIMEOUT * 1000,
+      requestTimeoutMs: config.SLB_HTTP_REQUEST_TIMEOUT * 1000,
+      maxConnections: config.SLB_HTTP_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: config.SLB_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+    },
     // Shown once, on the first start of a new database, and never logged.
     onAdminTokenGenerated: (token) => process.stdout.write(`\nGenerated admin token (shown once): ${token}\n\n`),
   });

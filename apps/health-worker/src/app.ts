@@ -162,7 +162,8 @@ export class HealthWorker {
         if (r.message) {
           messages.push(r.message);
           this.metrics.transitions.inc({ status: r.message.status });
-          this.log?.info(r.message, 'target status changed');
+          // The probe's detailed reason stays here, in the operator's log: tenants see only a coarse one.
+          this.log?.info({ ...r.message, address: payload.address, port: settings.port }, 'target status changed');
         }
       }
     } catch (err) {

@@ -60,7 +60,9 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
     [false, 0],
     [false, 1],
   ]);
-  expect(row()).toMatchObject({ lastError: 'ECONNREFUSED' });
+  // The worker reports the detail (its log has it); the control plane stores what the tenant may see.
+  expect(reports[4]!.messages[0]).toMatchObject({ status: 'abnormal', lastError: 'ECONNREFUSED' });
+  expect(row()).toMatchObject({ lastError: 'failed' });
 
   await backend.listen();
   await until('normal again', () => row()?.status === 'normal');

@@ -390,6 +390,8 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @description on 5xx: the request id, also in the x-request-id header and the server log */
+            requestId?: string;
         };
     };
     responses: never;
@@ -1005,7 +1007,7 @@ export interface operations {
                             status: "normal" | "abnormal" | "unavailable";
                             /** Format: date-time */
                             since: string;
-                            lastError?: string | null;
+                            lastError?: ("timeout" | "failed") | null;
                         }[];
                     };
                 };

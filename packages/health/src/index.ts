@@ -4,6 +4,8 @@ export type { HttpCodeClass, HttpProbeTarget } from './http.js';
 export { HTTP_CODE_CLASSES, httpCodeClass, probeHttp } from './http.js';
 export type { CheckOptions } from './probe.js';
 export { probe } from './probe.js';
+export type { CoarseReason } from './reason.js';
+export { coarseReason } from './reason.js';
 export type { ProbeOptions, ProbeResult } from './result.js';
 export type {
   HealthCheckConfig,

@@ -84,6 +84,9 @@ export const Problem = Type.Object(
     code: Type.String({ description: 'stable machine-readable error code' }),
     instance: Type.Optional(Type.String()),
     errors: Type.Optional(Type.Array(FieldError)),
+    requestId: Type.Optional(
+      Type.String({ description: 'on 5xx: the request id, also in the x-request-id header and the server log' }),
+    ),
   },
   { title: 'Problem' },
 );

@@ -1,6 +1,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv4, isIPv6, type Server, type Socket } from 'node:net';
 import dnsPacket, { type Answer, type Packet } from 'dns-packet';
+import { encodeReply, frameTcp } from './reply-size.js';
 
 /** TTL of every answer: short, so clients follow the fleet within seconds of a node going away. */
 export const DNS_TTL_SECONDS = 5;
@@ -30,7 +31,9 @@ export function answer(query: Packet, zone: string, lookup: LbAddressLookup): Pa
     questions: query.questions ?? [],
     answers: [],
   };
-  if (!question || query.questions!.length !== 1) return withRcode(reply, 'FORMERR');
+  // No echo of the questions: a query naming hundreds by compression pointers would otherwise be answered
+  // with all of them written out in full (a 1.7 KB query drew a 61 KB reply).
+  if (!question || query.questions!.length !== 1) return withRcode({ ...reply, questions: [] }, 'FORMERR');
   const name = question.name.toLowerCase().replace(/\.$/, '');
   const suffix = `.${zone.toLowerCase()}`;
   if (!name.endsWith(suffix)) return withRcode(reply, 'REFUSED');
@@ -94,7 +97,8 @@ export class DnsResponder {
         this.malformed++;
         return;
       }
-      udp.send(dnsPacket.encode(answer(query, this.zone, this.lookup)), remote.port, remote.address);
+      const reply = encodeReply(answer(query, this.zone, this.lookup), message.length, 'udp');
+      udp.send(reply, remote.port, remote.address);
     });
     udp.on('error', (err) => this.log.warn({ err: err.message }, 'dns udp error'));
     await new Promise<void>((resolve, reject) => {
@@ -132,7 +136,7 @@ export class DnsResponder {
           socket.destroy();
           return;
         }
-        socket.write(dnsPacket.streamEncode(answer(query, this.zone, this.lookup)));
+        socket.write(frameTcp(encodeReply(answer(query, this.zone, this.lookup), length, 'tcp')));
       }
     });
   }

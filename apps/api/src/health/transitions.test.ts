@@ -46,6 +46,7 @@ describe('TransitionConsumer', () => {
     const g = t.group();
     const s = t.server(g, '127.0.0.1', 80);
     const l = t.listener({ serverGroupId: g, port: 80 });
+    const base = Date.now();
     const seen: HealthTransitionMessage[] = [];
     consumer = new TransitionConsumer({
       db: t.db,
@@ -58,11 +59,12 @@ describe('TransitionConsumer', () => {
       },
     });
     await consumer.start();
+    const at = (ms: number) => new Date(base + ms).toISOString();
     const abnormal = {
       listenerId: l,
       serverId: s,
       status: 'abnormal',
-      since: '2026-01-01T00:00:00.000Z',
+      since: at(0),
       lastError: 'ECONNREFUSED',
     };
     await add(abnormal);
@@ -71,19 +73,19 @@ describe('TransitionConsumer', () => {
     await add({ ...abnormal, extra: 1 });
     await redis.xadd(healthTransitionsStream(prefix), '*', 'other', 'x');
     await add({ ...abnormal, listenerId: 'lsn-gone' });
-    await add({ ...abnormal, status: 'normal', since: '2026-01-01T00:00:10.000Z', lastError: null });
+    await add({ ...abnormal, status: 'normal', since: at(10_000), lastError: null });
     // An older report arriving late must not overwrite the newer row.
-    await add({ ...abnormal, since: '2026-01-01T00:00:05.000Z' });
+    await add({ ...abnormal, since: at(5_000) });
     const stats = consumer.stats;
     await until('all handled', () => stats.stored + stats.skipped + stats.stale + stats.invalid === 8);
-    expect(stats).toEqual({ stored: 2, skipped: 1, stale: 1, invalid: 4 });
+    expect(stats).toEqual({ stored: 2, skipped: 1, stale: 1, invalid: 4, implausible: 0 });
     const rows = t.db.select().from(serverHealth).all();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
       listenerId: l,
       serverId: s,
       status: 'normal',
-      since: '2026-01-01T00:00:10.000Z',
+      since: at(10_000),
       lastError: null,
     });
     expect(seen.map((m) => m.status)).toEqual(['abnormal', 'normal']);
@@ -97,7 +99,7 @@ describe('TransitionConsumer', () => {
     const l = t.listener({ serverGroupId: g, port: 80 });
     const stream = healthTransitionsStream(prefix);
     await redis.xgroup('CREATE', stream, 'api', '0', 'MKSTREAM');
-    await add({ listenerId: l, serverId: s, status: 'normal', since: '2026-01-01T00:00:00Z', lastError: null });
+    await add({ listenerId: l, serverId: s, status: 'normal', since: new Date().toISOString(), lastError: null });
     // A previous incarnation read it and died before storing it.
     await redis.xreadgroup('GROUP', 'api', 'c1', 'COUNT', 10, 'STREAMS', stream, '>');
     consumer = new TransitionConsumer({

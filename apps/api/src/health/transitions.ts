@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { Value } from '@sinclair/typebox/value';
 import { type Db, listeners, serverHealth, servers } from '@slb/db';
+import { coarseReason } from '@slb/health';
 import {
   HEALTH_KEY_PREFIX_DEFAULT,
   HEALTH_TRANSITION_FIELD,
@@ -10,6 +11,7 @@ import {
 import { eq, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
+import { DEFAULT_MAX_CLOCK_SKEW_MS, implausibleSince } from './transition-time.js';
 
 export interface TransitionConsumerOptions {
   db: Db;
@@ -28,6 +30,8 @@ export interface TransitionConsumerOptions {
   blockMs?: number;
   /** Entries per read. Default: 100. */
   batch?: number;
+  /** Clock skew tolerated between a worker and the API when judging a report's `since`, ms. Default: 60,000. */
+  maxClockSkewMs?: number;
   logger?: FastifyBaseLogger;
 }
 
@@ -39,6 +43,8 @@ export interface TransitionStats {
   stale: number;
   /** Not a transition message; dropped. */
   invalid: number;
+  /** A `since` that cannot be true (future, before the target existed); dropped. */
+  implausible: number;
 }
 
 type Entry = [id: string, fields: string[]];
@@ -48,7 +54,7 @@ type Entry = [id: string, fields: string[]];
  * entry only once it is handled, so a control plane that dies mid-batch re-reads it on restart.
  */
 export class TransitionConsumer {
-  readonly stats: TransitionStats = { stored: 0, skipped: 0, stale: 0, invalid: 0 };
+  readonly stats: TransitionStats = { stored: 0, skipped: 0, stale: 0, invalid: 0, implausible: 0 };
   private readonly redis: Redis;
   private readonly stream: string;
   private readonly group: string;
@@ -156,7 +162,7 @@ export class TransitionConsumer {
         this.stats.invalid++;
         this.options.logger?.warn({ id }, 'malformed health transition dropped');
       } else {
-        const outcome = this.store(message);
+        const outcome = this.store(message, id);
         this.stats[outcome]++;
         if (outcome === 'stored') {
           try {
@@ -170,21 +176,47 @@ export class TransitionConsumer {
     }
   }
 
-  /** Upserts the row unless the listener or server is gone; an older report never overwrites a newer one. */
-  private store(m: HealthTransitionMessage): 'stored' | 'skipped' | 'stale' {
+  /**
+   * Upserts the row unless the listener or server is gone or the report's time cannot be true; an older
+   * report never overwrites a newer one. The stored reason is the tenant's coarse one (the table is what
+   * the health route shows); the workers log the detail.
+   */
+  private store(m: HealthTransitionMessage, id: string): 'stored' | 'skipped' | 'stale' | 'implausible' {
     const { db } = this.options;
+    const now = Date.now();
+    const skew = this.options.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS;
     return db.transaction((tx) => {
-      const listener = tx.select({ id: listeners.id }).from(listeners).where(eq(listeners.id, m.listenerId)).get();
-      const server = tx.select({ id: servers.id }).from(servers).where(eq(servers.id, m.serverId)).get();
+      const listener = tx
+        .select({ createdAt: listeners.createdAt })
+        .from(listeners)
+        .where(eq(listeners.id, m.listenerId))
+        .get();
+      const server = tx.select({ createdAt: servers.createdAt }).from(servers).where(eq(servers.id, m.serverId)).get();
       if (!listener || !server) return 'skipped';
-      const row = { status: m.status, since: m.since, lastError: m.lastError, updatedAt: new Date().toISOString() };
+      const why = implausibleSince(m.since, [listener.createdAt, server.createdAt], now, skew);
+      if (why) {
+        this.options.logger?.warn(
+          { id, listenerId: m.listenerId, serverId: m.serverId, since: m.since, reason: why },
+          'health transition with an implausible time dropped',
+        );
+        return 'implausible';
+      }
+      const since = new Date(m.since).toISOString(); // one format, so the text comparison below is a time one
+      const row = {
+        status: m.status,
+        since,
+        lastError: coarseReason(m.lastError),
+        updatedAt: new Date(now).toISOString(),
+      };
+      // A row dated beyond now + skew was stored before reports were checked: any report replaces it.
+      const future = new Date(now + skew).toISOString();
       const { changes } = tx
         .insert(serverHealth)
         .values({ listenerId: m.listenerId, serverId: m.serverId, ...row })
         .onConflictDoUpdate({
           target: [serverHealth.listenerId, serverHealth.serverId],
           set: row,
-          setWhere: sql`${serverHealth.since} <= excluded.since`,
+          setWhere: sql`${serverHealth.since} <= excluded.since OR ${serverHealth.since} > ${future}`,
         })
         .run();
       return changes > 0 ? 'stored' : 'stale';

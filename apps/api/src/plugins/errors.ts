@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode, problem } from '../errors.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
+import { setSecurityHeaders } from './security-headers.js';
 import { fieldErrors } from './validation.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -32,8 +34,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       body = problem('bad_request', err.message);
     } else {
       request.log.error({ err }, 'unhandled error');
-      body = problem('internal', 'internal error; see the server log for the request id');
+      body = problem('internal', 'internal error; the server log has the details under this request id');
     }
+    // The one handle an operator needs to find the error log line (logged with the same id as reqId).
+    if (body.status >= 500) body = { ...body, requestId: request.id };
     if (body.status === 401) reply.header('www-authenticate', 'Bearer realm="slb"');
     reply.code(body.status).type('application/problem+json').send(body);
   });
@@ -50,8 +54,11 @@ export function installErrorHandling(app: FastifyInstance): void {
  * URLs the router refuses before any route or hook runs (bad percent-encoding, a path parameter over the
  * router's length limit): bad input like any other, so a 400 problem+json rather than fastify's own JSON.
  */
-export function answerFrameworkError(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function answerFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const detail =
     err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : 'the URL is not validly percent-encoded';
+  // No onSend hook runs for these answers: the headers every response carries are set here.
+  setSecurityHeaders(request, reply);
+  reply.header(REQUEST_ID_HEADER, request.id);
   reply.code(400).type('application/problem+json').send(problem('bad_request', detail));
 }

@@ -1,4 +1,5 @@
 import { type Db, listeners, rules, serverHealth, servers } from '@slb/db';
+import { coarseReason } from '@slb/health';
 import type { ServerHealth } from '@slb/model';
 import { asc, eq, inArray } from 'drizzle-orm';
 import type { Scope } from './common.js';
@@ -61,7 +62,8 @@ export class HealthService {
               port: listener.backendPort ?? server.port,
               status: report.status,
               since: report.since,
-              lastError: report.lastError,
+              // Rows stored before reasons were coarsened may still hold a probe's detail.
+              lastError: coarseReason(report.lastError),
             });
             continue;
           }
