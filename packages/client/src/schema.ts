@@ -2059,6 +2059,11 @@ export interface operations {
                             /** @enum {string} */
                             proxyProtocol: "off" | "v1" | "v2";
                             xForwardedFor: boolean;
+                            /**
+                             * @description http/https: replace (default) or append to the client X-Forwarded-For
+                             * @enum {string}
+                             */
+                            xForwardedForMode: "replace" | "append";
                             idleTimeout: number;
                             requestTimeout: number | null;
                             connectionDrainTimeout: number;
@@ -2182,6 +2187,11 @@ export interface operations {
                     /** @enum {string} */
                     proxyProtocol?: "off" | "v1" | "v2";
                     xForwardedFor?: boolean;
+                    /**
+                     * @description http/https: replace (default) or append to the client X-Forwarded-For
+                     * @enum {string}
+                     */
+                    xForwardedForMode?: "replace" | "append";
                     /** @description seconds */
                     idleTimeout?: number;
                     /** @description http/https, seconds */
@@ -2247,6 +2257,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2406,6 +2421,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2594,6 +2614,11 @@ export interface operations {
                     /** @enum {string} */
                     proxyProtocol?: "off" | "v1" | "v2";
                     xForwardedFor?: boolean;
+                    /**
+                     * @description http/https: replace (default) or append to the client X-Forwarded-For
+                     * @enum {string}
+                     */
+                    xForwardedForMode?: "replace" | "append";
                     /** @description seconds */
                     idleTimeout?: number;
                     /** @description http/https, seconds */
@@ -2659,6 +2684,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2827,6 +2857,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2950,6 +2985,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;

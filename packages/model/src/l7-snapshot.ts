@@ -101,7 +101,12 @@ export const L7Listener = StrictObject(
     bindAddress: Type.Optional(IpAddress),
     scheduler: Type.Union([Type.Literal('wrr'), Type.Literal('wlc'), Type.Literal('rr')]),
     stickySession: Nullable(L7StickySession),
-    xForwardedFor: Type.Boolean({ description: 'append the client address to X-Forwarded-For' }),
+    xForwardedFor: Type.Boolean({ description: 'send X-Forwarded-For (false: none; the client’s is dropped)' }),
+    xForwardedForMode: Type.Optional(
+      Type.Union([Type.Literal('replace'), Type.Literal('append')], {
+        description: "replace the client's X-Forwarded-For or append to it; absent = replace",
+      }),
+    ),
     idleTimeout: Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds an idle client keep-alive lives' }),
     requestTimeout: Type.Integer({
       minimum: 1,
