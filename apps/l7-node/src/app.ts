@@ -7,7 +7,13 @@ import { type PoolOptions, Pools } from './pools.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { compileRules } from './rules.js';
-import { type BackendState, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
+import {
+  type BackendState,
+  listenerPoolScope,
+  type PassiveHealthOptions,
+  poolKeyOf,
+  ServerGroupRuntime,
+} from './server-group.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -56,7 +62,14 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     connectTimeoutMs: options.pools?.connectTimeoutMs,
     idleTimeoutMs: options.pools?.keepAliveTimeoutMs,
   });
-  const deps: ProxyDeps = { logger, metrics, pools, upstream, maxAttempts: options.maxAttempts ?? 3 };
+  const deps: ProxyDeps = {
+    logger,
+    metrics,
+    pools,
+    upstream,
+    maxAttempts: options.maxAttempts ?? 3,
+    connectTimeoutMs: options.pools?.connectTimeoutMs ?? 3000,
+  };
   const health: Required<PassiveHealthOptions> = {
     consecutiveFailures: options.passiveHealth?.consecutiveFailures ?? 3,
     baseEjectionMs: options.passiveHealth?.baseEjectionMs ?? 5000,
@@ -96,10 +109,11 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       const live = new Set<string>();
       const origins = new Set<string>();
       for (const l of latest.listeners) {
+        const scope = listenerPoolScope(l);
         for (const g of l.serverGroups) {
           for (const b of g.backends) {
             live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
-            origins.add(b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`);
+            origins.add(poolKeyOf(scope, b));
           }
         }
       }
@@ -164,7 +178,10 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     }
     const cookies = learnedFor(l.id);
     const groups = new Map(
-      l.serverGroups.map((g) => [g.id, new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health)]),
+      l.serverGroups.map((g) => [
+        g.id,
+        new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health, Date.now, listenerPoolScope(l)),
+      ]),
     );
     return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
   }
