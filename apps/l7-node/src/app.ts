@@ -5,6 +5,7 @@ import { type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
 import { type PoolOptions, Pools } from './pools.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
+import { ProxySources } from './proxy-sources.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { compileRules } from './rules.js';
 import {
@@ -31,7 +32,7 @@ export interface L7AppOptions {
   readonly retryBudget?: RetryBudgetOptions;
   readonly pools?: PoolOptions;
   /** Listener socket limits; defaults in ListenerOptions. */
-  readonly listener?: Partial<ListenerOptions>;
+  readonly listener?: Partial<Omit<ListenerOptions, 'proxySources'>>;
   /** How long a removed listener may finish its in-flight requests, ms. Default 10000. */
   readonly drainMs?: number;
   /** Delay before state of backends no longer in use is forgotten after a change, ms. Default 1000. */
@@ -81,6 +82,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     headersTimeoutMs: options.listener?.headersTimeoutMs ?? 10_000,
     maxHeaderSize: options.listener?.maxHeaderSize ?? 16_384,
     fastPath: options.listener?.fastPath ?? true,
+    proxySources: new ProxySources(),
   };
   const drainMs = options.drainMs ?? 10_000;
   const listeners = new Map<string, ListenerRuntime>();
@@ -187,6 +189,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   }
 
   async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
+    listenerOptions.proxySources.update(snapshot.l4Nodes);
     const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
     await syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];

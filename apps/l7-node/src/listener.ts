@@ -14,6 +14,7 @@ import type { L7Listener, SnapshotAcl } from '@slb/model';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
+import type { ProxySources } from './proxy-sources.js';
 import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
 
@@ -33,6 +34,8 @@ export interface ListenerOptions {
    * unusual). Default true; SLB_L7_FAST_PATH=0 turns it off.
    */
   readonly fastPath: boolean;
+  /** The peers the PROXY port accepts (the fleet's L4 nodes), shared by every listener; updated per snapshot. */
+  readonly proxySources: ProxySources;
 }
 
 export function unmapV4(addr: string): string {
@@ -233,6 +236,13 @@ export class ListenerRuntime {
   }
 
   private acceptProxied(socket: Socket): void {
+    if (!this.options.proxySources.allows(unmapV4(socket.remoteAddress ?? ''))) {
+      this.deps.metrics.untrustedPeers.labels(this.state.config.id).inc();
+      socket.on('error', () => {});
+      // RST: nothing is read, and no TIME_WAIT is left behind by a peer that should not be here.
+      socket.resetAndDestroy();
+      return;
+    }
     this.track(socket);
     socket.on('error', () => {});
     readProxyHeader(socket, this.options.proxyHeaderTimeoutMs).then((r) => {

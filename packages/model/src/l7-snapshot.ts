@@ -134,6 +134,14 @@ export const L7NodeSnapshot = StrictObject(
       description: 'RFC 3339 timestamp',
     }),
     listeners: Type.Array(L7Listener, { maxItems: MAX_LISTENERS_PER_NODE }),
+    l4Nodes: Type.Optional(
+      Type.Array(IpAddress, {
+        maxItems: 1000,
+        description:
+          "the fleet's L4 node addresses: the only peers a listener's PROXY port accepts (anyone else is " +
+          'closed before a byte is read); absent = no fleet known (standalone), any peer may send PROXY headers',
+      }),
+    ),
   },
   { title: 'L7NodeSnapshot' },
 );
