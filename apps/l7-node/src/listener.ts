@@ -10,7 +10,7 @@ import {
   type Socket,
 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { L7Listener, SnapshotAcl } from '@slb/model';
+import { type L7Listener, type SnapshotAcl, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
@@ -72,6 +72,8 @@ export class ListenerRuntime {
   private readonly directServer: NetServer | null;
   private readonly clients = new WeakMap<object, ClientInfo>();
   private readonly sockets = new Set<Socket>();
+  /** (https) Client sockets whose TLS handshake is in flight, capped per listener (maxTlsHandshakes). */
+  private readonly handshaking = new Set<Socket>();
   /** Fast-path connections and their context; null on HTTPS listeners or with the fast path off. */
   private readonly fast: FastContext | null;
 
@@ -99,9 +101,15 @@ export class ListenerRuntime {
       this.http = createHttpsServer({
         ...serverOptions,
         minVersion: TLS_MIN_VERSION,
+        // A stalled handshake holds one of the listener's handshake slots: as long as a slow head, no longer.
+        handshakeTimeout: options.headersTimeoutMs,
         ...(def ? { cert: def.certificatePem, key: def.privateKeyPem } : {}),
         SNICallback: (servername, cb) => cb(null, selectContext(this.certs, servername)),
       });
+      const handshakeEnded = (tls: Socket) =>
+        this.handshaking.delete((tls as Socket & { _parent?: Socket })._parent ?? tls);
+      this.http.on('secureConnection', handshakeEnded);
+      this.http.on('tlsClientError', (_err: Error, tls: Socket) => handshakeEnded(tls));
     } else {
       this.http = createHttpServer(serverOptions);
     }
@@ -220,10 +228,24 @@ export class ListenerRuntime {
       socket.destroy();
       return;
     }
+    if (this.state.config.protocol === 'https' && !this.startHandshake(socket)) return;
     this.clients.set(socket, client);
     socket.setNoDelay(true);
     if (this.fast) new FastConnection(socket, client, this.fast);
     else this.http.emit('connection', socket);
+  }
+
+  /** Takes a handshake slot for `socket`, or refuses it (closed, counted) when the listener has none left. */
+  private startHandshake(socket: Socket): boolean {
+    const cap = this.state.config.maxTlsHandshakes ?? TLS_HANDSHAKES_PER_LISTENER_DEFAULT;
+    if (this.handshaking.size >= cap) {
+      this.deps.metrics.tlsHandshakesRefused.labels(this.state.config.id).inc();
+      socket.destroy();
+      return false;
+    }
+    this.handshaking.add(socket);
+    socket.once('close', () => this.handshaking.delete(socket));
+    return true;
   }
 
   private acceptDirect(socket: Socket): void {
