@@ -1,8 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { id, listener, type Running, startApp } from './helpers.js';
+import { id, listener, type Running, rawExchange, startApp } from './helpers.js';
 import { type RawBackend, startRawBackend } from './raw-http.js';
 
 // An Upgrade request becomes a tunnel only after a 101 that matches it. Any other answer is relayed as an
@@ -118,5 +119,63 @@ describe.each([
     const access = logLines.filter((l) => l.includes('"upgrade"'));
     expect(access.length).toBeGreaterThan(0);
     expect(logLines.join('')).not.toContain('sekrit');
+  });
+});
+
+/**
+ * A backend that never completes a connect: a listening socket (python, which can listen without ever
+ * accepting) whose one-slot accept queue is filled, so the kernel drops further SYNs.
+ */
+async function blackHole(): Promise<{ port: number; close(): void }> {
+  const py: ChildProcess = spawn('python3', [
+    '-c',
+    "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(60)",
+  ]);
+  const port = await new Promise<number>((resolve) =>
+    py.stdout!.once('data', (d) => resolve(Number(String(d).trim()))),
+  );
+  const held: Socket[] = [];
+  // Fill the accept queue (bounded): once a connect hangs, the queue is full.
+  for (let i = 0; i < 4; i++) {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    held.push(s);
+    const done = await new Promise<boolean>((r) => {
+      s.once('connect', () => r(true));
+      setTimeout(() => r(false), 300);
+    });
+    if (!done) break;
+  }
+  return {
+    port,
+    close: () => {
+      for (const s of held) s.destroy();
+      py.kill();
+    },
+  };
+}
+
+describe('upgrade connect timeout', () => {
+  it('a backend that never takes the connection is a 502 after the connect timeout, not a hang', async () => {
+    const hole = await blackHole();
+    const node = await startApp(
+      listener({
+        backends: [{ serverId: id('srv'), address: '127.0.0.1', port: hole.port, weight: 100, healthy: true }],
+      }),
+      { pools: { connectTimeoutMs: 300 } },
+    );
+    try {
+      const started = Date.now();
+      const answer = await rawExchange(
+        node.direct,
+        'GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+        5000,
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 502 /);
+      expect(Date.now() - started).toBeLessThan(4000);
+    } finally {
+      await node.app.close();
+      hole.close();
+    }
   });
 });
