@@ -105,6 +105,7 @@ export function handleRequest(
   if (headers === null) {
     // Refused before any backend: the connection is not trusted to be in step for another request.
     answer = 'bad-request';
+    deps.metrics.clientErrors.labels(cfg.id, '400').inc();
     res.shouldKeepAlive = false;
     sendProblem(res, answer);
     return;
