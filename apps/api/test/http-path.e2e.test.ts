@@ -166,7 +166,9 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
     expect(home.body.headers['x-forwarded-port']).toBe(String(httpPort));
     const routed = await get(`http://127.0.0.41:${httpPort}/api/orders`, { 'x-forwarded-for': '203.0.113.9' });
     expect(routed.body.name).toBe('api');
-    expect(routed.body.headers['x-forwarded-for']).toBe('203.0.113.9, 127.0.0.1');
+    // Replaced, not appended (xForwardedForMode defaults to replace): a client cannot forge its own list. And
+    // the L7 node took the PROXY header, so the L4 node dialled it from its own address (127.0.0.41).
+    expect(routed.body.headers['x-forwarded-for']).toBe('127.0.0.1');
 
     const secure = await eventually(
       'https through the fleet',

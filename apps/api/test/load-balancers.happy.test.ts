@@ -113,6 +113,12 @@ describe('load balancer lifecycle', () => {
     expect(http.status).toBe(201);
     expect(http.body.stickySession).toEqual({ mode: 'insert', cookieName: 'SLBSERVERID', cookieTimeout: 600 });
     expect(http.body.xForwardedFor).toBe(true);
+    expect(http.body.xForwardedForMode).toBe('replace');
+    const appended = await call(t.app, token, 'PATCH', `${base}/listeners/${http.body.id}`, {
+      xForwardedForMode: 'append',
+    });
+    expect(appended.status).toBe(200);
+    expect(appended.body.xForwardedForMode).toBe('append');
 
     const cert = await call(t.app, token, 'POST', '/v1/certificates', { name: 'c', ...makeCertificate('example.com') });
     const https = await call(t.app, token, 'POST', `${base}/listeners`, {

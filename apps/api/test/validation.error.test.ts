@@ -191,6 +191,22 @@ const cases: Case[] = [
     '/body/xForwardedFor',
   ],
   [
+    'xForwardedForMode on tcp',
+    'POST',
+    '$lb/listeners',
+    lsn({ xForwardedForMode: 'append' }),
+    422,
+    '/body/xForwardedForMode',
+  ],
+  [
+    'unknown xForwardedForMode',
+    'POST',
+    '$lb/listeners',
+    lsn({ protocol: 'http', xForwardedForMode: 'prepend' }),
+    400,
+    '/body/xForwardedForMode',
+  ],
+  [
     'PROXY v1 on udp',
     'POST',
     '$lb/listeners',

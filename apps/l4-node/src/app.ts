@@ -61,7 +61,7 @@ function resolve(l: SnapshotListener, s: NodeSnapshot): ResolvedListener {
         weight: b.weight,
         healthy: b.healthy,
       }));
-  return { config: l, backends, proxyProtocol: l7 ? 'v2' : l.proxyProtocol, acl: acl.check };
+  return { config: l, backends, proxyProtocol: l7 ? 'v2' : l.proxyProtocol, acl: acl.check, fromNodeAddress: l7 };
 }
 
 /**

@@ -355,8 +355,9 @@ function afterConnect(this: Req, status: number): void {
 /**
  * Opens a connection to `address:port` (an IP literal); `events.rawConnected` follows with the outcome. A
  * connect that fails before it starts (an invalid address) is reported the same way, on the next tick.
+ * `localAddress` (an IP literal of this host, same family) is the source address; else the kernel picks.
  */
-export function connectRaw(address: string, port: number, events: RawSocketEvents): RawSocket {
+export function connectRaw(address: string, port: number, events: RawSocketEvents, localAddress?: string): RawSocket {
   const handle = new B.TCP(B.SOCKET);
   // Applied by libuv when the socket is created, before the connect.
   handle.setNoDelay(true);
@@ -367,7 +368,11 @@ export function connectRaw(address: string, port: number, events: RawSocketEvent
   req.socket = socket;
   Object.assign(req, { address, port });
   // An IP literal (the snapshot schema's): only IPv6 has colons, checked without isIPv6's regex per connection.
-  const err = address.includes(':') ? handle.connect6(req, address, port) : handle.connect(req, address, port);
+  const v6 = address.includes(':');
+  let err = 0;
+  if (localAddress !== undefined && localAddress.includes(':') === v6)
+    err = v6 ? handle.bind6(localAddress, 0, 0) : handle.bind(localAddress, 0);
+  if (err === 0) err = v6 ? handle.connect6(req, address, port) : handle.connect(req, address, port);
   if (err !== 0) process.nextTick(() => socket.connected(err));
   return socket;
 }

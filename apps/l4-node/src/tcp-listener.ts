@@ -35,6 +35,11 @@ export interface ResolvedListener {
   readonly backends: readonly BackendSpec[];
   readonly proxyProtocol: 'off' | 'v1' | 'v2';
   readonly acl: AclCheck | undefined;
+  /**
+   * Connect from the address the client reached (this node's own): the L7 nodes take PROXY headers only
+   * from the fleet's L4 node addresses, which on a shared host (loopback) the kernel would not pick.
+   */
+  readonly fromNodeAddress?: boolean;
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::']);

@@ -55,7 +55,12 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     if (this.attempts > 0) l.lm.retries.inc();
     this.attempts++;
     this.backend = backend;
-    this.upstream = connectRaw(backend.address, backend.port, this);
+    this.upstream = connectRaw(
+      backend.address,
+      backend.port,
+      this,
+      l.cfg.fromNodeAddress ? this.flow.dstAddr : undefined,
+    );
     this.connectTimer = setTimeout(this.onConnectTimeout, l.connectTimeoutMs);
   }
 

@@ -5,9 +5,16 @@ import { type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
 import { type PoolOptions, Pools } from './pools.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
+import { ProxySources } from './proxy-sources.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { compileRules } from './rules.js';
-import { type BackendState, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
+import {
+  type BackendState,
+  listenerPoolScope,
+  type PassiveHealthOptions,
+  poolKeyOf,
+  ServerGroupRuntime,
+} from './server-group.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -25,7 +32,7 @@ export interface L7AppOptions {
   readonly retryBudget?: RetryBudgetOptions;
   readonly pools?: PoolOptions;
   /** Listener socket limits; defaults in ListenerOptions. */
-  readonly listener?: Partial<ListenerOptions>;
+  readonly listener?: Partial<Omit<ListenerOptions, 'proxySources'>>;
   /** How long a removed listener may finish its in-flight requests, ms. Default 10000. */
   readonly drainMs?: number;
   /** Delay before state of backends no longer in use is forgotten after a change, ms. Default 1000. */
@@ -56,7 +63,14 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     connectTimeoutMs: options.pools?.connectTimeoutMs,
     idleTimeoutMs: options.pools?.keepAliveTimeoutMs,
   });
-  const deps: ProxyDeps = { logger, metrics, pools, upstream, maxAttempts: options.maxAttempts ?? 3 };
+  const deps: ProxyDeps = {
+    logger,
+    metrics,
+    pools,
+    upstream,
+    maxAttempts: options.maxAttempts ?? 3,
+    connectTimeoutMs: options.pools?.connectTimeoutMs ?? 3000,
+  };
   const health: Required<PassiveHealthOptions> = {
     consecutiveFailures: options.passiveHealth?.consecutiveFailures ?? 3,
     baseEjectionMs: options.passiveHealth?.baseEjectionMs ?? 5000,
@@ -68,6 +82,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     headersTimeoutMs: options.listener?.headersTimeoutMs ?? 10_000,
     maxHeaderSize: options.listener?.maxHeaderSize ?? 16_384,
     fastPath: options.listener?.fastPath ?? true,
+    proxySources: new ProxySources(),
   };
   const drainMs = options.drainMs ?? 10_000;
   const listeners = new Map<string, ListenerRuntime>();
@@ -96,10 +111,11 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       const live = new Set<string>();
       const origins = new Set<string>();
       for (const l of latest.listeners) {
+        const scope = listenerPoolScope(l);
         for (const g of l.serverGroups) {
           for (const b of g.backends) {
             live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
-            origins.add(b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`);
+            origins.add(poolKeyOf(scope, b));
           }
         }
       }
@@ -164,12 +180,16 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     }
     const cookies = learnedFor(l.id);
     const groups = new Map(
-      l.serverGroups.map((g) => [g.id, new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health)]),
+      l.serverGroups.map((g) => [
+        g.id,
+        new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health, Date.now, listenerPoolScope(l)),
+      ]),
     );
     return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
   }
 
   async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
+    listenerOptions.proxySources.update(snapshot.l4Nodes);
     const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
     await syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];

@@ -132,7 +132,8 @@ export class FastConnection {
     }
     const parsed = parseRequestHead(buf.toString('latin1', 0, end));
     if (!parsed.fast) {
-      this.handOver();
+      if (parsed.refuse) this.refuse(400, 'Bad Request');
+      else this.handOver();
       return;
     }
     this.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;

@@ -1,5 +1,5 @@
 import type { FastConnection } from './fast-connection.js';
-import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead } from './headers.js';
+import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead, xffModeOf } from './headers.js';
 import { parseResponseHead, type RequestHead, type ResponseHead } from './http1-parser.js';
 import { type NodeAnswer, problemBody, rawProblem } from './problem.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
@@ -99,8 +99,13 @@ export class FastExchange implements UpstreamHandler {
       clientAddress: client.address,
       proto: cfg.protocol,
       frontendPort: client.frontendPort,
-      appendXff: cfg.xForwardedFor,
+      xff: xffModeOf(cfg),
     });
+    // The parser refuses these first; kept so no head the shared rules refuse is ever sent.
+    if (headers === null) {
+      this.fail('bad-request');
+      return;
+    }
     this.headText = serializeHead(`${this.head.method} ${this.head.target} HTTP/1.1`, headers);
     this.attempt();
   }
@@ -126,7 +131,7 @@ export class FastExchange implements UpstreamHandler {
     this.attemptOpen = true;
     this.phase = Phase.Connecting;
     this.dispatchStarted = performance.now();
-    this.waiter = this.deps.upstream.acquire(b.origin, b.address, b.port, this.onConnection);
+    this.waiter = this.deps.upstream.acquire(b.poolKey, b.address, b.port, this.onConnection);
   }
 
   private readonly onConnection = (up: UpstreamConn | null) => {
@@ -389,7 +394,7 @@ export class FastExchange implements UpstreamHandler {
   private fail(answer: NodeAnswer): void {
     this.answer = answer;
     this.phase = Phase.Done;
-    const close = this.head.close || this.bodyLeft > 0 || this.conn.closing;
+    const close = this.head.close || this.bodyLeft > 0 || this.conn.closing || answer === 'bad-request';
     this.status = problemBody(answer).status;
     this.conn.write(rawProblem(answer, close));
     this.finish(!close, false);

@@ -1,5 +1,8 @@
 // Header rewriting between client and backend, pure. Hop-by-hop headers (RFC 9110 §7.6.1) and every
 // header the client's Connection header names stay on their hop; the forwarding headers are the node's.
+// A Connection option naming a framing header (Content-Length, Transfer-Encoding) is refused, never
+// honoured: dropping Content-Length while the body is still sent would let the body be read by the backend
+// as the next request on a pooled socket (request smuggling).
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -12,17 +15,38 @@ const HOP_BY_HOP = new Set([
   'http2-settings',
 ]);
 
-/** Set by the node from the connection; a client's own values are dropped, never trusted. */
-const NODE_OWNED = new Set(['x-forwarded-proto', 'x-forwarded-port', 'x-real-ip']);
+/**
+ * Set by the node from the connection, or not at all: a client's own values are dropped, never trusted
+ * (a backend or its logs could otherwise take a forged address or host for the node's word).
+ */
+const NODE_OWNED = new Set([
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-real-ip',
+  'forwarded',
+  'x-forwarded-host',
+  'x-client-ip',
+  'true-client-ip',
+]);
+
+/**
+ * X-Forwarded-For toward the backend: `replace` sends only the client address the node saw (the default),
+ * `append` adds it to the client's own list, `off` sends none (the client's is dropped either way).
+ */
+export type XffMode = 'replace' | 'append' | 'off';
+
+export function xffModeOf(cfg: { xForwardedFor: boolean; xForwardedForMode?: 'replace' | 'append' }): XffMode {
+  return cfg.xForwardedFor ? (cfg.xForwardedForMode ?? 'replace') : 'off';
+}
 
 export interface ForwardingInfo {
   readonly clientAddress: string;
   readonly proto: 'http' | 'https';
   readonly frontendPort: number;
-  /** Append the client to X-Forwarded-For (the listener's `xForwardedFor`); else pass it through. */
-  readonly appendXff: boolean;
+  readonly xff: XffMode;
 }
 
+/** Lower-cased options of the Connection headers; null when there are none. */
 function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
   let tokens: Set<string> | null = null;
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -38,14 +62,26 @@ function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
   return tokens;
 }
 
+/** Whether a set of Connection options names a header that frames the message (RFC 9110 §7.6.1). */
+export function namesFraming(tokens: ReadonlySet<string> | null): boolean {
+  return tokens !== null && (tokens.has('content-length') || tokens.has('transfer-encoding'));
+}
+
 /**
- * Request headers toward the backend, as a flat [name, value, …] list. `keepUpgrade` keeps Connection and
- * Upgrade for a protocol upgrade (WebSocket), which is forwarded on a raw socket.
+ * Request headers toward the backend, as a flat [name, value, …] list; null when the request must be
+ * refused (400): a Connection option naming a framing header, or more than one Host. `keepUpgrade` keeps
+ * Connection and Upgrade for a protocol upgrade (WebSocket), which is forwarded on a raw socket.
  */
-export function requestHeadersToBackend(raw: readonly string[], fwd: ForwardingInfo, keepUpgrade = false): string[] {
+export function requestHeadersToBackend(
+  raw: readonly string[],
+  fwd: ForwardingInfo,
+  keepUpgrade = false,
+): string[] | null {
   const named = connectionTokens(raw);
+  if (namesFraming(named)) return null;
   const out: string[] = [];
   let xff: string | undefined;
+  let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
@@ -54,15 +90,18 @@ export function requestHeadersToBackend(raw: readonly string[], fwd: ForwardingI
       continue;
     }
     if (HOP_BY_HOP.has(lower) || NODE_OWNED.has(lower) || lower === 'expect') continue;
-    if (named?.has(lower) && lower !== 'host') continue;
-    if (lower === 'x-forwarded-for' && fwd.appendXff) {
-      xff = xff === undefined ? raw[i + 1]! : `${xff}, ${raw[i + 1]!}`;
+    if (lower === 'host') {
+      if (++hosts > 1) return null;
+    } else if (named?.has(lower)) continue;
+    if (lower === 'x-forwarded-for') {
+      if (fwd.xff === 'append') xff = xff === undefined ? raw[i + 1]! : `${xff}, ${raw[i + 1]!}`;
       continue;
     }
     out.push(name, raw[i + 1]!);
   }
-  if (fwd.appendXff)
+  if (fwd.xff === 'append')
     out.push('x-forwarded-for', xff === undefined ? fwd.clientAddress : `${xff}, ${fwd.clientAddress}`);
+  else if (fwd.xff === 'replace') out.push('x-forwarded-for', fwd.clientAddress);
   out.push(
     'x-forwarded-proto',
     fwd.proto,

@@ -28,7 +28,8 @@ export interface RequestHead {
 
 export type RequestParse =
   | { readonly fast: true; readonly head: RequestHead }
-  | { readonly fast: false; readonly why: string };
+  /** `refuse`: the request is invalid whoever parses it; the caller answers 400 itself. */
+  | { readonly fast: false; readonly why: string; readonly refuse?: true };
 
 function trimOws(s: string): string {
   let a = 0;
@@ -92,6 +93,9 @@ export function parseRequestHead(head: string): RequestParse {
           for (const t of listTokens(value)) {
             if (t === 'upgrade') return { fast: false, why: 'connection upgrade' };
             if (t === 'close') close = true;
+            // RFC 9110 §7.6.1: a framing header is never hop-by-hop.
+            else if (t === 'content-length' || t === 'transfer-encoding')
+              return { fast: false, why: 'connection names a framing header', refuse: true };
           }
         }
         break;

@@ -10,10 +10,11 @@ import {
   type Socket,
 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { L7Listener, SnapshotAcl } from '@slb/model';
+import { type L7Listener, type SnapshotAcl, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
+import type { ProxySources } from './proxy-sources.js';
 import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
 
@@ -33,6 +34,8 @@ export interface ListenerOptions {
    * unusual). Default true; SLB_L7_FAST_PATH=0 turns it off.
    */
   readonly fastPath: boolean;
+  /** The peers the PROXY port accepts (the fleet's L4 nodes), shared by every listener; updated per snapshot. */
+  readonly proxySources: ProxySources;
 }
 
 export function unmapV4(addr: string): string {
@@ -69,6 +72,8 @@ export class ListenerRuntime {
   private readonly directServer: NetServer | null;
   private readonly clients = new WeakMap<object, ClientInfo>();
   private readonly sockets = new Set<Socket>();
+  /** (https) Client sockets whose TLS handshake is in flight, capped per listener (maxTlsHandshakes). */
+  private readonly handshaking = new Set<Socket>();
   /** Fast-path connections and their context; null on HTTPS listeners or with the fast path off. */
   private readonly fast: FastContext | null;
 
@@ -96,9 +101,15 @@ export class ListenerRuntime {
       this.http = createHttpsServer({
         ...serverOptions,
         minVersion: TLS_MIN_VERSION,
+        // A stalled handshake holds one of the listener's handshake slots: as long as a slow head, no longer.
+        handshakeTimeout: options.headersTimeoutMs,
         ...(def ? { cert: def.certificatePem, key: def.privateKeyPem } : {}),
         SNICallback: (servername, cb) => cb(null, selectContext(this.certs, servername)),
       });
+      const handshakeEnded = (tls: Socket) =>
+        this.handshaking.delete((tls as Socket & { _parent?: Socket })._parent ?? tls);
+      this.http.on('secureConnection', handshakeEnded);
+      this.http.on('tlsClientError', (_err: Error, tls: Socket) => handshakeEnded(tls));
     } else {
       this.http = createHttpServer(serverOptions);
     }
@@ -217,10 +228,24 @@ export class ListenerRuntime {
       socket.destroy();
       return;
     }
+    if (this.state.config.protocol === 'https' && !this.startHandshake(socket)) return;
     this.clients.set(socket, client);
     socket.setNoDelay(true);
     if (this.fast) new FastConnection(socket, client, this.fast);
     else this.http.emit('connection', socket);
+  }
+
+  /** Takes a handshake slot for `socket`, or refuses it (closed, counted) when the listener has none left. */
+  private startHandshake(socket: Socket): boolean {
+    const cap = this.state.config.maxTlsHandshakes ?? TLS_HANDSHAKES_PER_LISTENER_DEFAULT;
+    if (this.handshaking.size >= cap) {
+      this.deps.metrics.tlsHandshakesRefused.labels(this.state.config.id).inc();
+      socket.destroy();
+      return false;
+    }
+    this.handshaking.add(socket);
+    socket.once('close', () => this.handshaking.delete(socket));
+    return true;
   }
 
   private acceptDirect(socket: Socket): void {
@@ -233,6 +258,13 @@ export class ListenerRuntime {
   }
 
   private acceptProxied(socket: Socket): void {
+    if (!this.options.proxySources.allows(unmapV4(socket.remoteAddress ?? ''))) {
+      this.deps.metrics.untrustedPeers.labels(this.state.config.id).inc();
+      socket.on('error', () => {});
+      // RST: nothing is read, and no TIME_WAIT is left behind by a peer that should not be here.
+      socket.resetAndDestroy();
+      return;
+    }
     this.track(socket);
     socket.on('error', () => {});
     readProxyHeader(socket, this.options.proxyHeaderTimeoutMs).then((r) => {

@@ -61,6 +61,18 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['listener', 'reason'] as const,
       registers: [registry],
     }),
+    untrustedPeers: new Counter({
+      name: 'slb_l7_untrusted_peer_connections_total',
+      help: 'connections to a PROXY port from a peer that is not an L4 node of the fleet, closed unread',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
+    tlsHandshakesRefused: new Counter({
+      name: 'slb_l7_tls_handshakes_refused_total',
+      help: 'https connections closed because the listener had its limit of TLS handshakes in flight',
+      labelNames: ['listener'] as const,
+      registers: [registry],
+    }),
     clientErrors: new Counter({
       name: 'slb_l7_client_errors_total',
       help: 'client connections rejected for malformed HTTP (answered 400/431 and closed)',

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 
-/** Keep-alive connection pools to backends, one per origin, shared by every listener that uses it. */
+/** Keep-alive connection pools to backends, one per pool key (a listener's backend: poolKeyOf). */
 export interface PoolOptions {
   /** Most connections to one backend; further requests queue. Default 256. */
   readonly connectionsPerBackend?: number;
@@ -18,8 +18,8 @@ export class Pools {
 
   constructor(private readonly options: PoolOptions = {}) {}
 
-  get(origin: string): Pool {
-    let pool = this.pools.get(origin);
+  get(key: string, origin: string): Pool {
+    let pool = this.pools.get(key);
     if (!pool) {
       pool = new Pool(origin, {
         connections: this.options.connectionsPerBackend ?? 256,
@@ -30,16 +30,16 @@ export class Pools {
         headersTimeout: 0,
         bodyTimeout: 0,
       });
-      this.pools.set(origin, pool);
+      this.pools.set(key, pool);
     }
     return pool;
   }
 
-  /** Closes (gracefully: in-flight requests finish) the pools of origins no longer in `inUse`. */
+  /** Closes (gracefully: in-flight requests finish) the pools whose keys are no longer in `inUse`. */
   retain(inUse: ReadonlySet<string>): void {
-    for (const [origin, pool] of this.pools) {
-      if (inUse.has(origin)) continue;
-      this.pools.delete(origin);
+    for (const [key, pool] of this.pools) {
+      if (inUse.has(key)) continue;
+      this.pools.delete(key);
       pool.close().catch(() => {});
     }
   }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { L7Listener } from '@slb/model';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { hasBody, headerStrings, requestHeadersToBackend, responseHeadersToClient } from './headers.js';
+import { hasBody, headerStrings, requestHeadersToBackend, responseHeadersToClient, xffModeOf } from './headers.js';
 import { LazyBody } from './lazy-body.js';
 import type { Metrics } from './metrics.js';
 import type { Pools } from './pools.js';
@@ -18,6 +18,7 @@ import {
   responseStarted,
   stickyOnResponse,
 } from './request-flow.js';
+import { originFormTarget } from './request-target.js';
 import type { RetryBudget } from './retry-budget.js';
 import { type CompiledRule, matchRoute, normalizeHost } from './rules.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
@@ -49,6 +50,8 @@ export interface ProxyDeps {
   readonly upstream: UpstreamPools;
   /** Backends tried per request, first attempt included. Default 3. */
   readonly maxAttempts: number;
+  /** Connect timeout to a backend for connections made outside the pools (Upgrade), ms. Default 3000. */
+  readonly connectTimeoutMs: number;
 }
 
 export function handleRequest(
@@ -61,7 +64,9 @@ export function handleRequest(
   const started = performance.now();
   const cfg = state.config;
   const host = normalizeHost(req.headers.host);
-  const url = req.url ?? '/';
+  const method = req.method ?? 'GET';
+  const target = originFormTarget(method, req.url ?? '/', req.headers.host);
+  const url = target ?? '/';
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   const route = matchRoute(state.rules, cfg.defaultServerGroupId, host, path);
@@ -88,20 +93,29 @@ export function handleRequest(
     });
   });
 
+  const headers =
+    target !== null
+      ? requestHeadersToBackend(req.rawHeaders, {
+          clientAddress: client.address,
+          proto: cfg.protocol,
+          frontendPort: client.frontendPort,
+          xff: xffModeOf(cfg),
+        })
+      : null;
+  if (headers === null) {
+    // Refused before any backend: the connection is not trusted to be in step for another request.
+    answer = 'bad-request';
+    deps.metrics.clientErrors.labels(cfg.id, '400').inc();
+    res.shouldKeepAlive = false;
+    sendProblem(res, answer);
+    return;
+  }
   if (!route || !group) {
     answer = 'no-route';
     sendProblem(res, answer);
     return;
   }
 
-  const forwarding = {
-    clientAddress: client.address,
-    proto: cfg.protocol,
-    frontendPort: client.frontendPort,
-    appendXff: cfg.xForwardedFor,
-  };
-  const headers = requestHeadersToBackend(req.rawHeaders, forwarding);
-  const method = req.method ?? 'GET';
   const withBody = hasBody(req.headers['transfer-encoding'], req.headers['content-length']);
   const tried = new Set<Backend>();
   let abortCurrent: ((err: Error) => void) | null = null;
@@ -253,7 +267,7 @@ function forward(
       },
     };
     try {
-      deps.pools.get(b.origin).dispatch(
+      deps.pools.get(b.poolKey, b.origin).dispatch(
         {
           origin: b.origin,
           method: method as Dispatcher.HttpMethod,

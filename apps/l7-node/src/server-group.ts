@@ -31,6 +31,8 @@ export interface BackendState {
 
 export interface Backend extends L7Backend {
   readonly origin: string;
+  /** Which pool of backend connections this backend's requests use (poolKeyOf). */
+  readonly poolKey: string;
   readonly state: BackendState;
 }
 
@@ -44,6 +46,19 @@ export function backendStateKey(groupId: string, b: L7Backend): string {
 
 export function originOf(b: { address: string; port: number }): string {
   return b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`;
+}
+
+/**
+ * Backend connections are pooled per listener, so per tenant too, never node-wide: a connection one
+ * tenant's request could leave out of step (a smuggled prefix, a half-read body) only ever carries that
+ * listener's requests afterwards. `scope` is the listener's (listenerPoolScope).
+ */
+export function poolKeyOf(scope: string, b: { address: string; port: number }): string {
+  return `${scope} ${originOf(b)}`;
+}
+
+export function listenerPoolScope(l: { tenantId: string; id: string }): string {
+  return `${l.tenantId}/${l.id}`;
 }
 
 export class ServerGroupRuntime {
@@ -62,6 +77,8 @@ export class ServerGroupRuntime {
     states: Map<string, BackendState>,
     private readonly health: Required<PassiveHealthOptions>,
     private readonly now: () => number = Date.now,
+    /** The listener's pool scope (listenerPoolScope); '' in unit tests that dispatch nothing. */
+    poolScope = '',
   ) {
     this.backends = backends.map((b) => {
       const key = backendStateKey(id, b);
@@ -70,7 +87,7 @@ export class ServerGroupRuntime {
         state = { active: 0, consecutiveFailures: 0, ejectedUntil: 0, timesEjected: 0 };
         states.set(key, state);
       }
-      return { ...b, origin: originOf(b), state };
+      return { ...b, origin: originOf(b), poolKey: poolKeyOf(poolScope, b), state };
     });
     for (const b of this.backends) this.byId.set(b.serverId, b);
     this.rebuild();

@@ -1,7 +1,8 @@
 import { connect, type Socket } from 'node:net';
 import { ReadBuffer } from '@slb/node-runtime';
 
-// Raw keep-alive sockets to backends for the fast path, one pool per origin: a LIFO stack of idle sockets
+// Raw keep-alive sockets to backends for the fast path, one pool per listener and backend (poolKeyOf in
+// server-group.ts; never shared across listeners or tenants): a LIFO stack of idle sockets
 // (the most recently used one is the least likely to have been closed by the backend), a cap on sockets
 // per backend with a FIFO queue behind it. An exchange owns a socket while it holds it; the pool only
 // watches idle ones, and drops one the backend closes or talks on.
@@ -216,11 +217,11 @@ export class UpstreamPools {
   }
 
   /**
-   * A socket to `origin` (address:port of the backend), handed to `cb`, now or once one is free; `cb(null)`
-   * when the connection could not be made. Returns a Waiter when the request had to queue.
+   * A socket of pool `key` (to host:port), handed to `cb`, now or once one is free; `cb(null)` when the
+   * connection could not be made. Returns a Waiter when the request had to queue.
    */
-  acquire(origin: string, host: string, port: number, cb: AcquireCallback): Waiter | null {
-    let pool = this.pools.get(origin);
+  acquire(key: string, host: string, port: number, cb: AcquireCallback): Waiter | null {
+    let pool = this.pools.get(key);
     if (!pool) {
       pool = new OriginPool(
         host,
@@ -229,17 +230,17 @@ export class UpstreamPools {
         this.options.connectTimeoutMs ?? 3000,
         this.options.idleTimeoutMs ?? 4000,
       );
-      this.pools.set(origin, pool);
+      this.pools.set(key, pool);
     }
     return pool.acquire(cb);
   }
 
-  /** Forgets origins no longer in `inUse` (their busy sockets finish, idle ones close). */
+  /** Forgets pools whose keys are no longer in `inUse` (their busy sockets finish, idle ones close). */
   retain(inUse: ReadonlySet<string>): void {
-    for (const [origin, pool] of this.pools) {
-      if (inUse.has(origin)) continue;
+    for (const [key, pool] of this.pools) {
+      if (inUse.has(key)) continue;
       pool.destroyIdle();
-      if (!pool.busy) this.pools.delete(origin);
+      if (!pool.busy) this.pools.delete(key);
     }
   }
 

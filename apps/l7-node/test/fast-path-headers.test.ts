@@ -46,18 +46,52 @@ describe.each([
     await Promise.all(bes.map((b) => b.close()));
   });
 
-  it('forwards the PROXY v2 client address as X-Forwarded-For / X-Real-IP / X-Forwarded-Port', async () => {
-    const req =
-      'GET /x HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 10.1.1.1\r\nX-Real-IP: 6.6.6.6\r\nX-Forwarded-Proto: gopher\r\nConnection: close\r\n\r\n';
-    const raw = await rawExchange(
-      node.proxy,
-      Buffer.concat([proxyHeader('203.0.113.7', 40000, 8080), Buffer.from(req)]),
-    );
-    const seen = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { headers: Record<string, string> };
-    expect(seen.headers['x-forwarded-for']).toBe('10.1.1.1, 203.0.113.7');
-    expect(seen.headers['x-real-ip']).toBe('203.0.113.7');
-    expect(seen.headers['x-forwarded-port']).toBe('8080');
-    expect(seen.headers['x-forwarded-proto']).toBe('http');
+  // Headers a backend may take for the client's address or the host it asked for: only the node sets them.
+  const forged =
+    'X-Forwarded-For: 10.1.1.1\r\nX-Real-IP: 6.6.6.6\r\nX-Forwarded-Proto: gopher\r\nForwarded: for=6.6.6.6;host=evil\r\n' +
+    'X-Forwarded-Host: evil\r\nX-Client-IP: 6.6.6.6\r\nTrue-Client-IP: 6.6.6.6\r\nX-Forwarded-Port: 1\r\n';
+
+  async function seenThrough(port: number, src: string): Promise<Record<string, string>> {
+    const req = `GET /x HTTP/1.1\r\nHost: h\r\n${forged}Connection: close\r\n\r\n`;
+    const raw = await rawExchange(port, Buffer.concat([proxyHeader(src, 40000, 8080), Buffer.from(req)]));
+    return (JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as { headers: Record<string, string> }).headers;
+  }
+
+  it('forwards the PROXY v2 client address as X-Forwarded-For (replacing the client’s) / X-Real-IP / X-Forwarded-Port', async () => {
+    const seen = await seenThrough(node.proxy, '203.0.113.7');
+    expect(seen['x-forwarded-for']).toBe('203.0.113.7');
+    expect(seen['x-real-ip']).toBe('203.0.113.7');
+    expect(seen['x-forwarded-port']).toBe('8080');
+    expect(seen['x-forwarded-proto']).toBe('http');
+    for (const h of ['forwarded', 'x-forwarded-host', 'x-client-ip', 'true-client-ip']) expect(seen[h]).toBeUndefined();
+  });
+
+  it('appends to the client’s X-Forwarded-For when the listener asks for it, still dropping the rest', async () => {
+    const app = await startApp(listener({ xForwardedForMode: 'append', backends: [bes[0]!.spec] }), {
+      listener: { fastPath },
+    });
+    try {
+      const seen = await seenThrough(app.proxy, '203.0.113.8');
+      expect(seen['x-forwarded-for']).toBe('10.1.1.1, 203.0.113.8');
+      expect(seen['x-real-ip']).toBe('203.0.113.8');
+      for (const h of ['forwarded', 'x-forwarded-host', 'x-client-ip', 'true-client-ip'])
+        expect(seen[h]).toBeUndefined();
+    } finally {
+      await app.app.close();
+    }
+  });
+
+  it('sends no X-Forwarded-For with xForwardedFor off, and drops the client’s', async () => {
+    const app = await startApp(listener({ xForwardedFor: false, backends: [bes[0]!.spec] }), {
+      listener: { fastPath },
+    });
+    try {
+      const seen = await seenThrough(app.proxy, '203.0.113.9');
+      expect(seen['x-forwarded-for']).toBeUndefined();
+      expect(seen['x-real-ip']).toBe('203.0.113.9');
+    } finally {
+      await app.app.close();
+    }
   });
 
   it('drops hop-by-hop headers and the ones Connection names, both ways', async () => {

@@ -19,6 +19,22 @@ const attacks: [string, string][] = [
   ['bare LF line endings', 'GET / HTTP/1.1\nHost: h\nX-A: a\n\n'],
   ['bare LF inside a head', 'GET / HTTP/1.1\r\nHost: h\nContent-Length: 5\r\n\r\n'],
   ['bare CR in a value', 'GET / HTTP/1.1\r\nHost: h\r\nX-A: a\rb\r\n\r\n'],
+  ['authority-form target', 'GET h:80 HTTP/1.1\r\nHost: h\r\n\r\n'],
+];
+
+// Well-formed, but refused by the node's own rules (RFC 9110 §7.6.1, one Host, target and Host agree):
+// node:http parses them, so on both paths a valid request before them on the connection is answered first.
+const refused: [string, string][] = [
+  [
+    'Connection naming Content-Length',
+    'POST / HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\nContent-Length: 35\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: h\r\n\r\n',
+  ],
+  [
+    'Connection naming Transfer-Encoding',
+    'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: transfer-encoding\r\n\r\n0\r\n\r\n',
+  ],
+  ['two Host headers', 'GET / HTTP/1.1\r\nHost: h\r\nHost: other\r\n\r\n'],
+  ['absolute-form target naming another host', 'GET http://other/ HTTP/1.1\r\nHost: h\r\n\r\n'],
 ];
 
 describe.each([
@@ -52,6 +68,29 @@ describe.each([
     expect(be.requests.slice(seen).map((r) => r.url)).toEqual(
       fastPath ? ['/first'] : be.requests.slice(seen).map(() => '/first'),
     );
+  });
+
+  it.each(refused)('%s → 400, backend untouched', async (_n, raw) => {
+    const seen = be.requests.length;
+    const answer = await rawExchange(node.direct, raw);
+    expect(answer.startsWith('HTTP/1.1 400 ')).toBe(true);
+    expect(be.requests.length).toBe(seen);
+  });
+
+  it.each(refused)('%s after a valid request → 200 then 400, nothing smuggled', async (_n, raw) => {
+    const seen = be.requests.length;
+    const c = await converse(node.direct, `GET /first HTTP/1.1\r\nHost: h\r\n\r\n${raw}`, 2);
+    expect(c.responses.map((r) => r.status)).toEqual([200, 400]);
+    expect(be.requests.slice(seen).map((r) => r.url)).toEqual(['/first']);
+  });
+
+  it('an absolute-form target naming the Host is sent in origin-form', async () => {
+    const answer = await rawExchange(
+      node.direct,
+      'GET http://h/abs?q=1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n',
+    );
+    expect(answer.startsWith('HTTP/1.1 200 ')).toBe(true);
+    expect(be.requests.at(-1)?.url).toBe('/abs?q=1');
   });
 
   it('oversize head → 431, backend untouched', async () => {

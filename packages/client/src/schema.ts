@@ -2061,6 +2061,11 @@ export interface operations {
                             /** @enum {string} */
                             proxyProtocol: "off" | "v1" | "v2";
                             xForwardedFor: boolean;
+                            /**
+                             * @description http/https: replace (default) or append to the client X-Forwarded-For
+                             * @enum {string}
+                             */
+                            xForwardedForMode: "replace" | "append";
                             idleTimeout: number;
                             requestTimeout: number | null;
                             connectionDrainTimeout: number;
@@ -2186,6 +2191,11 @@ export interface operations {
                     /** @enum {string} */
                     proxyProtocol?: "off" | "v1" | "v2";
                     xForwardedFor?: boolean;
+                    /**
+                     * @description http/https: replace (default) or append to the client X-Forwarded-For
+                     * @enum {string}
+                     */
+                    xForwardedForMode?: "replace" | "append";
                     /** @description seconds */
                     idleTimeout?: number;
                     /** @description http/https, seconds */
@@ -2253,6 +2263,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2414,6 +2429,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2604,6 +2624,11 @@ export interface operations {
                     /** @enum {string} */
                     proxyProtocol?: "off" | "v1" | "v2";
                     xForwardedFor?: boolean;
+                    /**
+                     * @description http/https: replace (default) or append to the client X-Forwarded-For
+                     * @enum {string}
+                     */
+                    xForwardedForMode?: "replace" | "append";
                     /** @description seconds */
                     idleTimeout?: number;
                     /** @description http/https, seconds */
@@ -2671,6 +2696,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2841,6 +2871,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;
@@ -2966,6 +3001,11 @@ export interface operations {
                         /** @enum {string} */
                         proxyProtocol: "off" | "v1" | "v2";
                         xForwardedFor: boolean;
+                        /**
+                         * @description http/https: replace (default) or append to the client X-Forwarded-For
+                         * @enum {string}
+                         */
+                        xForwardedForMode: "replace" | "append";
                         idleTimeout: number;
                         requestTimeout: number | null;
                         connectionDrainTimeout: number;

@@ -6,6 +6,15 @@ import { MAX_LISTENERS_PER_NODE, SnapshotAcl } from './snapshot.js';
 // plane (or written by hand for `--config`). Like the L4 snapshot it is fully resolved (certificates,
 // backends, health) and strict, and enums are literal unions so `Value.Check` understands them.
 
+/**
+ * TLS handshakes one https listener may have in flight on an L7 node; more are refused at once. A handshake
+ * costs the node far more CPU than the client, and every tenant's listener shares the node: without a cap
+ * per listener one tenant's handshake flood starves everyone's. The default is what a listener gets unless
+ * its snapshot says otherwise; the maximum bounds what a snapshot may ask for.
+ */
+export const TLS_HANDSHAKES_PER_LISTENER_DEFAULT = 256;
+export const TLS_HANDSHAKES_PER_LISTENER_MAX = 4096;
+
 /** A listening port; 0 asks the OS for a free one (tests and local runs). */
 const ListenPort = Type.Integer({ minimum: 0, maximum: 65535 });
 
@@ -101,7 +110,12 @@ export const L7Listener = StrictObject(
     bindAddress: Type.Optional(IpAddress),
     scheduler: Type.Union([Type.Literal('wrr'), Type.Literal('wlc'), Type.Literal('rr')]),
     stickySession: Nullable(L7StickySession),
-    xForwardedFor: Type.Boolean({ description: 'append the client address to X-Forwarded-For' }),
+    xForwardedFor: Type.Boolean({ description: 'send X-Forwarded-For (false: none; the client’s is dropped)' }),
+    xForwardedForMode: Type.Optional(
+      Type.Union([Type.Literal('replace'), Type.Literal('append')], {
+        description: "replace the client's X-Forwarded-For or append to it; absent = replace",
+      }),
+    ),
     idleTimeout: Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds an idle client keep-alive lives' }),
     requestTimeout: Type.Integer({
       minimum: 1,
@@ -116,6 +130,13 @@ export const L7Listener = StrictObject(
     rules: Type.Array(L7Rule, { maxItems: 1000 }),
     serverGroups: Type.Array(L7ServerGroup, { maxItems: 1000 }),
     acl: Type.Optional(SnapshotAcl),
+    maxTlsHandshakes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: TLS_HANDSHAKES_PER_LISTENER_MAX,
+        description: `https: TLS handshakes in flight at once; absent = ${TLS_HANDSHAKES_PER_LISTENER_DEFAULT}`,
+      }),
+    ),
   },
   { title: 'L7Listener' },
 );
@@ -129,6 +150,14 @@ export const L7NodeSnapshot = StrictObject(
       description: 'RFC 3339 timestamp',
     }),
     listeners: Type.Array(L7Listener, { maxItems: MAX_LISTENERS_PER_NODE }),
+    l4Nodes: Type.Optional(
+      Type.Array(IpAddress, {
+        maxItems: 1000,
+        description:
+          "the fleet's L4 node addresses: the only peers a listener's PROXY port accepts (anyone else is " +
+          'closed before a byte is read); absent = no fleet known (standalone), any peer may send PROXY headers',
+      }),
+    ),
   },
   { title: 'L7NodeSnapshot' },
 );

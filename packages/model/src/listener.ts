@@ -74,6 +74,18 @@ export const StickySession = Type.Object({
 });
 export type StickySession = Static<typeof StickySession>;
 
+/**
+ * What an http/https listener does with the client's own X-Forwarded-For: `replace` (the default) sends only
+ * the client address the node saw, so a backend never takes a forged list for the node's word; `append`
+ * adds it to the client's list, for listeners behind other proxies the backend trusts.
+ */
+export const X_FORWARDED_FOR_MODES = ['replace', 'append'] as const;
+export const DEFAULT_X_FORWARDED_FOR_MODE = 'replace' as const;
+export const XForwardedForMode = StringEnum(X_FORWARDED_FOR_MODES, {
+  description: 'http/https: replace (default) or append to the client X-Forwarded-For',
+});
+export type XForwardedForMode = Static<typeof XForwardedForMode>;
+
 export const ListenerAclInput = StrictObject({
   aclId: Type.String({ minLength: 1, maxLength: 64 }),
   mode: StringEnum(['allow', 'deny']),
@@ -90,6 +102,7 @@ const listenerOptions = {
   healthCheck: Type.Optional(HealthCheckInput),
   proxyProtocol: Type.Optional(ProxyProtocol),
   xForwardedFor: Type.Optional(Type.Boolean()),
+  xForwardedForMode: Type.Optional(XForwardedForMode),
   idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds' })),
   requestTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 180, description: 'http/https, seconds' })),
   connectionDrainTimeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 900, description: 'seconds' })),
@@ -128,6 +141,7 @@ export const Listener = Type.Object(
     healthCheck: HealthCheck,
     proxyProtocol: ProxyProtocol,
     xForwardedFor: Type.Boolean(),
+    xForwardedForMode: XForwardedForMode,
     idleTimeout: Type.Integer(),
     requestTimeout: Nullable(Type.Integer()),
     connectionDrainTimeout: Type.Integer(),

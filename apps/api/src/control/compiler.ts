@@ -255,6 +255,7 @@ export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>
       scheduler: l.scheduler === 'wlc' || l.scheduler === 'rr' ? l.scheduler : 'wrr',
       stickySession: l.stickySession,
       xForwardedFor: l.xForwardedFor,
+      xForwardedForMode: l.xForwardedForMode,
       idleTimeout: l.idleTimeout,
       requestTimeout: l.requestTimeout ?? 60,
       certificates: certs.map((c) => ({ id: c.id, certificatePem: c.certificatePem, privateKeyPem: c.privateKeyPem })),

@@ -126,3 +126,38 @@ describe('control hub: shutdown', () => {
     expect(errors).toEqual([]);
   });
 });
+
+describe('control hub: the L7 nodes learn which peers may send PROXY headers', () => {
+  let t: TestDb;
+  const hubs: ControlHub[] = [];
+  afterEach(() => {
+    for (const h of hubs.splice(0)) h.close();
+    t?.close();
+  });
+
+  /** The L4 addresses in the L7 node's latest snapshot. */
+  function l4NodesOf(ws: FakeSocket): string[] | undefined {
+    for (const m of [...ws.sent].reverse()) {
+      if (m.type === 'snapshot') return (m.snapshot as { l4Nodes?: string[] }).l4Nodes;
+    }
+    return undefined;
+  }
+
+  it('sends every L4 node address, again whenever the L4 fleet changes, and keeps an L4 node that left', () => {
+    t = createTestDb();
+    const hub = new ControlHub(t.db, logger);
+    hubs.push(hub);
+    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    expect(l4NodesOf(l7)).toEqual([]);
+    const l4a = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    expect(l4NodesOf(l7)).toEqual(['127.0.0.11']);
+    connect(hub, 'l4-b', 'l4', '127.0.0.12');
+    expect(l4NodesOf(l7)).toEqual(['127.0.0.11', '127.0.0.12']);
+    // A dropped channel is not a dead node: it may still forward, so its address stays trusted.
+    l4a.close();
+    expect(l4NodesOf(l7)).toEqual(['127.0.0.11', '127.0.0.12']);
+    // An L7 node that reconnects gets the list in its first snapshot.
+    const again = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    expect(l4NodesOf(again)).toEqual(['127.0.0.11', '127.0.0.12']);
+  });
+});

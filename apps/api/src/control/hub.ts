@@ -26,6 +26,7 @@ import {
   listLbs,
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
+import { l4NodeAddresses } from './l7-trust.js';
 import { place } from './placement.js';
 
 interface Session {
@@ -37,6 +38,8 @@ interface Session {
   sentVersion: number | null;
   sentJson: Map<string, string>;
   sentL7Nodes: string | null;
+  /** (L7) The L4 node addresses last sent (`l4Nodes`, the peers its PROXY ports accept), as JSON. */
+  sentL4Nodes: string | null;
   /** Listener ids sent per LB, and (L4) the LB holding each port on this node: enough to resend one LB alone. */
   sentByLb: Map<string, string[]>;
   portOwner: Map<string, string>;
@@ -112,6 +115,8 @@ export class ControlHub {
   private readonly rejoining: Map<string, string>;
   private rejoinTimer: NodeJS.Timeout | null = null;
   private readonly maxMessageBytes: number;
+  /** The fleet's L4 node addresses as of the last compile (the L7 nodes' `l4Nodes`). */
+  private l4Addresses: string[] = [];
 
   constructor(
     private readonly db: Db,
@@ -270,6 +275,7 @@ export class ControlHub {
       sentVersion: null,
       sentJson: new Map(),
       sentL7Nodes: null,
+      sentL4Nodes: null,
       sentByLb: new Map(),
       portOwner: new Map(),
       lbVersionsSent: new Map(),
@@ -332,6 +338,7 @@ export class ControlHub {
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;
+    session.sentL4Nodes = null;
     session.sentByLb = new Map();
     session.portOwner = new Map();
   }
@@ -494,8 +501,12 @@ export class ControlHub {
       .map((n) => ({ ...n, port: L7_PORT_BASE, healthy: true }))
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
     const l7Json = JSON.stringify(l7Pool);
+    this.l4Addresses = l4NodeAddresses(this.db);
+    const l4Json = JSON.stringify(this.l4Addresses);
     for (const session of this.sessions.values()) {
       if (session.ws.readyState !== session.ws.OPEN) continue;
+      // Deltas carry listeners only: a changed L4 fleet reaches an L7 node as a whole new snapshot (rare).
+      if (session.kind === 'l7' && session.sentL4Nodes !== l4Json) this.resendSnapshot(session);
       // A write touches one LB of thousands: diff only that LB for each node (what made fleet-wide diffs
       // per write cost tens of ms at 1,000 LBs), unless the change can reach other LBs.
       const onlyChanged =
@@ -504,6 +515,13 @@ export class ControlHub {
       else if (session.kind === 'l4') this.pushL4(session, l7Pool);
       else this.pushL7(session);
     }
+  }
+
+  /** The node's next config goes out as a full snapshot; versions in flight are still acked as before. */
+  private resendSnapshot(session: Session): void {
+    session.sentVersion = null;
+    session.sentJson = new Map();
+    session.sentByLb = new Map();
   }
 
   private pushL4(session: Session, l7Pool: NodeSnapshot['l7Nodes']): void {
@@ -656,7 +674,11 @@ export class ControlHub {
               kind: 'l4',
               snapshot: { version, generatedAt, listeners: upserted, l7Nodes: l7Pool ?? [] } as NodeSnapshot,
             }
-          : { type: 'snapshot', kind: 'l7', snapshot: { version, generatedAt, listeners: upserted } as L7NodeSnapshot };
+          : {
+              type: 'snapshot',
+              kind: 'l7',
+              snapshot: { version, generatedAt, listeners: upserted, l4Nodes: this.l4Addresses } as L7NodeSnapshot,
+            };
     } else if (session.kind === 'l4') {
       message = {
         type: 'delta',
@@ -695,6 +717,7 @@ export class ControlHub {
     for (const id of remove) session.sentJson.delete(id);
     for (const w of upsert) session.sentJson.set(w.id, w.json);
     if (l7Json !== null) session.sentL7Nodes = l7Json;
+    if (first && session.kind === 'l7') session.sentL4Nodes = JSON.stringify(this.l4Addresses);
     session.lbVersionsSent.set(version, lbVersions);
     session.ws.send(text);
   }

@@ -1,10 +1,14 @@
 import {
   DEFAULT_LISTENER_MAX_CONNECTIONS,
+
+  DEFAULT_X_FORWARDED_FOR_MODE,
   type HealthCheck,
   type HealthCheckInput,
   type Protocol,
   type StickySession,
   type UpdateListener,
+
+  type XForwardedForMode,
 } from '@slb/model';
 import { unprocessable } from '../errors.js';
 
@@ -17,6 +21,7 @@ export interface ListenerSettings {
   healthCheck: HealthCheck;
   proxyProtocol: 'off' | 'v1' | 'v2';
   xForwardedFor: boolean;
+  xForwardedForMode: XForwardedForMode;
   idleTimeout: number;
   requestTimeout: number | null;
   connectionDrainTimeout: number;
@@ -61,6 +66,7 @@ export function defaultSettings(protocol: Protocol): ListenerSettings {
     healthCheck: defaultHealthCheck(protocol),
     proxyProtocol: 'off',
     xForwardedFor: isHttp(protocol),
+    xForwardedForMode: DEFAULT_X_FORWARDED_FOR_MODE,
     idleTimeout: DEFAULT_IDLE_TIMEOUT[protocol],
     requestTimeout: isHttp(protocol) ? 60 : null,
     connectionDrainTimeout: 300,
@@ -144,6 +150,7 @@ export function resolveSettings(
   if (input.persistenceTimeout !== undefined) onlyFor('persistenceTimeout', l4, 'tcp and udp');
   if (input.stickySession) onlyFor('stickySession', !l4, 'http and https');
   if (input.xForwardedFor !== undefined) onlyFor('xForwardedFor', !l4, 'http and https');
+  if (input.xForwardedForMode !== undefined) onlyFor('xForwardedForMode', !l4, 'http and https');
   if (input.requestTimeout !== undefined) onlyFor('requestTimeout', !l4, 'http and https');
   if (input.certificateId) onlyFor('certificateId', protocol === 'https', 'https');
   if (input.additionalCertificateIds?.length) onlyFor('additionalCertificateIds', protocol === 'https', 'https');
@@ -164,6 +171,7 @@ export function resolveSettings(
     healthCheck: resolveHealthCheck(protocol, input.healthCheck, base.healthCheck),
     proxyProtocol: input.proxyProtocol ?? base.proxyProtocol,
     xForwardedFor: input.xForwardedFor ?? base.xForwardedFor,
+    xForwardedForMode: input.xForwardedForMode ?? base.xForwardedForMode,
     idleTimeout: input.idleTimeout ?? base.idleTimeout,
     requestTimeout: input.requestTimeout ?? base.requestTimeout,
     connectionDrainTimeout: input.connectionDrainTimeout ?? base.connectionDrainTimeout,

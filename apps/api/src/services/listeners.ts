@@ -25,6 +25,7 @@ function settingsOf(row: ListenerRow): ListenerSettings {
     healthCheck: row.healthCheck,
     proxyProtocol: row.proxyProtocol,
     xForwardedFor: row.xForwardedFor,
+    xForwardedForMode: row.xForwardedForMode,
     idleTimeout: row.idleTimeout,
     requestTimeout: row.requestTimeout,
     connectionDrainTimeout: row.connectionDrainTimeout,

@@ -30,6 +30,9 @@ export const listeners = sqliteTable(
     healthCheck: text('health_check', { mode: 'json' }).$type<HealthCheck>().notNull(),
     proxyProtocol: text('proxy_protocol', { enum: ['off', 'v1', 'v2'] }).notNull(),
     xForwardedFor: integer('x_forwarded_for', { mode: 'boolean' }).notNull(),
+    xForwardedForMode: text('x_forwarded_for_mode', { enum: ['replace', 'append'] })
+      .notNull()
+      .default('replace'),
     idleTimeout: integer('idle_timeout').notNull(),
     requestTimeout: integer('request_timeout'),
     connectionDrainTimeout: integer('connection_drain_timeout').notNull(),

@@ -1,0 +1,1 @@
+ALTER TABLE `listeners` ADD `x_forwarded_for_mode` text DEFAULT 'replace' NOT NULL;
