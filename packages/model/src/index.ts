@@ -1,4 +1,5 @@
 export * from './acl.js';
+export * from './backend-networks.js';
 export * from './backend-policy.js';
 export * from './certificate.js';
 export * from './channel.js';
@@ -13,4 +14,5 @@ export * from './node.js';
 export * from './rule.js';
 export * from './server-group.js';
 export * from './snapshot.js';
+export * from './snapshot-deny.js';
 export * from './tenant.js';
