@@ -80,10 +80,11 @@ export function localCloudServices(c) {
   for (const [i, address] of (c.l7Addresses ?? L7_ADDRESSES).entries()) {
     services.push(node('l7-node', i + 1, address, metricsBase + 10));
   }
-  // The metrics ports share 127.0.0.1 with the backends: the API cannot see them, so they are listed for it.
-  services[0].env.SLB_BACKEND_DENY = services
-    .filter((s) => s.env.SLB_METRICS_PORT)
-    .map((s) => `127.0.0.1:${s.env.SLB_METRICS_PORT}`)
-    .join(',');
+  // The metrics ports share 127.0.0.1 with the backends: the API cannot see them, so they are listed for it;
+  // the health workers get them and the API's own endpoints (they deny their Redis by themselves).
+  const metricsDeny = services.filter((s) => s.env.SLB_METRICS_PORT).map((s) => `127.0.0.1:${s.env.SLB_METRICS_PORT}`);
+  services[0].env.SLB_BACKEND_DENY = metricsDeny.join(',');
+  const workerDeny = [`${c.apiHost}:${c.apiPort}`, `${c.apiHost}:${c.dnsPort}`, ...metricsDeny].join(',');
+  for (const s of services) if (s.kind === 'health-worker') s.env.SLB_BACKEND_DENY = workerDeny;
   return services;
 }
