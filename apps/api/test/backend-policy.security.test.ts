@@ -204,6 +204,7 @@ describe("a tenant's allowed backend networks", () => {
     const patch = await call(t.app, member.token, 'PATCH', srvUrl, { weight: 10 });
     expect(patch.status).toBe(422);
     expect(patch.body.code).toBe('backend_address_denied');
+    expect(patch.body.errors[0].path).toBe('/params/srvId');
     expect((await call(t.app, member.token, 'DELETE', srvUrl)).status).toBe(204);
 
     // Another tenant keeps the default networks.

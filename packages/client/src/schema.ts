@@ -2003,6 +2003,15 @@ export interface operations {
                 };
             };
             /** @description problem details (RFC 9457) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
             429: {
                 headers: {
                     [name: string]: unknown;

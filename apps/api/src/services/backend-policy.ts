@@ -29,7 +29,7 @@ export interface BackendPolicyOptions {
 export interface BackendEndpoint {
   address: string;
   ports: readonly number[];
-  /** JSON pointer under /body, e.g. /servers/0/address. */
+  /** JSON pointer into the request, e.g. /body/servers/0/address. */
   path: string;
 }
 
@@ -188,6 +188,6 @@ export class BackendPolicyService {
     if (errors.length === 0) return;
     const [first] = errors;
     const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
-    throw new ApiError('backend_address_denied', `${first!.path.slice(5)}: ${first!.message}${more}`, errors);
+    throw new ApiError('backend_address_denied', `${first!.path}: ${first!.message}${more}`, errors);
   }
 }

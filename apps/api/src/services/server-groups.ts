@@ -45,7 +45,7 @@ export class ServerGroupService {
     tenantId: string,
     groupIds: readonly string[],
     ports: { backendPort: number | null; healthCheckPort: number | null },
-    groupPath = '/serverGroupId',
+    groupPath = '/body/serverGroupId',
   ): void {
     if (groupIds.length === 0) return;
     const members = this.db
@@ -58,10 +58,10 @@ export class ServerGroupService {
       endpoints.push({
         address: m.address,
         ports: [ports.backendPort ?? m.port],
-        path: ports.backendPort === null ? groupPath : '/backendPort',
+        path: ports.backendPort === null ? groupPath : '/body/backendPort',
       });
       if (ports.healthCheckPort !== null) {
-        endpoints.push({ address: m.address, ports: [ports.healthCheckPort], path: '/healthCheck/port' });
+        endpoints.push({ address: m.address, ports: [ports.healthCheckPort], path: '/body/healthCheck/port' });
       }
     }
     this.policy.check(tenantId, endpoints);
@@ -199,7 +199,7 @@ export class ServerGroupService {
       // A server the tenant's networks no longer cover (or that predates the policy) is refused at its next
       // write: it may still be deleted.
       this.policy.check(row.tenantId, [
-        { address: row.address, ports: [row.port, ...this.policy.listenerPorts([sgId])], path: '/address' },
+        { address: row.address, ports: [row.port, ...this.policy.listenerPorts([sgId])], path: '/params/srvId' },
       ]);
       const next = {
         weight: input.weight ?? row.weight,
@@ -242,7 +242,11 @@ export class ServerGroupService {
     const listenerPorts = this.policy.listenerPorts([group.id]);
     this.policy.check(
       group.tenantId,
-      input.map((s, i) => ({ address: s.address, ports: [s.port, ...listenerPorts], path: `${field}/${i}/address` })),
+      input.map((s, i) => ({
+        address: s.address,
+        ports: [s.port, ...listenerPorts],
+        path: `/body${field}/${i}/address`,
+      })),
     );
     const now = nowIso();
     const rows = input.map((s, i): ServerRow => {
