@@ -178,7 +178,7 @@ export class BackendPolicyService {
         if (verdict.allowed) continue;
         const where = verdict.reason === 'cloud_endpoint' ? ` (port ${port})` : '';
         errors.push({
-          path: `/body${e.path}`,
+          path: e.path,
           message: `${e.address}${where} ${BACKEND_DENY_MESSAGES[verdict.reason]}`,
         });
         break;
