@@ -219,3 +219,50 @@ describe("a tenant's allowed backend networks", () => {
     expect((await groupWith('127.0.0.1', 9032)).status).toBe(201);
   });
 });
+
+describe('a node on the shared loopback address (a development setup)', () => {
+  it('refuses backends on its listening ports there (a loop), and keeps the address for other ports', async () => {
+    const dev = await makeApp(undefined, { backendPolicy: { defaultNetworks: ['127.0.0.0/8'], deny: [] } });
+    try {
+      const now = new Date().toISOString();
+      dev.app.store.db
+        .insert(nodes)
+        .values({ id: newId('node'), kind: 'l4', address: '127.0.0.1', createdAt: now, updatedAt: now })
+        .run();
+      const shop = await newTenant(dev.app, 'dev');
+      const lb = await call(dev.app, shop.token, 'POST', '/v1/load-balancers', { name: 'web' });
+      const groups = `/v1/load-balancers/${lb.body.id}/server-groups`;
+      const ok = await call(dev.app, shop.token, 'POST', groups, {
+        name: 'a',
+        servers: [{ address: '127.0.0.1', port: 9001 }],
+      });
+      expect(ok.status).toBe(201);
+      const lsn = await call(dev.app, shop.token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+        protocol: 'tcp',
+        port: 7100,
+        serverGroupId: ok.body.id,
+      });
+      expect(lsn.status).toBe(201);
+      for (const [address, port] of [
+        ['127.0.0.1', 7100],
+        ['::ffff:127.0.0.1', 7100],
+        ['127.0.0.1', 20000],
+        ['127.0.0.1', 39999],
+      ] as const) {
+        const res = await call(dev.app, shop.token, 'POST', groups, { name: 'loop', servers: [{ address, port }] });
+        expect(res.status, `${address}:${port}`).toBe(422);
+        expect(res.body.code).toBe('backend_address_denied');
+      }
+      expect(
+        (
+          await call(dev.app, shop.token, 'POST', groups, {
+            name: 'b',
+            servers: [{ address: '127.0.0.1', port: 40000 }],
+          })
+        ).status,
+      ).toBe(201);
+    } finally {
+      await dev.close();
+    }
+  });
+});

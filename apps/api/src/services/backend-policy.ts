@@ -6,13 +6,17 @@ import {
   checkBackend,
   type DenyRule,
   type FieldError,
+  formatIp,
   formatNetwork,
   type IpNetwork,
+  type IpValue,
   parseDenyRule,
+  parseIp,
   parseNetwork,
   type SnapshotBackendDeny,
 } from '@slb/model';
 import { eq, inArray, or } from 'drizzle-orm';
+import { L7_PORT_BASE, L7_PORT_RANGE } from '../control/l7-port.js';
 import { cidrProblem } from '../domain/cidr.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { nowIso } from './common.js';
@@ -42,6 +46,23 @@ export function backendPortsOf(settings: {
     backendPort: settings.backendPort,
     healthCheckPort: settings.healthCheck.enabled ? settings.healthCheck.port : null,
   };
+}
+
+/**
+ * A node on the host's shared loopback address does not own it, so only its listening ports are denied
+ * there: every frontend port of the fleet (any LB may be placed on it) and the L7 port range. Such a
+ * backend would loop through the node itself.
+ */
+function loopsThroughSharedNode(
+  shared: readonly IpValue[],
+  address: string,
+  port: number,
+  frontendPorts: () => Set<number>,
+): boolean {
+  if (shared.length === 0) return false;
+  const target = parseIp(address);
+  if (target === null || !shared.some((a) => a.family === target.family && a.value === target.value)) return false;
+  return (port >= L7_PORT_BASE && port < L7_PORT_BASE + L7_PORT_RANGE) || frontendPorts().has(port);
 }
 
 /** Addresses every process on a host shares: a node there does not own them, so they are not denied whole. */
@@ -108,6 +129,16 @@ export class BackendPolicyService {
     });
   }
 
+  /** Nodes on the host's shared loopback address (a development setup): see loopsThroughSharedNode. */
+  private sharedNodeAddresses(): IpValue[] {
+    return this.db
+      .selectDistinct({ address: nodes.address })
+      .from(nodes)
+      .all()
+      .map((n) => parseIp(n.address))
+      .filter((a): a is IpValue => a !== null && SHARED_LOOPBACK.has(formatIp(a)));
+  }
+
   /** The deny set: static entries plus every node address a node owns (not the host's shared loopback). */
   denyRules(): DenyRule[] {
     const owned = this.db
@@ -115,7 +146,10 @@ export class BackendPolicyService {
       .from(nodes)
       .all()
       .map((n) => n.address)
-      .filter((a) => !SHARED_LOOPBACK.has(a));
+      .filter((a) => {
+        const parsed = parseIp(a);
+        return parsed !== null && !SHARED_LOOPBACK.has(formatIp(parsed));
+      });
     const nodeRules: DenyRule[] = [];
     for (const address of owned) {
       const network = parseNetwork(address);
@@ -172,9 +206,24 @@ export class BackendPolicyService {
     if (endpoints.length === 0) return;
     const policy: BackendPolicy = { allowedNetworks: this.networksOf(tenantId), deny: this.denyRules() };
     const errors: FieldError[] = [];
+    const shared = this.sharedNodeAddresses();
+    let frontend: Set<number> | undefined;
+    const frontendPorts = () => {
+      frontend ??= new Set(
+        this.db
+          .selectDistinct({ port: listeners.port })
+          .from(listeners)
+          .all()
+          .map((l) => l.port),
+      );
+      return frontend;
+    };
     for (const e of endpoints) {
       for (const port of new Set(e.ports)) {
-        const verdict = checkBackend(e.address, port, policy);
+        let verdict = checkBackend(e.address, port, policy);
+        if (verdict.allowed && loopsThroughSharedNode(shared, e.address, port, frontendPorts)) {
+          verdict = { allowed: false, reason: 'cloud_endpoint' };
+        }
         if (verdict.allowed) continue;
         const where = verdict.reason === 'cloud_endpoint' ? ` (port ${port})` : '';
         errors.push({
