@@ -185,6 +185,11 @@ describe("a tenant's allowed backend networks", () => {
     });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ isDefault: false, networks: ['10.1.0.0/16', '10.2.0.0/16', 'fd00:1::/32'] });
+    // Every server the tenant has so far is on loopback or 10.9.9.9: all of them are now outside.
+    const groups = await call(t.app, member.token, 'GET', `/v1/load-balancers/${lbId}/server-groups?limit=500`);
+    const before = groups.body.items.flatMap((g: { servers: unknown[] }) => g.servers).length;
+    expect(before).toBeGreaterThan(5);
+    expect(put.body.serversOutside).toBe(before);
 
     const outside = await groupWith('127.0.0.1', 9031);
     expect(outside.status).toBe(422);
@@ -206,6 +211,7 @@ describe("a tenant's allowed backend networks", () => {
     expect(patch.body.code).toBe('backend_address_denied');
     expect(patch.body.errors[0].path).toBe('/params/srvId');
     expect((await call(t.app, member.token, 'DELETE', srvUrl)).status).toBe(204);
+    expect((await call(t.app, ADMIN_TOKEN, 'GET', url)).body.serversOutside).toBe(before - 1);
 
     // Another tenant keeps the default networks.
     const theirs = await call(t.app, other.token, 'POST', `/v1/load-balancers/${otherLb.body.id}/server-groups`, {

@@ -5223,6 +5223,8 @@ export interface operations {
                         /** @description true: the tenant has no list of its own and follows the cloud's default */
                         isDefault: boolean;
                         updatedAt: string | null;
+                        /** @description the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused */
+                        serversOutside: number;
                     };
                 };
             };
@@ -5304,6 +5306,8 @@ export interface operations {
                         /** @description true: the tenant has no list of its own and follows the cloud's default */
                         isDefault: boolean;
                         updatedAt: string | null;
+                        /** @description the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused */
+                        serversOutside: number;
                     };
                 };
             };

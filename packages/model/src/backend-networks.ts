@@ -32,6 +32,11 @@ export const BackendNetworks = Type.Object(
     networks: Type.Array(Type.String(), { description: 'CIDRs the tenant may put servers in' }),
     isDefault: Type.Boolean({ description: "true: the tenant has no list of its own and follows the cloud's default" }),
     updatedAt: Nullable(Timestamp),
+    serversOutside: Type.Integer({
+      minimum: 0,
+      description:
+        "the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused",
+    }),
   },
   { title: 'BackendNetworks' },
 );

@@ -1,4 +1,4 @@
-import { type Db, listeners, nodes, rules, tenantBackendNetworks, tenants } from '@slb/db';
+import { type Db, listeners, nodes, rules, servers, tenantBackendNetworks, tenants } from '@slb/db';
 import {
   BACKEND_DENY_MESSAGES,
   type BackendNetworks,
@@ -96,9 +96,21 @@ export class BackendPolicyService {
     const tenant = this.db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).get();
     if (!tenant) throw notFound('tenant', tenantId);
     const row = this.db.select().from(tenantBackendNetworks).where(eq(tenantBackendNetworks.tenantId, tenantId)).get();
+    const serversOutside = this.countRefused(tenantId);
     return row
-      ? { tenantId, networks: row.networks, isDefault: false, updatedAt: row.updatedAt }
-      : { tenantId, networks: this.defaults.map(formatNetwork), isDefault: true, updatedAt: null };
+      ? { tenantId, networks: row.networks, isDefault: false, updatedAt: row.updatedAt, serversOutside }
+      : { tenantId, networks: this.defaults.map(formatNetwork), isDefault: true, updatedAt: null, serversOutside };
+  }
+
+  /** How many of the tenant's servers the policy would refuse today, on their own port. */
+  private countRefused(tenantId: string): number {
+    const policy: BackendPolicy = { allowedNetworks: this.networksOf(tenantId), deny: this.denyRules() };
+    const rows = this.db
+      .select({ address: servers.address, port: servers.port })
+      .from(servers)
+      .where(eq(servers.tenantId, tenantId))
+      .all();
+    return rows.filter((r) => !checkBackend(r.address, r.port, policy).allowed).length;
   }
 
   /** Sets (or with null clears) a tenant's own networks. Existing servers stay; see README "Security model". */
