@@ -12,7 +12,7 @@ export const SnapshotBackendDeny = StrictObject(
 export type SnapshotBackendDeny = Static<typeof SnapshotBackendDeny>;
 
 /** Most deny entries a snapshot carries (cloud endpoints, node addresses, the operator's extras). */
-export const MAX_BACKEND_DENY_ENTRIES = 2000;
+export const MAX_BACKEND_DENY_ENTRIES = 10_000;
 
 /** The deny set field of both snapshot kinds: backends matching it are never connected to or probed. */
 export const SnapshotBackendDenyList = Type.Array(SnapshotBackendDeny, {
