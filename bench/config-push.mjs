@@ -70,6 +70,7 @@ try {
     SLB_HEALTH_QUEUE: runId,
     SLB_HEALTH_KEY_PREFIX: `${runId}:health`,
     SLB_RATE_LIMIT_RPS: '0',
+    SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8', // the bench's backends are on loopback
     LOG_LEVEL: 'warn',
   });
   for (

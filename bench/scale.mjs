@@ -461,6 +461,7 @@ try {
     SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: '0',
     SLB_RATE_LIMIT_RPS: '0', // 0 turns the limiter off: this bench is the only client
+    SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8', // the bench's backends are on loopback
     LOG_LEVEL: 'warn',
     ...redisEnv,
   });

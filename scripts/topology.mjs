@@ -5,6 +5,16 @@
 export const L4_ADDRESSES = ['127.0.0.11', '127.0.0.12'];
 export const L7_ADDRESSES = ['127.0.0.21', '127.0.0.22'];
 export const HEALTH_WORKERS = 2;
+/** Where the local cloud's tenants may put backends: loopback, then the private ranges of the default. */
+export const LOCAL_BACKEND_NETWORKS = [
+  '127.0.0.0/8',
+  '::1/128',
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '100.64.0.0/10',
+  'fc00::/7',
+];
 
 /**
  * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
@@ -35,6 +45,8 @@ export function localCloudServices(c) {
         SLB_ADMIN_TOKEN: c.adminToken,
         SLB_NODE_TOKEN: c.nodeToken,
         SLB_DNS_PORT: String(c.dnsPort),
+        // Backends on loopback, as the local cloud's demo and test backends are (production: private ranges).
+        SLB_DEFAULT_BACKEND_NETWORKS: LOCAL_BACKEND_NETWORKS.join(','),
         ...health,
       },
     },
@@ -68,5 +80,11 @@ export function localCloudServices(c) {
   for (const [i, address] of (c.l7Addresses ?? L7_ADDRESSES).entries()) {
     services.push(node('l7-node', i + 1, address, metricsBase + 10));
   }
+  // The metrics ports share 127.0.0.1 with the backends: the API cannot see them, so they are listed for it;
+  // the health workers get them and the API's own endpoints (they deny their Redis by themselves).
+  const metricsDeny = services.filter((s) => s.env.SLB_METRICS_PORT).map((s) => `127.0.0.1:${s.env.SLB_METRICS_PORT}`);
+  services[0].env.SLB_BACKEND_DENY = metricsDeny.join(',');
+  const workerDeny = [`${c.apiHost}:${c.apiPort}`, `${c.apiHost}:${c.dnsPort}`, ...metricsDeny].join(',');
+  for (const s of services) if (s.kind === 'health-worker') s.env.SLB_BACKEND_DENY = workerDeny;
   return services;
 }

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import { DEFAULT_BACKEND_NETWORKS } from '@slb/model';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
@@ -20,6 +21,7 @@ import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
 import { ProblemSchema } from './routes/shared.js';
 import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
+import type { BackendPolicyOptions } from './services/backend-policy.js';
 import { IdempotencyStore } from './services/idempotency.js';
 import { createServices, type Services } from './services/index.js';
 import { RateLimiter } from './services/rate-limiter.js';
@@ -40,6 +42,12 @@ export interface AppOptions {
   dnsZone?: string;
   /** With redisUrl: schedule health checks on this BullMQ queue and read transitions under this key prefix. */
   health?: { queue?: string; keyPrefix?: string };
+  /**
+   * Backend address policy: the default networks of tenants without their own, and the deny set (the
+   * cloud's own endpoints and the operator's extras; node addresses are added from the nodes table).
+   * Absent: DEFAULT_BACKEND_NETWORKS and no extra deny entries.
+   */
+  backendPolicy?: BackendPolicyOptions;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -127,16 +135,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.decorate('store', store);
   app.decorate('controlHub', hub);
-  app.decorate(
-    'services',
-    createServices(
+  let services: Services;
+  try {
+    services = createServices(
       store.db,
       store.sqlite,
       () => app.authenticator,
       (id, version) => hub.runtime(id, version),
       options.dnsZone,
-    ),
-  );
+      options.backendPolicy ?? { defaultNetworks: DEFAULT_BACKEND_NETWORKS, deny: [] },
+    );
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  app.decorate('services', services);
+  // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.
+  hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { DEFAULT_BACKEND_NETWORKS, parseDenyRule, parseNetwork } from '@slb/model';
 
 const Env = Type.Object({
   /** Interface to listen on; loopback by default so a dev machine does not expose the API. */
@@ -32,6 +33,17 @@ const Env = Type.Object({
   SLB_HTTP_MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1000 }),
   /** Each client address's share of them, so one client cannot lock the others (and the nodes) out. */
   SLB_HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256 }),
+
+  /**
+   * Networks (comma-separated CIDRs) backends of a tenant without its own list may be in; the local cloud
+   * adds 127.0.0.0/8. An admin sets a tenant's own with PUT /v1/tenants/{id}/backend-networks.
+   */
+  SLB_DEFAULT_BACKEND_NETWORKS: Type.String({ maxLength: 10_000, default: DEFAULT_BACKEND_NETWORKS.join(',') }),
+  /**
+   * Extra backend deny entries (comma-separated ADDRESS, CIDR, ADDRESS:PORT or [IPv6]:PORT): the cloud's
+   * endpoints the API cannot see from its own settings (PostgreSQL, workers' metrics, the host's addresses).
+   */
+  SLB_BACKEND_DENY: Type.String({ maxLength: 100_000, default: '' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
@@ -51,5 +63,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (firstError) {
     throw new Error(`invalid environment: ${firstError.path.slice(1) || 'value'} ${firstError.message}`);
   }
-  return withDefaults as Config;
+  const config = withDefaults as Config;
+  listOf(config.SLB_DEFAULT_BACKEND_NETWORKS).forEach((entry, i) => {
+    if (parseNetwork(entry) === null)
+      throw new Error(`invalid environment: SLB_DEFAULT_BACKEND_NETWORKS entry ${i + 1} is not a CIDR`);
+  });
+  listOf(config.SLB_BACKEND_DENY).forEach((entry, i) => {
+    if (parseDenyRule(entry) === null) {
+      throw new Error(`invalid environment: SLB_BACKEND_DENY entry ${i + 1} is not an address, CIDR or address:port`);
+    }
+  });
+  return config;
+}
+
+/** A comma-separated list with blanks dropped. */
+export function listOf(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }

@@ -1,8 +1,10 @@
+import { lookup } from 'node:dns/promises';
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { buildApp } from './app.js';
-import { loadConfig } from './config.js';
+import { listOf, loadConfig } from './config.js';
 import { DnsResponder } from './dns/responder.js';
+import { cloudEndpointDeny, endpointHostNames } from './domain/cloud-endpoints.js';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -18,8 +20,34 @@ const logger = pino({
   redact: { paths: ['req.headers.authorization', '*.token', '*.privateKey', '*.secret'], censor: '[redacted]' },
 });
 
+/** The Redis host, when it is a name: resolved once at start, so its addresses are denied as backends. */
+async function resolveEndpointHosts(): Promise<Map<string, string[]>> {
+  const resolved = new Map<string, string[]>();
+  for (const name of endpointHostNames({ redisUrl: config.REDIS_URL })) {
+    const addresses = await lookup(name, { all: true }).catch(() => []);
+    if (addresses.length === 0)
+      logger.warn({ host: name }, 'cannot resolve a cloud endpoint; list it in SLB_BACKEND_DENY');
+    resolved.set(
+      name,
+      addresses.map((a) => a.address),
+    );
+  }
+  return resolved;
+}
+
 try {
+  const deny = cloudEndpointDeny({
+    host: config.HOST,
+    port: config.PORT,
+    dnsPort: config.SLB_DNS_PORT,
+    redisUrl: config.REDIS_URL,
+    resolved: await resolveEndpointHosts(),
+  });
   const app = await buildApp({
+    backendPolicy: {
+      defaultNetworks: listOf(config.SLB_DEFAULT_BACKEND_NETWORKS),
+      deny: [...deny, ...listOf(config.SLB_BACKEND_DENY)],
+    },
     dbPath: config.SLB_DB_PATH,
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,

@@ -15,6 +15,7 @@ import {
   freePort,
   isolatedHealthEnv,
   L4_MAIN,
+  LOOPBACK_BACKENDS_ENV,
   type Proc,
   startProcess,
 } from './fleet.js';
@@ -55,6 +56,7 @@ function resolveA(name: string): Promise<string[]> {
 function startApi(): Proc {
   return startProcess(API_MAIN, {
     PORT: String(apiPort),
+    ...LOOPBACK_BACKENDS_ENV,
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_NODE_TOKEN: NODE_TOKEN,

@@ -27,6 +27,8 @@ async function startApi(): Promise<void> {
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
       SLB_DNS_PORT: '0',
+      // Its backends are on loopback, as the local cloud's.
+      SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8',
       ...healthEnv,
       LOG_LEVEL: 'info',
     },

@@ -27,6 +27,9 @@ export const API_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url
 export const L4_MAIN = fileURLToPath(new URL('../../l4-node/dist/main.js', import.meta.url));
 export const L7_MAIN = fileURLToPath(new URL('../../l7-node/dist/main.js', import.meta.url));
 
+/** An API process's backend networks for tests whose backends listen on loopback (see scripts/topology.mjs). */
+export const LOOPBACK_BACKENDS_ENV = { SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8,::1/128' };
+
 export function startProcess(script: string, env: Record<string, string>): Proc {
   return supervise(
     spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }),

@@ -2,10 +2,17 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_BACKEND_NETWORKS } from '@slb/model';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { type AppOptions, buildApp } from '../src/app.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** The local cloud's backend policy: loopback backends allowed, as the test backends listen there. */
+export const LOCAL_BACKEND_POLICY = {
+  defaultNetworks: ['127.0.0.0/8', '::1/128', ...DEFAULT_BACKEND_NETWORKS],
+  deny: [],
+};
 
 export interface TestApp {
   app: FastifyInstance;
@@ -20,7 +27,7 @@ export async function makeApp(
   options: Partial<AppOptions> = {},
 ): Promise<TestApp> {
   const dbPath = join(dir, 'slb.db');
-  const app = await buildApp({ dbPath, adminToken: ADMIN_TOKEN, ...options });
+  const app = await buildApp({ dbPath, adminToken: ADMIN_TOKEN, backendPolicy: LOCAL_BACKEND_POLICY, ...options });
   await app.ready();
   return {
     app,

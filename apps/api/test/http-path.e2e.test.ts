@@ -13,6 +13,7 @@ import {
   isolatedHealthEnv,
   L4_MAIN,
   L7_MAIN,
+  LOOPBACK_BACKENDS_ENV,
   type Proc,
   startProcess,
 } from './fleet.js';
@@ -81,6 +82,7 @@ beforeAll(async () => {
   procs.push(
     startProcess(API_MAIN, {
       PORT: String(apiPort),
+      ...LOOPBACK_BACKENDS_ENV,
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
       SLB_NODE_TOKEN: NODE_TOKEN,

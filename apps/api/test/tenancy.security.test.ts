@@ -66,6 +66,8 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   listTokens: 'admin',
   createToken: 'admin',
   deleteToken: 'admin',
+  getTenantBackendNetworks: 'admin',
+  putTenantBackendNetworks: 'admin',
 };
 /** Routes outside the document that answer without a token. */
 const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics'];
@@ -96,6 +98,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   updateNode: () => ({ drain: true }),
   createTenant: () => ({ name: 'x' }),
   createToken: () => ({ name: 'x' }),
+  putTenantBackendNetworks: () => ({ networks: ['0.0.0.0/0'] }),
 };
 
 let t: TestApp;

@@ -8,11 +8,12 @@ import {
   type HealthShardProbe,
   type HealthTransitionMessage,
 } from '@slb/model';
+import { BackendGuard } from '@slb/node-runtime';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Limiter } from './limiter.js';
-import { failureReason, WorkerMetrics } from './metrics.js';
+import { BACKEND_DENIED_ERROR, failureReason, WorkerMetrics } from './metrics.js';
 import { redisOptionsFromUrl } from './redis-options.js';
 import { runShard, type ShardRun } from './shard-run.js';
 import { TargetStateStore } from './state-store.js';
@@ -48,6 +49,12 @@ export interface HealthWorkerOptions {
   logger?: Logger;
   /** Default: a fresh registry with Node's default metrics. */
   metrics?: WorkerMetrics;
+  /**
+   * Targets never probed (reported failed instead): deny entries (`ADDRESS`, `CIDR`, `ADDRESS:PORT`,
+   * `[IPv6]:PORT`) for the cloud's own endpoints, besides the special address classes that are always
+   * refused. Default: none but those classes.
+   */
+  backendDeny?: readonly string[];
   /** Called after each check is recorded (tests, diagnostics). Default: none. */
   onCheck?: (report: CheckReport) => void;
 }
@@ -75,9 +82,13 @@ export class HealthWorker {
   private readonly limiter: Limiter;
   private readonly log: Logger | undefined;
   private readonly onCheck: ((report: CheckReport) => void) | undefined;
+  private denyEntries: readonly string[];
+  private guard: BackendGuard;
 
   constructor(options: HealthWorkerOptions) {
     this.metrics = options.metrics ?? new WorkerMetrics();
+    this.denyEntries = options.backendDeny ?? [];
+    this.guard = new BackendGuard({ extraDeny: this.denyEntries });
     this.log = options.logger;
     this.onCheck = options.onCheck;
     this.limiter = new Limiter(options.concurrency ?? 200);
@@ -105,6 +116,12 @@ export class HealthWorker {
   async start(): Promise<void> {
     void this.worker.run().catch((err: unknown) => this.log?.error({ err: String(err) }, 'worker stopped'));
     await this.worker.waitUntilReady();
+  }
+
+  /** Adds deny entries known only once the process runs (its own metrics port). */
+  addBackendDeny(entries: readonly string[]): void {
+    this.denyEntries = [...this.denyEntries, ...entries];
+    this.guard = new BackendGuard({ extraDeny: this.denyEntries });
   }
 
   /** Stops taking jobs, aborts probes in flight (their results are not recorded) and disconnects. */
@@ -145,7 +162,14 @@ export class HealthWorker {
     }
     this.metrics.checkLateness.observe(Math.max(0, late) / 1000);
     const settings = settingsFit(payload.settings);
-    const result = await probe(payload.address, settings, { signal: this.shutdown.signal });
+    // Defence in depth: the API refuses such servers, but a row from before the policy or a forged job must
+    // not make this worker dial the cloud's own endpoints; the target is reported failed instead.
+    const denied = this.guard.check(payload.address, settings.port);
+    if (denied !== null) this.metrics.backendDenied.inc({ reason: denied });
+    const result =
+      denied === null
+        ? await probe(payload.address, settings, { signal: this.shutdown.signal })
+        : { ok: false, latencyMs: 0, error: BACKEND_DENIED_ERROR };
     if (this.shutdown.signal.aborted) return null;
     const at = Date.now();
     this.metrics.checks.inc({ type: settings.type, result: result.ok ? 'ok' : 'fail' });

@@ -12,6 +12,7 @@ it('applies defaults', () => {
       SLB_HEALTH_CONCURRENCY: 200,
       SLB_METRICS_PORT: 9110,
       SLB_METRICS_HOST: '127.0.0.1',
+      SLB_BACKEND_DENY: '',
       LOG_LEVEL: 'info',
     },
   });
@@ -24,6 +25,7 @@ it.each([
   [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ SLB_HEALTH_QUEUE: 'a:b' }, 'SLB_HEALTH_QUEUE'],
+  [{ SLB_BACKEND_DENY: '10.0.0.5:5432,redis:6379' }, 'SLB_BACKEND_DENY'],
 ])('rejects %j with one line naming the variable', (env, name) => {
   const r = parseConfig(env);
   expect(r.ok).toBe(false);

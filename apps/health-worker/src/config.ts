@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { HEALTH_KEY_PREFIX_DEFAULT, HEALTH_QUEUE_DEFAULT } from '@slb/model';
+import { HEALTH_KEY_PREFIX_DEFAULT, HEALTH_QUEUE_DEFAULT, parseDenyRule } from '@slb/model';
 
 const Env = Type.Object({
   // The Redis that carries the BullMQ queue, the target states and the transition stream.
@@ -20,6 +20,9 @@ const Env = Type.Object({
   SLB_METRICS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 9110 }),
   // Metrics are operational data: loopback unless the operator opens it up.
   SLB_METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  // Extra targets never probed (comma-separated ADDRESS, CIDR, ADDRESS:PORT, [IPv6]:PORT): the cloud's
+  // endpoints besides this worker's own Redis and metrics port, which it denies by itself.
+  SLB_BACKEND_DENY: Type.String({ maxLength: 100_000, default: '' }),
   // pino level.
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
@@ -47,5 +50,19 @@ export function parseConfig(env: NodeJS.ProcessEnv): ConfigResult {
       reason: `invalid environment ${name}=${JSON.stringify(raw[name])}: ${e?.message ?? 'bad value'}`,
     };
   }
-  return { ok: true, config: withDefaults as WorkerConfig };
+  const config = withDefaults as WorkerConfig;
+  const bad = backendDenyList(config).findIndex((entry) => parseDenyRule(entry) === null);
+  if (bad !== -1) {
+    return {
+      ok: false,
+      reason: `invalid environment SLB_BACKEND_DENY: entry ${bad + 1} is not an address, CIDR or address:port`,
+    };
+  }
+  return { ok: true, config };
+}
+
+export function backendDenyList(config: WorkerConfig): string[] {
+  return config.SLB_BACKEND_DENY.split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }

@@ -1,7 +1,9 @@
+import { lookup } from 'node:dns/promises';
 import { startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { HealthWorker } from './app.js';
-import { parseConfig } from './config.js';
+import { backendDenyList, parseConfig } from './config.js';
+import { ownEndpointDeny, redisHostName } from './own-endpoints.js';
 
 const parsed = parseConfig(process.env);
 if (!parsed.ok) {
@@ -10,7 +12,18 @@ if (!parsed.ok) {
 }
 const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'health-worker', pid: process.pid } });
+// The Redis host, when a name, is resolved once: its addresses are never probed.
+const resolved = new Map<string, string[]>();
+const redisName = redisHostName(config.REDIS_URL);
+if (redisName !== null) {
+  const found = await lookup(redisName, { all: true }).catch(() => []);
+  resolved.set(
+    redisName,
+    found.map((a) => a.address),
+  );
+}
 const worker = new HealthWorker({
+  backendDeny: [...ownEndpointDeny(config.REDIS_URL, resolved), ...backendDenyList(config)],
   redisUrl: config.REDIS_URL,
   queue: config.SLB_HEALTH_QUEUE,
   keyPrefix: config.SLB_HEALTH_KEY_PREFIX,
@@ -18,6 +31,9 @@ const worker = new HealthWorker({
   logger,
 });
 const metrics = await startMetricsServer(worker.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
+worker.addBackendDeny(
+  ownEndpointDeny(config.REDIS_URL, resolved, { host: config.SLB_METRICS_HOST, port: metrics.address.port }),
+);
 await worker.start();
 logger.info(
   {

@@ -27,6 +27,12 @@ export class WorkerMetrics {
     registers: [this.registry],
   });
 
+  readonly backendDenied = new Counter({
+    name: 'slb_health_backend_denied_total',
+    help: 'Checks not run because the target is a cloud endpoint or a special address (reported failed)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly transitions = new Counter({
     name: 'slb_health_transitions_total',
     help: 'Target status reports sent to the control plane, by new status',
@@ -81,9 +87,13 @@ export class WorkerMetrics {
 }
 
 /** A bounded label for a probe's error text: errno codes pass, free text is bucketed. */
+/** The coarse reason a denied target reports: which rule matched is the operator's business, not the tenant's. */
+export const BACKEND_DENIED_ERROR = 'address not allowed';
+
 export function failureReason(error: string | undefined): string {
   if (error === undefined) return 'other';
   if (error.startsWith('timeout')) return 'timeout';
+  if (error === BACKEND_DENIED_ERROR) return 'denied';
   if (/^E[A-Z0-9_]{2,30}$/.test(error)) return error;
   if (error.startsWith('status ')) return 'http_status';
   return 'other';

@@ -1,5 +1,5 @@
 import type { NodeSnapshot, SnapshotListener } from '@slb/model';
-import type { SessionSync, SnapshotChange } from '@slb/node-runtime';
+import { BackendGuard, type SessionSync, type SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
@@ -41,8 +41,26 @@ function bindSpec(l: SnapshotListener): string {
   return `${transport}|${l.port}|${[...l.bindAddresses].sort().join(',')}`;
 }
 
+/**
+ * The guard for a snapshot: its deny set, and the node's own endpoints (every listener's address and
+ * port on this node), so a backend that is this node itself is never dialled.
+ */
+function guardOf(s: NodeSnapshot): BackendGuard {
+  const addresses = new Set<string>();
+  const ports = new Set<number>();
+  for (const l of s.listeners) {
+    ports.add(l.port);
+    for (const a of l.bindAddresses) addresses.add(a);
+  }
+  return new BackendGuard({ deny: s.backendDeny, self: { addresses: [...addresses], ports } });
+}
+
 /** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
-function resolve(l: SnapshotListener, s: NodeSnapshot): ResolvedListener {
+function resolve(
+  l: SnapshotListener,
+  s: NodeSnapshot,
+  allowed: (b: SnapshotListener['backends'][number]) => boolean,
+): ResolvedListener {
   const acl = compileAcl(l.acl);
   if (!acl.ok) throw new Error(acl.reason); // parseSnapshot already rejected this
   const l7 = l.protocol === 'http' || l.protocol === 'https';
@@ -54,7 +72,7 @@ function resolve(l: SnapshotListener, s: NodeSnapshot): ResolvedListener {
         weight: 100,
         healthy: n.healthy,
       }))
-    : l.backends.map((b) => ({
+    : l.backends.filter(allowed).map((b) => ({
         id: b.serverId,
         address: b.address,
         port: b.port,
@@ -138,12 +156,20 @@ export class L4Node {
     const l7Changed =
       !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
     const starting: { l: SnapshotListener; listener: AnyListener }[] = [];
+    const guard = guardOf(s);
+    const allowed = (listenerId: string) => (b: SnapshotListener['backends'][number]) => {
+      const reason = guard.check(b.address, b.port);
+      if (reason === null) return true;
+      this.metrics.backendDenied.labels(reason).inc();
+      log.warn({ listener: listenerId, server: b.serverId, reason }, 'backend denied: not connecting to it');
+      return false;
+    };
     for (const l of upserts) {
       const existing = this.listeners.get(l.id);
       const http = l.protocol === 'http' || l.protocol === 'https';
       if (existing !== undefined && this.applied.get(l.id) === l && !(http && l7Changed)) continue;
       this.applied.set(l.id, l);
-      const resolved = resolve(l, s);
+      const resolved = resolve(l, s, allowed(l.id));
       if (existing !== undefined) {
         existing.update(resolved);
         existing.configureSync().catch((err) => log.warn({ err, listener: l.id }, 'session sync attach failed'));

@@ -110,6 +110,12 @@ export class L4Metrics {
     help: 'Version of the applied config snapshot',
     registers: [this.registry],
   });
+  readonly backendDenied = new Counter({
+    name: 'slb_l4_backend_denied_total',
+    help: 'Backends left out of a listener when it was configured: a cloud endpoint, a special address or a loop',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly reloads = new Counter({
     name: 'slb_l4_config_reloads_total',
     help: 'Config snapshot loads by result',

@@ -1,5 +1,5 @@
 import type { L7Listener, L7NodeSnapshot } from '@slb/model';
-import type { SessionSync } from '@slb/node-runtime';
+import { BackendGuard, type SessionSync } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
@@ -179,17 +179,50 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       budgets.set(l.id, budget);
     }
     const cookies = learnedFor(l.id);
+    const allowed = (b: L7Listener['serverGroups'][number]['backends'][number]) => {
+      const reason = guard.check(b.address, b.port);
+      if (reason === null) return true;
+      metrics.backendDenied.labels(reason).inc();
+      logger.warn({ listener: l.id, server: b.serverId, reason }, 'backend denied: not connecting to it');
+      return false;
+    };
     const groups = new Map(
       l.serverGroups.map((g) => [
         g.id,
-        new ServerGroupRuntime(g.id, g.backends, l.scheduler, backendStates, health, Date.now, listenerPoolScope(l)),
+        new ServerGroupRuntime(
+          g.id,
+          g.backends.filter(allowed),
+          l.scheduler,
+          backendStates,
+          health,
+          Date.now,
+          listenerPoolScope(l),
+        ),
       ]),
     );
     return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
   }
 
+  /**
+   * The snapshot's deny set and the node's own endpoints (every listener's address and ports, the bound
+   * ones too when the snapshot says 0): a backend matching either is never dialled.
+   */
+  function guardOf(snapshot: L7NodeSnapshot): BackendGuard {
+    const addresses = new Set<string>();
+    const ports = new Set<number>();
+    for (const l of snapshot.listeners) {
+      if (l.bindAddress !== undefined) addresses.add(l.bindAddress);
+      for (const p of [l.port, l.directPort ?? 0, ...Object.values(listeners.get(l.id)?.ports() ?? {})]) {
+        if (typeof p === 'number' && p > 0) ports.add(p);
+      }
+    }
+    return new BackendGuard({ deny: snapshot.backendDeny, self: { addresses: [...addresses], ports } });
+  }
+  let guard = new BackendGuard();
+
   async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
     listenerOptions.proxySources.update(snapshot.l4Nodes);
+    guard = guardOf(snapshot);
     const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
     await syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];

@@ -79,6 +79,12 @@ export function createMetrics(registry = new Registry()) {
       labelNames: ['listener', 'code'] as const,
       registers: [registry],
     }),
+    backendDenied: new Counter({
+      name: 'slb_l7_backend_denied_total',
+      help: 'backends left out of a server group when it was configured: a cloud endpoint, a special address or a loop',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     aclRejections: new Counter({
       name: 'slb_l7_acl_rejections_total',
       help: 'client connections refused by the listener ACL',

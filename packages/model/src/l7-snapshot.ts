@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Nullable, ResourceId, StrictObject, Weight } from './common.js';
 import { MAX_LISTENERS_PER_NODE, SnapshotAcl } from './snapshot.js';
+import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
 // plane (or written by hand for `--config`). Like the L4 snapshot it is fully resolved (certificates,
@@ -158,6 +159,8 @@ export const L7NodeSnapshot = StrictObject(
           'closed before a byte is read); absent = no fleet known (standalone), any peer may send PROXY headers',
       }),
     ),
+
+    backendDeny: Type.Optional(SnapshotBackendDenyList),
   },
   { title: 'L7NodeSnapshot' },
 );

@@ -2,6 +2,8 @@ import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
 import { MaxConnections } from './connection-limits.js';
 
+import { SnapshotBackendDenyList } from './snapshot-deny.js';
+
 // The node config snapshot: what the control plane compiles for one forwarding node and pushes over the
 // control channel, and what a node reads from `--config` or its last-known-good file. Everything a node
 // needs is resolved in it (addresses, weights, health), so a node never calls back to ask.
@@ -133,6 +135,7 @@ export const NodeSnapshot = StrictObject(
       maxItems: 1000,
       description: 'the L7 pool http/https listeners are spread across (PROXY v2)',
     }),
+    backendDeny: Type.Optional(SnapshotBackendDenyList),
   },
   { title: 'NodeSnapshot' },
 );

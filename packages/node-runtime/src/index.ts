@@ -1,3 +1,4 @@
+export { BackendGuard, type BackendGuardOptions } from './backend-guard.js';
 export { reconnectDelay } from './backoff.js';
 export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 export {

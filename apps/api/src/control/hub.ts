@@ -9,6 +9,7 @@ import {
   type NodeLoadReport,
   NodeMessage,
   type NodeSnapshot,
+  type SnapshotBackendDeny,
 } from '@slb/model';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
@@ -117,6 +118,13 @@ export class ControlHub {
   private readonly maxMessageBytes: number;
   /** The fleet's L4 node addresses as of the last compile (the L7 nodes' `l4Nodes`). */
   private l4Addresses: string[] = [];
+  /** The backend deny set every first snapshot carries (see setBackendDeny). */
+  private backendDeny: () => SnapshotBackendDeny[] = () => [];
+
+  /** Where snapshots get the backend deny set from: the API's policy (its own endpoints and the nodes'). */
+  setBackendDeny(read: () => SnapshotBackendDeny[]): void {
+    this.backendDeny = read;
+  }
 
   constructor(
     private readonly db: Db,
@@ -672,12 +680,24 @@ export class ControlHub {
           ? {
               type: 'snapshot',
               kind: 'l4',
-              snapshot: { version, generatedAt, listeners: upserted, l7Nodes: l7Pool ?? [] } as NodeSnapshot,
+              snapshot: {
+                version,
+                generatedAt,
+                listeners: upserted,
+                l7Nodes: l7Pool ?? [],
+                backendDeny: this.backendDeny(),
+              } as NodeSnapshot,
             }
           : {
               type: 'snapshot',
               kind: 'l7',
-              snapshot: { version, generatedAt, listeners: upserted, l4Nodes: this.l4Addresses } as L7NodeSnapshot,
+              snapshot: {
+                version,
+                generatedAt,
+                listeners: upserted,
+                l4Nodes: this.l4Addresses,
+                backendDeny: this.backendDeny(),
+              } as L7NodeSnapshot,
             };
     } else if (session.kind === 'l4') {
       message = {

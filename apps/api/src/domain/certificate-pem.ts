@@ -1,5 +1,6 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { unprocessable } from '../errors.js';
+import { checkCertificateKey } from './certificate-key-policy.js';
 
 export interface ParsedCertificate {
   subject: string;
@@ -41,6 +42,7 @@ export function parseCertificate(certificatePem: string, privateKeyPem: string):
     throw unprocessable('/privateKey', 'not a valid unencrypted PEM private key');
   }
   if (!leaf.checkPrivateKey(key)) throw unprocessable('/privateKey', 'does not match the certificate');
+  checkCertificateKey(key);
   return {
     subject: oneLine(leaf.subject),
     issuer: oneLine(leaf.issuer),

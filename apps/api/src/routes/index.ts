@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { aclRoutes } from './acls.js';
+import { backendNetworkRoutes } from './backend-networks.js';
 import { certificateRoutes } from './certificates.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
@@ -17,4 +18,5 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(aclRoutes);
   await app.register(nodeRoutes);
   await app.register(tenantRoutes);
+  await app.register(backendNetworkRoutes);
 };

@@ -139,7 +139,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: SrvParams,
       headers: IfMatchHeaders,
       body: UpdateServer,
-      response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415) },
+      response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415, 422) },
     },
     handler: (request, reply) => {
       const { lbId, sgId, srvId } = request.params;

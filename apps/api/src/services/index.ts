@@ -2,6 +2,7 @@ import type { Db } from '@slb/db';
 import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
 import type { Authenticator } from './auth.js';
+import { type BackendPolicyOptions, BackendPolicyService } from './backend-policy.js';
 import { CertificateService } from './certificates.js';
 import { HealthService } from './health.js';
 import { ListenerService } from './listeners.js';
@@ -16,13 +17,16 @@ export function createServices(
   sqlite: Database.Database,
   authenticator: () => Authenticator,
   runtime: RuntimeView,
-  dnsZone?: string,
+  dnsZone: string | undefined,
+  backendPolicy: BackendPolicyOptions,
 ) {
   const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone);
-  const serverGroups = new ServerGroupService(db, loadBalancers);
+  const policy = new BackendPolicyService(db, backendPolicy);
+  const serverGroups = new ServerGroupService(db, loadBalancers, policy);
   const listeners = new ListenerService(db, loadBalancers, serverGroups);
   return {
     loadBalancers,
+    backendPolicy: policy,
     serverGroups,
     listeners,
     rules: new RuleService(db, loadBalancers, listeners, serverGroups),

@@ -1,4 +1,4 @@
-import { acls, certificates, type Db, listeners, newId } from '@slb/db';
+import { acls, certificates, type Db, listeners, newId, rules } from '@slb/db';
 import {
   type CreateListener,
   type Listener,
@@ -10,6 +10,7 @@ import {
 import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
+import { backendPortsOf } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
 import type { ServerGroupService } from './server-groups.js';
@@ -170,6 +171,7 @@ export class ListenerService {
       const settings = resolveSettings(protocol, options, defaultSettings(protocol));
       this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
       this.checkReferences(lb.tenantId, settings);
+      this.groups.checkListenerBackends(lb.tenantId, [serverGroupId], backendPortsOf(settings));
       const transport = transportOf(protocol);
       this.checkPortFree(lb.tenantId, lbId, protocol, port);
       this.checkFleetRoom();
@@ -207,6 +209,17 @@ export class ListenerService {
       const settings = resolveSettings(row.protocol, options, settingsOf(row));
       if (serverGroupId !== undefined) this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
       this.checkReferences(row.tenantId, settings);
+      const ruleGroups = this.db
+        .select({ id: rules.serverGroupId })
+        .from(rules)
+        .where(eq(rules.listenerId, id))
+        .all()
+        .map((r) => r.id);
+      this.groups.checkListenerBackends(
+        row.tenantId,
+        [...new Set([serverGroupId ?? row.serverGroupId, ...ruleGroups])],
+        backendPortsOf(settings),
+      );
       const next = {
         serverGroupId: serverGroupId ?? row.serverGroupId,
         ...settingsColumns(settings),

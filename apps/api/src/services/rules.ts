@@ -2,6 +2,7 @@ import { type Db, newId, rules } from '@slb/db';
 import type { CreateRule, ListQuery, Rule, UpdateRule } from '@slb/model';
 import { and, asc, eq } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
+import { backendPortsOf } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { ListenerRow, ListenerService } from './listeners.js';
 import type { LoadBalancerService } from './load-balancers.js';
@@ -82,6 +83,7 @@ export class RuleService {
     return this.db.transaction(() => {
       const listener = this.httpListener(scope, lbId, listenerId);
       this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
+      this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
       const domain = input.domain?.toLowerCase() ?? null;
       const path = input.path ?? null;
       this.checkUnique(listenerId, domain, path);
@@ -108,8 +110,11 @@ export class RuleService {
     return this.db.transaction(() => {
       const row = this.find(scope, lbId, listenerId, id);
       checkIfMatch(ifMatch, row.revision);
-      if (input.serverGroupId !== undefined)
+      if (input.serverGroupId !== undefined) {
         this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
+        const listener = this.httpListener(scope, lbId, listenerId);
+        this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
+      }
       const domain = input.domain === undefined ? row.domain : (input.domain?.toLowerCase() ?? null);
       const path = input.path === undefined ? row.path : input.path;
       this.checkUnique(listenerId, domain, path, id);

@@ -12,6 +12,7 @@ import type {
 import { MAX_SERVERS_PER_GROUP } from '@slb/model';
 import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
+import type { BackendEndpoint, BackendPolicyService } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
 
@@ -33,7 +34,38 @@ export class ServerGroupService {
   constructor(
     private readonly db: Db,
     private readonly lbs: LoadBalancerService,
+    private readonly policy: BackendPolicyService,
   ) {}
+
+  /**
+   * Refuses (422 backend_address_denied) a listener's ports over these groups' servers: the port the cloud
+   * would connect to (`backendPort`, else each server's own) and the health check's port.
+   */
+  checkListenerBackends(
+    tenantId: string,
+    groupIds: readonly string[],
+    ports: { backendPort: number | null; healthCheckPort: number | null },
+    groupPath = '/body/serverGroupId',
+  ): void {
+    if (groupIds.length === 0) return;
+    const members = this.db
+      .select({ address: servers.address, port: servers.port })
+      .from(servers)
+      .where(inArray(servers.serverGroupId, [...groupIds]))
+      .all();
+    const endpoints: BackendEndpoint[] = [];
+    for (const m of members) {
+      endpoints.push({
+        address: m.address,
+        ports: [ports.backendPort ?? m.port],
+        path: ports.backendPort === null ? groupPath : '/body/backendPort',
+      });
+      if (ports.healthCheckPort !== null) {
+        endpoints.push({ address: m.address, ports: [ports.healthCheckPort], path: '/body/healthCheck/port' });
+      }
+    }
+    this.policy.check(tenantId, endpoints);
+  }
 
   toApi(row: GroupRow, members?: ServerRow[]): ServerGroup {
     const list =
@@ -164,6 +196,11 @@ export class ServerGroupService {
     return this.db.transaction(() => {
       const row = this.findServer(scope, lbId, sgId, srvId);
       checkIfMatch(ifMatch, row.revision);
+      // A server the tenant's networks no longer cover (or that predates the policy) is refused at its next
+      // write: it may still be deleted.
+      this.policy.check(row.tenantId, [
+        { address: row.address, ports: [row.port, ...this.policy.listenerPorts([sgId])], path: '/params/srvId' },
+      ]);
       const next = {
         weight: input.weight ?? row.weight,
         description: input.description ?? row.description,
@@ -198,10 +235,21 @@ export class ServerGroupService {
         .all()
         .map((s) => `${s.address}|${s.port}`),
     );
-    const now = nowIso();
-    const rows = input.map((s, i): ServerRow => {
+    input.forEach((s, i) => {
       if (isIP(s.address) === 0)
         throw unprocessable(`${field}/${i}/address`, `${s.address} is not an IPv4 or IPv6 address`);
+    });
+    const listenerPorts = this.policy.listenerPorts([group.id]);
+    this.policy.check(
+      group.tenantId,
+      input.map((s, i) => ({
+        address: s.address,
+        ports: [s.port, ...listenerPorts],
+        path: `/body${field}/${i}/address`,
+      })),
+    );
+    const now = nowIso();
+    const rows = input.map((s, i): ServerRow => {
       const key = `${s.address}|${s.port}`;
       if (taken.has(key)) {
         throw new ApiError('conflict', `server ${s.address}:${s.port} is already in group ${group.id}`, [

@@ -1,0 +1,32 @@
+import { expect, it } from 'vitest';
+import { loadConfig } from './config.js';
+import { cloudEndpointDeny } from './domain/cloud-endpoints.js';
+
+it('defaults the backend networks to the private ranges, without loopback', () => {
+  const config = loadConfig({});
+  expect(config.SLB_DEFAULT_BACKEND_NETWORKS).toBe('10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7');
+  expect(config.SLB_BACKEND_DENY).toBe('');
+});
+
+it.each([
+  [{ SLB_DEFAULT_BACKEND_NETWORKS: '10.0.0.0/8,10.0.0.0/33' }, 'SLB_DEFAULT_BACKEND_NETWORKS entry 2'],
+  [{ SLB_BACKEND_DENY: '10.0.0.5:5432, db.internal:5432' }, 'SLB_BACKEND_DENY entry 2'],
+])('refuses %j with one line naming the variable and the entry, not its value', (env, says) => {
+  expect(() => loadConfig(env)).toThrow(says);
+  expect(() => loadConfig(env)).not.toThrow(/db\.internal|\/33/);
+});
+
+it("derives deny entries from the API's own endpoints", () => {
+  expect(
+    cloudEndpointDeny({ host: '127.0.0.1', port: 8080, dnsPort: 8053, redisUrl: 'redis://127.0.0.1:6379' }),
+  ).toEqual(['127.0.0.1:8080', '127.0.0.1:8053', '127.0.0.1:6379']);
+  expect(
+    cloudEndpointDeny({
+      host: '0.0.0.0',
+      port: 8080,
+      dnsPort: 0,
+      redisUrl: 'redis://redis:6380',
+      resolved: new Map([['redis', ['172.28.0.2', 'fd00::2']]]),
+    }),
+  ).toEqual(['127.0.0.1:8080', '[::1]:8080', '172.28.0.2:6380', '[fd00::2]:6380']);
+});

@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { serverHealth } from '@slb/db';
+import { afterEach, expect, it } from 'vitest';
+import { HealthScheduler, TransitionConsumer } from '../../api/src/health/index.js';
+import { createTestDb, type TestDb } from '../../api/src/health/test-db.js';
+import { type CheckReport, HealthWorker } from '../src/app.js';
+import { Backend, cleanRedis, REDIS_URL, until } from './support.js';
+
+// Defence in depth: a target in the worker's deny set (a stand-in for the cloud's Redis, written straight
+// into the database as a server from before the policy would be) or in a special address class is never
+// probed; it is reported abnormal with a coarse reason. The stand-in is a real socket that must see nothing.
+
+const queue = `test-${randomUUID()}`;
+const keyPrefix = `test-${randomUUID()}`;
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.reverse()) await close();
+  await cleanRedis(keyPrefix, queue);
+});
+
+it('never probes a denied target and reports it abnormal with a coarse reason', async () => {
+  const redis = await Backend.start();
+  closers.push(() => redis.stop());
+  const t: TestDb = createTestDb();
+  closers.push(() => t.close());
+  const g = t.group();
+  const denied = t.server(g, '::ffff:127.0.0.1', redis.port);
+  const metadata = t.server(g, '169.254.169.254', 80);
+  t.listener({
+    serverGroupId: g,
+    port: 80,
+    healthCheck: { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 },
+  });
+
+  const reports: CheckReport[] = [];
+  const worker = new HealthWorker({
+    redisUrl: REDIS_URL,
+    queue,
+    keyPrefix,
+    concurrency: 10,
+    backendDeny: [`127.0.0.1:${redis.port}`],
+    onCheck: (r) => reports.push(r),
+  });
+  closers.push(() => worker.close());
+  const consumer = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix, consumer: 'c', blockMs: 100 });
+  closers.push(() => consumer.close());
+  const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  closers.push(() => scheduler.close());
+  await consumer.start();
+  await worker.start();
+  await scheduler.sync();
+
+  const rows = () => t.db.select().from(serverHealth).all();
+  await until('both reported abnormal', () => rows().filter((r) => r.status === 'abnormal').length === 2, 20_000);
+  for (const id of [denied, metadata]) {
+    expect(rows().find((r) => r.serverId === id)).toMatchObject({
+      status: 'abnormal',
+      lastError: 'address not allowed',
+    });
+  }
+  expect(reports.length).toBeGreaterThanOrEqual(4);
+  expect(reports.every((r) => !r.ok && r.error === 'address not allowed')).toBe(true);
+  expect(redis.hits).toEqual([]);
+  const text = await worker.metrics.registry.getSingleMetricAsString('slb_health_backend_denied_total');
+  expect(text).toMatch(/reason="cloud_endpoint"/);
+  expect(text).toMatch(/reason="link_local"/);
+}, 40_000);
