@@ -7,5 +7,6 @@ export * from './nodes.js';
 export * from './rules.js';
 export * from './server-groups.js';
 export * from './server-health.js';
+export * from './tenant-quotas.js';
 export * from './tenants.js';
 export * from './tokens.js';
