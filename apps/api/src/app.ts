@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import type { QuotaLimits } from '@slb/model';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
@@ -35,6 +36,8 @@ export interface AppOptions {
   dnsZone?: string;
   /** With redisUrl: schedule health checks on this BullMQ queue and read transitions under this key prefix. */
   health?: { queue?: string; keyPrefix?: string };
+  /** Per-tenant quota defaults (SLB_QUOTA_DEFAULTS); default the built-in ones (QUOTAS in @slb/model). */
+  quotaDefaults?: QuotaLimits;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -124,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       () => app.authenticator,
       (id, version) => hub.runtime(id, version),
       options.dnsZone,
+      options.quotaDefaults,
     ),
   );
   app.decorate('authenticator', new Authenticator(store.db));

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { parseQuotaDefaults, type QuotaLimits } from '@slb/model';
 
 const Env = Type.Object({
   /** Interface to listen on; loopback by default so a dev machine does not expose the API. */
@@ -25,12 +26,14 @@ const Env = Type.Object({
   /** Per-token request rate (and burst) before 429 with Retry-After; 0 turns limiting off. */
   SLB_RATE_LIMIT_RPS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 200 }),
   SLB_RATE_LIMIT_BURST: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 400 }),
+  /** Per-tenant quota defaults for the whole deployment, `name=limit,…` over the built-in ones (README). */
+  SLB_QUOTA_DEFAULTS: Type.String({ maxLength: 2000, default: '' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
   ),
 });
-export type Config = Static<typeof Env>;
+export type Config = Static<typeof Env> & { quotaDefaults: QuotaLimits };
 
 /** Parses the environment once; a bad value is a one-line reason naming the variable (never its value). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -44,5 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (firstError) {
     throw new Error(`invalid environment: ${firstError.path.slice(1) || 'value'} ${firstError.message}`);
   }
-  return withDefaults as Config;
+  const quotas = parseQuotaDefaults((withDefaults as Static<typeof Env>).SLB_QUOTA_DEFAULTS);
+  if (!quotas.ok) throw new Error(`invalid environment: SLB_QUOTA_DEFAULTS ${quotas.reason}`);
+  return { ...(withDefaults as Static<typeof Env>), quotaDefaults: quotas.limits };
 }

@@ -66,6 +66,9 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   listTokens: 'admin',
   createToken: 'admin',
   deleteToken: 'admin',
+  getQuotas: 'tenant',
+  getTenantQuotas: 'tenant',
+  updateTenantQuotas: 'admin',
 };
 /** Routes outside the document that answer without a token. */
 const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics'];
@@ -96,6 +99,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   updateNode: () => ({ drain: true }),
   createTenant: () => ({ name: 'x' }),
   createToken: () => ({ name: 'x' }),
+  updateTenantQuotas: () => ({ acls: 10 }),
 };
 
 let t: TestApp;

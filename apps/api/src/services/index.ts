@@ -1,4 +1,5 @@
 import type { Db } from '@slb/db';
+import type { QuotaLimits } from '@slb/model';
 import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
 import type { Authenticator } from './auth.js';
@@ -7,6 +8,7 @@ import { HealthService } from './health.js';
 import { ListenerService } from './listeners.js';
 import { LoadBalancerService, type RuntimeView } from './load-balancers.js';
 import { NodeService } from './nodes.js';
+import { QuotaService } from './quotas.js';
 import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
@@ -17,17 +19,20 @@ export function createServices(
   authenticator: () => Authenticator,
   runtime: RuntimeView,
   dnsZone?: string,
+  quotaDefaults?: QuotaLimits,
 ) {
-  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone);
-  const serverGroups = new ServerGroupService(db, loadBalancers);
-  const listeners = new ListenerService(db, loadBalancers, serverGroups);
+  const quotas = new QuotaService(db, quotaDefaults);
+  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas);
+  const serverGroups = new ServerGroupService(db, loadBalancers, quotas);
+  const listeners = new ListenerService(db, loadBalancers, serverGroups, quotas);
   return {
+    quotas,
     loadBalancers,
     serverGroups,
     listeners,
-    rules: new RuleService(db, loadBalancers, listeners, serverGroups),
-    certificates: new CertificateService(db),
-    acls: new AclService(db),
+    rules: new RuleService(db, loadBalancers, listeners, serverGroups, quotas),
+    certificates: new CertificateService(db, quotas),
+    acls: new AclService(db, quotas),
     nodes: new NodeService(db),
     tenants: new TenantService(db, authenticator),
     health: new HealthService(db, loadBalancers),

@@ -12,6 +12,7 @@ import { defaultSettings, type ListenerSettings, resolveSettings } from '../doma
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
 export type ListenerRow = typeof listeners.$inferSelect;
@@ -45,6 +46,7 @@ export class ListenerService {
     private readonly db: Db,
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   toApi(row: ListenerRow): Listener {
@@ -171,6 +173,7 @@ export class ListenerService {
       const transport = transportOf(protocol);
       this.checkPortFree(lb.tenantId, lbId, protocol, port);
       this.checkFleetRoom();
+      this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),

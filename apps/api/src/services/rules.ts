@@ -5,6 +5,7 @@ import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { ListenerRow, ListenerService } from './listeners.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
 type RuleRow = typeof rules.$inferSelect;
@@ -27,6 +28,7 @@ export class RuleService {
     private readonly lbs: LoadBalancerService,
     private readonly listeners: ListenerService,
     private readonly groups: ServerGroupService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   private httpListener(scope: Scope, lbId: string, listenerId: string): ListenerRow {
@@ -85,6 +87,8 @@ export class RuleService {
       const domain = input.domain?.toLowerCase() ?? null;
       const path = input.path ?? null;
       this.checkUnique(listenerId, domain, path);
+      // Bounded by the listener's quota, whose ceiling is what a node builds (MAX_RULES_PER_LISTENER).
+      this.quotas?.check(listener.tenantId, 'rulesPerListener', listenerId);
       const now = nowIso();
       const row: RuleRow = {
         id: newId('rule'),

@@ -14,6 +14,7 @@ import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 
 type GroupRow = typeof serverGroups.$inferSelect;
 type ServerRow = typeof servers.$inferSelect;
@@ -33,6 +34,7 @@ export class ServerGroupService {
   constructor(
     private readonly db: Db,
     private readonly lbs: LoadBalancerService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   toApi(row: GroupRow, members?: ServerRow[]): ServerGroup {
@@ -98,6 +100,7 @@ export class ServerGroupService {
   create(scope: Scope, lbId: string, input: CreateServerGroup): GroupRow {
     return this.db.transaction(() => {
       const lb = this.lbs.find(scope, lbId);
+      this.quotas?.check(lb.tenantId, 'serverGroupsPerLoadBalancer', lbId);
       const now = nowIso();
       const row: GroupRow = {
         id: newId('serverGroup'),
@@ -190,6 +193,9 @@ export class ServerGroupService {
     if ((existing?.n ?? 0) + input.length > MAX_SERVERS_PER_GROUP) {
       throw unprocessable(field, `a server group holds at most ${MAX_SERVERS_PER_GROUP} servers`);
     }
+    // A batch counts every server it adds, against the group's quota and the tenant's.
+    this.quotas?.enforce(group.tenantId, 'serversPerServerGroup', existing?.n ?? 0, input.length);
+    this.quotas?.check(group.tenantId, 'servers', group.tenantId, input.length);
     const taken = new Set(
       this.db
         .select({ address: servers.address, port: servers.port })
