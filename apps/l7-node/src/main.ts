@@ -1,7 +1,12 @@
 import cluster from 'node:cluster';
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
-import { type L7NodeSnapshot, L7NodeSnapshot as L7NodeSnapshotSchema, type NodeLoadReport } from '@slb/model';
+import {
+  type L7NodeSnapshot,
+  L7NodeSnapshot as L7NodeSnapshotSchema,
+  type ListenerFailure,
+  type NodeLoadReport,
+} from '@slb/model';
 import {
   ControlChannelClient,
   LoadSampler,
@@ -41,7 +46,8 @@ const LOAD_METRICS = {
 
 /** What serves, follows config and reports load: the app itself, or the worker fleet. */
 interface Target {
-  apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<void>;
+  /** Resolves with the listeners it could not build, when it knows them (a worker fleet's workers log theirs). */
+  apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<undefined | readonly ListenerFailure[]>;
   load(): NodeLoadReport;
   close(): Promise<void>;
   reloads(result: 'refused'): void;
@@ -80,7 +86,10 @@ async function startPrimary(): Promise<Target> {
   await fleet.whenReady();
   logger.info({ workers: config.SLB_L7_WORKERS }, 'L7 workers ready');
   return {
-    apply: (snapshot, change) => fleet.apply(snapshot, change),
+    apply: async (snapshot, change) => {
+      await fleet.apply(snapshot, change);
+      return undefined;
+    },
     load: () => fleet.load(),
     // The workers count their own reloads; a refused file never reaches them.
     reloads: () => {},

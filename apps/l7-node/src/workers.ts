@@ -180,7 +180,8 @@ export class WorkerFleet {
 
 /** What a worker serves with. */
 export interface WorkerApp {
-  apply(snapshot: L7NodeSnapshot): Promise<void>;
+  /** Listeners a worker cannot build are logged and counted by the worker itself (not in the node's ack). */
+  apply(snapshot: L7NodeSnapshot): Promise<unknown>;
   load(): NodeLoadReport;
 }
 
