@@ -82,15 +82,17 @@ export interface SnapshotChange {
 // biome-ignore lint/suspicious/noConfusingVoidType: an apply that builds every listener returns nothing.
 export type AppliedListeners = readonly ListenerFailure[] | undefined | void;
 
-/** Failures reported in one ack at most; the count says how many more there were. */
+/** Failures named in one ack at most (bounded like the message; the node logs every one). */
 const MAX_REPORTED_FAILURES = 1000;
+
+const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
 /**
  * The node side of the control channel: dials out, says hello with its last applied version, applies
- * snapshots and deltas (validated first; a bad one is nacked and the last good config keeps serving),
- * acks, sends heartbeats, and reconnects with jittered backoff.
+ * snapshots and deltas (validated first: a bad message is nacked and the last good config keeps serving,
+ * a bad listener is refused alone and named in the ack), acks, sends heartbeats, and reconnects with
+ * jittered backoff.
  */
-const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
 export class ControlChannelClient<S extends VersionedSnapshot> {
   current: S | null = null;
