@@ -46,7 +46,7 @@ const LOAD_METRICS = {
 
 /** What serves, follows config and reports load: the app itself, or the worker fleet. */
 interface Target {
-  /** Resolves with the listeners it could not build, when it knows them (a worker fleet's workers log theirs). */
+  /** Resolves with the listeners it could not build (in a worker fleet: those any worker could not). */
   apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<undefined | readonly ListenerFailure[]>;
   load(): NodeLoadReport;
   close(): Promise<void>;
@@ -86,10 +86,7 @@ async function startPrimary(): Promise<Target> {
   await fleet.whenReady();
   logger.info({ workers: config.SLB_L7_WORKERS }, 'L7 workers ready');
   return {
-    apply: async (snapshot, change) => {
-      await fleet.apply(snapshot, change);
-      return undefined;
-    },
+    apply: (snapshot, change) => fleet.apply(snapshot, change),
     load: () => fleet.load(),
     // The workers count their own reloads; a refused file never reaches them.
     reloads: () => {},
