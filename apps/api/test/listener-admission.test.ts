@@ -16,6 +16,7 @@ it(`refuses the listener after the fleet's ${MAX_LISTENERS_PER_NODE}th, and take
   // The fleet bound is what is tested, not the tenant's quota: raised to its ceiling, the node bound.
   const quota = await call(t.app, ADMIN_TOKEN, 'PATCH', `/v1/tenants/${tenantId}/quotas`, {
     listenersPerLoadBalancer: MAX_LISTENERS_PER_NODE,
+    listeners: MAX_LISTENERS_PER_NODE,
   });
   expect(quota.status).toBe(200);
   const { lbId, sgId } = await newLoadBalancer(t.app, token);

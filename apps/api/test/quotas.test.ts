@@ -127,6 +127,7 @@ describe('each quota', () => {
 
     expect(await usageOf(token)).toMatchObject({
       loadBalancers: 1,
+      listeners: 1,
       listenersPerLoadBalancer: 1,
       serverGroupsPerLoadBalancer: 2,
       serversPerServerGroup: 3,
@@ -141,6 +142,22 @@ describe('each quota', () => {
     ).toBe(201);
     expect((await call(t.app, token, 'POST', rules, { path: '/b', serverGroupId: sgId })).status).toBe(201);
     expect((await group('g2b', [])).status).toBe(409); // still two groups at most
+  });
+
+  it('listeners across all load balancers of a tenant', async () => {
+    const { tenantId, token } = await newTenant(t.app, 'fleet-share');
+    await setQuotas(tenantId, { listeners: 2 });
+    const [a, b] = [await newLoadBalancer(t.app, token), await newLoadBalancer(t.app, token)];
+    const add = (lb: { lbId: string; sgId: string }, port: number) =>
+      call(t.app, token, 'POST', `/v1/load-balancers/${lb.lbId}/listeners`, {
+        protocol: 'udp',
+        port,
+        serverGroupId: lb.sgId,
+      });
+    expect((await add(a, 5301)).status).toBe(201);
+    expect((await add(b, 5302)).status).toBe(201);
+    await refusedWithoutChange(() => add(a, 5303), 'listeners', 2, 2);
+    expect(await usageOf(token)).toMatchObject({ listeners: 2, listenersPerLoadBalancer: 1 });
   });
 
   it('certificates, ACLs and entries per ACL (on create and on update)', async () => {

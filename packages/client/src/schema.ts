@@ -5415,6 +5415,8 @@ export interface operations {
                     loadBalancers?: number | null;
                     /** @description listeners of one load balancer; null: back to the default */
                     listenersPerLoadBalancer?: number | null;
+                    /** @description listeners of all load balancers; null: back to the default */
+                    listeners?: number | null;
                     /** @description server groups of one load balancer; null: back to the default */
                     serverGroupsPerLoadBalancer?: number | null;
                     /** @description servers in one server group; null: back to the default */

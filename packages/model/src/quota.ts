@@ -18,6 +18,14 @@ export const QUOTAS = {
     ceiling: MAX_LISTENERS_PER_NODE,
     description: 'listeners of one load balancer',
   },
+  // Every LB can come to share a node with every other, so all tenants share the fleet's listeners: this
+  // keeps one tenant from taking most of them (60 LBs × 50 listeners would be 3,000 of the 10,000).
+  listeners: {
+    scope: 'tenant',
+    default: 500,
+    ceiling: MAX_LISTENERS_PER_NODE,
+    description: 'listeners of all load balancers',
+  },
   serverGroupsPerLoadBalancer: {
     scope: 'loadBalancer',
     default: 50,

@@ -174,6 +174,7 @@ export class ListenerService {
       this.checkPortFree(lb.tenantId, lbId, protocol, port);
       this.checkFleetRoom();
       this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
+      this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),

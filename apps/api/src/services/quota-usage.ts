@@ -9,6 +9,7 @@ import { type SQL, sql } from 'drizzle-orm';
 const COUNT: Record<QuotaName, (parent: string) => SQL> = {
   loadBalancers: (p) => sql`SELECT count(*) AS n FROM load_balancers WHERE tenant_id = ${p}`,
   listenersPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM listeners WHERE load_balancer_id = ${p}`,
+  listeners: (p) => sql`SELECT count(*) AS n FROM listeners WHERE tenant_id = ${p}`,
   serverGroupsPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM server_groups WHERE load_balancer_id = ${p}`,
   serversPerServerGroup: (p) => sql`SELECT count(*) AS n FROM servers WHERE server_group_id = ${p}`,
   servers: (p) => sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${p}`,
@@ -23,6 +24,7 @@ const USAGE: Record<QuotaName, (tenantId: string) => SQL> = {
   loadBalancers: COUNT.loadBalancers,
   listenersPerLoadBalancer: (t) =>
     sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM listeners WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
+  listeners: COUNT.listeners,
   serverGroupsPerLoadBalancer: (t) =>
     sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM server_groups WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
   serversPerServerGroup: (t) =>
