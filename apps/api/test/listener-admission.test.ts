@@ -1,4 +1,4 @@
-import { MAX_LISTENERS_PER_NODE } from '@slb/model';
+import { MAX_LISTENERS_PER_NODE, QUOTAS } from '@slb/model';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
@@ -17,6 +17,7 @@ it(`refuses the listener after the fleet's ${MAX_LISTENERS_PER_NODE}th, and take
   const quota = await call(t.app, ADMIN_TOKEN, 'PATCH', `/v1/tenants/${tenantId}/quotas`, {
     listenersPerLoadBalancer: MAX_LISTENERS_PER_NODE,
     listeners: MAX_LISTENERS_PER_NODE,
+    backends: QUOTAS.backends.ceiling,
   });
   expect(quota.status).toBe(200);
   const { lbId, sgId } = await newLoadBalancer(t.app, token);

@@ -144,6 +144,43 @@ describe('each quota', () => {
     expect((await group('g2b', [])).status).toBe(409); // still two groups at most
   });
 
+  it('backends: servers times the listeners and rules using them, however the product grows', async () => {
+    const { tenantId, token } = await newTenant(t.app, 'backends');
+    await setQuotas(tenantId, { backends: 6 });
+    const { lbId, sgId } = await newLoadBalancer(t.app, token); // a group of two servers
+    const lb = `/v1/load-balancers/${lbId}`;
+    const listen = (protocol: string, port: number, serverGroupId = sgId) =>
+      call(t.app, token, 'POST', `${lb}/listeners`, { protocol, port, serverGroupId });
+    const http = await listen('http', 6001); // 2
+    expect(http.status).toBe(201);
+    expect((await listen('tcp', 6002)).status).toBe(201); // 4
+    // One more server in the group is one more on each of its two listeners: 6, at the limit.
+    const add = (port: number) =>
+      call(t.app, token, 'POST', `${lb}/server-groups/${sgId}/servers`, { servers: [{ address: '127.0.0.9', port }] });
+    expect((await add(6101)).status).toBe(201);
+    await refusedWithoutChange(() => add(6102), 'backends', 6, 6);
+    await refusedWithoutChange(() => listen('udp', 6003), 'backends', 6, 6);
+    // A rule naming another group adds that group's servers to the listener (a rule on its own group adds none).
+    const other = await call(t.app, token, 'POST', `${lb}/server-groups`, {
+      name: 'other',
+      servers: [{ address: '127.0.0.10', port: 6201 }],
+    });
+    const rules = `${lb}/listeners/${http.body.id}/rules`;
+    expect((await call(t.app, token, 'POST', rules, { path: '/same', serverGroupId: sgId })).status).toBe(201);
+    await refusedWithoutChange(
+      () => call(t.app, token, 'POST', rules, { path: '/other', serverGroupId: other.body.id }),
+      'backends',
+      6,
+      6,
+    );
+    expect((await usageOf(token)).backends).toBe(6);
+    await setQuotas(tenantId, { backends: 7 });
+    expect((await call(t.app, token, 'POST', rules, { path: '/other', serverGroupId: other.body.id })).status).toBe(
+      201,
+    );
+    expect((await usageOf(token)).backends).toBe(7);
+  });
+
   it('listeners across all load balancers of a tenant', async () => {
     const { tenantId, token } = await newTenant(t.app, 'fleet-share');
     await setQuotas(tenantId, { listeners: 2 });

@@ -5423,6 +5423,8 @@ export interface operations {
                     serversPerServerGroup?: number | null;
                     /** @description servers in all server groups; null: back to the default */
                     servers?: number | null;
+                    /** @description backends the nodes hold: for each listener, the servers of its default and rule groups; null: back to the default */
+                    backends?: number | null;
                     /** @description forwarding rules of one listener; null: back to the default */
                     rulesPerListener?: number | null;
                     /** @description certificates; null: back to the default */

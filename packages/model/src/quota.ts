@@ -39,6 +39,14 @@ export const QUOTAS = {
     description: 'servers in one server group',
   },
   servers: { scope: 'tenant', default: 1000, ceiling: 1_000_000, description: 'servers in all server groups' },
+  // What the nodes hold in memory is a backend per listener and server of its groups: one big group behind
+  // many listeners is many times its size on every node (1,000 servers × 200 listeners took 568 MB).
+  backends: {
+    scope: 'tenant',
+    default: 10_000,
+    ceiling: 1_000_000,
+    description: 'backends the nodes hold: for each listener, the servers of its default and rule groups',
+  },
   rulesPerListener: {
     scope: 'listener',
     default: 100,

@@ -175,6 +175,7 @@ export class ListenerService {
       this.checkFleetRoom();
       this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
       this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
+      const backends = this.quotas?.growth(lb.tenantId, 'backends');
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),
@@ -196,6 +197,7 @@ export class ListenerService {
         if (isUniqueViolation(err)) throw this.portConflict(lbId, protocol, port);
         throw err;
       }
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return row;
     });
@@ -209,6 +211,7 @@ export class ListenerService {
       const settings = resolveSettings(row.protocol, options, settingsOf(row));
       if (serverGroupId !== undefined) this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
       this.checkReferences(row.tenantId, settings);
+      const backends = serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         serverGroupId: serverGroupId ?? row.serverGroupId,
         ...settingsColumns(settings),
@@ -216,6 +219,7 @@ export class ListenerService {
         updatedAt: nowIso(),
       };
       this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });

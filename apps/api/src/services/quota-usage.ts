@@ -13,6 +13,12 @@ const COUNT: Record<QuotaName, (parent: string) => SQL> = {
   serverGroupsPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM server_groups WHERE load_balancer_id = ${p}`,
   serversPerServerGroup: (p) => sql`SELECT count(*) AS n FROM servers WHERE server_group_id = ${p}`,
   servers: (p) => sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${p}`,
+  // Each (listener, group) pair once: a rule naming the listener's default group adds nothing.
+  backends: (p) => sql`SELECT coalesce(sum(c.n), 0) AS n
+    FROM (SELECT id AS lid, server_group_id AS gid FROM listeners WHERE tenant_id = ${p}
+          UNION SELECT listener_id, server_group_id FROM rules WHERE tenant_id = ${p}) pairs
+    JOIN (SELECT server_group_id, count(*) AS n FROM servers WHERE tenant_id = ${p} GROUP BY server_group_id) c
+      ON c.server_group_id = pairs.gid`,
   rulesPerListener: (p) => sql`SELECT count(*) AS n FROM rules WHERE listener_id = ${p}`,
   certificates: (p) => sql`SELECT count(*) AS n FROM certificates WHERE tenant_id = ${p}`,
   acls: (p) => sql`SELECT count(*) AS n FROM acls WHERE tenant_id = ${p}`,
@@ -30,6 +36,7 @@ const USAGE: Record<QuotaName, (tenantId: string) => SQL> = {
   serversPerServerGroup: (t) =>
     sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM servers WHERE tenant_id = ${t} GROUP BY server_group_id)`,
   servers: COUNT.servers,
+  backends: COUNT.backends,
   rulesPerListener: (t) =>
     sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM rules WHERE tenant_id = ${t} GROUP BY listener_id)`,
   certificates: COUNT.certificates,

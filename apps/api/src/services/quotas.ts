@@ -78,6 +78,18 @@ export class QuotaService {
     this.enforce(tenantId, name, countOf(this.db, name, parent), adding);
   }
 
+  /**
+   * For a usage a write changes in ways simpler to count after it than to predict (backends: a server
+   * added to a group every listener of an LB uses): call before the write, and `.check()` after it, in the
+   * same transaction. Growth past the limit throws, and the transaction rolls the write back.
+   */
+  growth(tenantId: string, name: QuotaName): { check(): void } {
+    // Counting costs a pass over the tenant's rows: a tenant at the ceiling (the system tenant) is not counted.
+    if (this.limitOf(tenantId, name) >= QUOTAS[name].ceiling) return { check: () => {} };
+    const before = countOf(this.db, name, tenantId);
+    return { check: () => this.enforce(tenantId, name, before, countOf(this.db, name, tenantId) - before) };
+  }
+
   get(tenantId: string): TenantQuotas {
     if (!this.db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).get()) {
       throw notFound('tenant', tenantId);

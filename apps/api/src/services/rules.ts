@@ -89,6 +89,7 @@ export class RuleService {
       this.checkUnique(listenerId, domain, path);
       // Bounded by the listener's quota, whose ceiling is what a node builds (MAX_RULES_PER_LISTENER).
       this.quotas?.check(listener.tenantId, 'rulesPerListener', listenerId);
+      const backends = this.quotas?.growth(listener.tenantId, 'backends');
       const now = nowIso();
       const row: RuleRow = {
         id: newId('rule'),
@@ -103,6 +104,7 @@ export class RuleService {
         updatedAt: now,
       };
       this.db.insert(rules).values(row).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return row;
     });
@@ -117,6 +119,7 @@ export class RuleService {
       const domain = input.domain === undefined ? row.domain : (input.domain?.toLowerCase() ?? null);
       const path = input.path === undefined ? row.path : input.path;
       this.checkUnique(listenerId, domain, path, id);
+      const backends = input.serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         domain,
         path,
@@ -126,6 +129,7 @@ export class RuleService {
         updatedAt: nowIso(),
       };
       this.db.update(rules).set(next).where(eq(rules.id, id)).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });

@@ -146,7 +146,10 @@ export class ServerGroupService {
   addServers(scope: Scope, lbId: string, id: string, input: ServerInput[]): ServerRow[] {
     return this.db.transaction(() => {
       const group = this.find(scope, lbId, id);
+      // Every listener and rule using the group gets the servers too.
+      const backends = this.quotas?.growth(group.tenantId, 'backends');
       const added = this.insertServers(group, input, '/servers');
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return added;
     });
