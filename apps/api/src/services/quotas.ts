@@ -63,10 +63,9 @@ export class QuotaService {
     if (adding <= 0) return;
     const limit = this.limitOf(tenantId, name);
     if (usage + adding <= limit) return;
-    const what = QUOTAS[name].description;
     throw new ApiError(
       'quota_exceeded',
-      `quota ${name} exceeded: ${usage} ${what} in use, this request adds ${adding}, the limit is ${limit}`,
+      `quota ${name} (${QUOTAS[name].description}) exceeded: ${usage} in use, this request adds ${adding}, the limit is ${limit}`,
       undefined,
       { name, limit, usage, requested: adding },
     );
