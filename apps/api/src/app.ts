@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
-import { DEFAULT_BACKEND_NETWORKS } from '@slb/model';
+import { DEFAULT_BACKEND_NETWORKS, type QuotaLimits } from '@slb/model';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
@@ -48,6 +48,9 @@ export interface AppOptions {
    * Absent: DEFAULT_BACKEND_NETWORKS and no extra deny entries.
    */
   backendPolicy?: BackendPolicyOptions;
+
+  /** Per-tenant quota defaults (SLB_QUOTA_DEFAULTS); default the built-in ones (QUOTAS in @slb/model). */
+  quotaDefaults?: QuotaLimits;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -144,6 +147,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       (id, version) => hub.runtime(id, version),
       options.dnsZone,
       options.backendPolicy ?? { defaultNetworks: DEFAULT_BACKEND_NETWORKS, deny: [] },
+      options.quotaDefaults,
     );
   } catch (err) {
     store.close();

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { DEFAULT_BACKEND_NETWORKS, parseDenyRule, parseNetwork } from '@slb/model';
+import { DEFAULT_BACKEND_NETWORKS, parseDenyRule, parseNetwork, parseQuotaDefaults, type QuotaLimits } from '@slb/model';
 
 const Env = Type.Object({
   /** Interface to listen on; loopback by default so a dev machine does not expose the API. */
@@ -44,12 +44,15 @@ const Env = Type.Object({
    * endpoints the API cannot see from its own settings (PostgreSQL, workers' metrics, the host's addresses).
    */
   SLB_BACKEND_DENY: Type.String({ maxLength: 100_000, default: '' }),
+
+  /** Per-tenant quota defaults for the whole deployment, `name=limit,…` over the built-in ones (README). */
+  SLB_QUOTA_DEFAULTS: Type.String({ maxLength: 2000, default: '' }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
   ),
 });
-export type Config = Static<typeof Env>;
+export type Config = Static<typeof Env> & { quotaDefaults: QuotaLimits };
 
 /** Parses the environment once; a bad value is a one-line reason naming the variable (never its value). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -63,7 +66,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (firstError) {
     throw new Error(`invalid environment: ${firstError.path.slice(1) || 'value'} ${firstError.message}`);
   }
-  const config = withDefaults as Config;
+  const quotas = parseQuotaDefaults((withDefaults as Static<typeof Env>).SLB_QUOTA_DEFAULTS);
+  if (!quotas.ok) throw new Error(`invalid environment: SLB_QUOTA_DEFAULTS ${quotas.reason}`);
+  const config: Config = { ...(withDefaults as Static<typeof Env>), quotaDefaults: quotas.limits };
   listOf(config.SLB_DEFAULT_BACKEND_NETWORKS).forEach((entry, i) => {
     if (parseNetwork(entry) === null)
       throw new Error(`invalid environment: SLB_DEFAULT_BACKEND_NETWORKS entry ${i + 1} is not a CIDR`);

@@ -1,4 +1,4 @@
-import type { FieldError, Problem } from '@slb/model';
+import type { FieldError, Problem, QuotaExceeded } from '@slb/model';
 
 /** The closed registry of error codes the API answers with, and the status of each. */
 export const ERROR_STATUS = {
@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   conflict: 409,
   deletion_protected: 409,
   in_use: 409,
+  quota_exceeded: 409,
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -36,6 +37,7 @@ const TITLES: Record<ErrorCode, string> = {
   conflict: 'Conflict',
   deletion_protected: 'Deletion protected',
   in_use: 'Resource in use',
+  quota_exceeded: 'Quota exceeded',
   precondition_failed: 'Precondition failed',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',
@@ -54,13 +56,14 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     readonly detail: string,
     readonly errors?: FieldError[],
+    readonly quota?: QuotaExceeded,
   ) {
     super(detail);
     this.status = ERROR_STATUS[code];
   }
 }
 
-export function problem(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[], quota?: QuotaExceeded): Problem {
   return {
     type: `https://slb.dev/problems/${code.replaceAll('_', '-')}`,
     title: TITLES[code],
@@ -68,6 +71,7 @@ export function problem(code: ErrorCode, detail: string, errors?: FieldError[]):
     detail,
     code,
     ...(errors && errors.length > 0 ? { errors } : {}),
+    ...(quota ? { quota } : {}),
   };
 }
 

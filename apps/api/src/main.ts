@@ -54,6 +54,7 @@ try {
     nodeToken: config.SLB_NODE_TOKEN,
     rateLimit: { rps: config.SLB_RATE_LIMIT_RPS, burst: config.SLB_RATE_LIMIT_BURST },
     dnsZone: config.SLB_DNS_ZONE,
+    quotaDefaults: config.quotaDefaults,
     health: { queue: config.SLB_HEALTH_QUEUE, keyPrefix: config.SLB_HEALTH_KEY_PREFIX },
     logger,
     httpLimits: {

@@ -1,6 +1,6 @@
-import { MAX_LISTENERS_PER_NODE } from '@slb/model';
+import { MAX_LISTENERS_PER_NODE, QUOTAS } from '@slb/model';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
 // A node refuses a config of more than MAX_LISTENERS_PER_NODE listeners as a whole (which would hold back
 // every other LB's changes on it), so the API stops at that many fleet-wide, with a 409 that changes nothing.
@@ -12,7 +12,14 @@ beforeAll(async () => {
 });
 
 it(`refuses the listener after the fleet's ${MAX_LISTENERS_PER_NODE}th, and takes one again once another is deleted`, async () => {
-  const { token } = await newTenant(t.app);
+  const { tenantId, token } = await newTenant(t.app);
+  // The fleet bound is what is tested, not the tenant's quota: raised to its ceiling, the node bound.
+  const quota = await call(t.app, ADMIN_TOKEN, 'PATCH', `/v1/tenants/${tenantId}/quotas`, {
+    listenersPerLoadBalancer: MAX_LISTENERS_PER_NODE,
+    listeners: MAX_LISTENERS_PER_NODE,
+    backends: QUOTAS.backends.ceiling,
+  });
+  expect(quota.status).toBe(200);
   const { lbId, sgId } = await newLoadBalancer(t.app, token);
   const base = `/v1/load-balancers/${lbId}/listeners`;
   const seed = await call(t.app, token, 'POST', base, { protocol: 'tcp', port: 1000, serverGroupId: sgId });

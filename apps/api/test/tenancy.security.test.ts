@@ -68,6 +68,10 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   deleteToken: 'admin',
   getTenantBackendNetworks: 'admin',
   putTenantBackendNetworks: 'admin',
+
+  getQuotas: 'tenant',
+  getTenantQuotas: 'tenant',
+  updateTenantQuotas: 'admin',
 };
 /** Routes outside the document that answer without a token. */
 const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics'];
@@ -99,6 +103,8 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   createTenant: () => ({ name: 'x' }),
   createToken: () => ({ name: 'x' }),
   putTenantBackendNetworks: () => ({ networks: ['0.0.0.0/0'] }),
+
+  updateTenantQuotas: () => ({ acls: 10 }),
 };
 
 let t: TestApp;

@@ -1,4 +1,4 @@
-import type { NodeSnapshot, SnapshotListener } from '@slb/model';
+import type { ListenerFailure, NodeSnapshot, SnapshotListener } from '@slb/model';
 import { BackendGuard, type SessionSync, type SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
@@ -35,6 +35,21 @@ async function withConcurrency<T>(items: T[], limit: number, work: (item: T) => 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+function bindKeys(l: SnapshotListener): string[] {
+  const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
+  return l.bindAddresses.map((a) => `${transport} ${a}:${l.port}`);
+}
+
+/** Takes `l`'s addresses in `bound`, or throws naming the listener that holds one of them. */
+function claimBinds(bound: Map<string, string>, l: SnapshotListener): void {
+  const keys = bindKeys(l);
+  for (const key of keys) {
+    const holder = bound.get(key);
+    if (holder !== undefined && holder !== l.id) throw new Error(`${key} is bound by listener ${holder}`);
+  }
+  for (const key of keys) bound.set(key, l.id);
+}
+
 /** What decides whether a listener can be updated in place or must be re-bound. */
 function bindSpec(l: SnapshotListener): string {
   const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
@@ -62,7 +77,12 @@ function resolve(
   allowed: (b: SnapshotListener['backends'][number]) => boolean,
 ): ResolvedListener {
   const acl = compileAcl(l.acl);
-  if (!acl.ok) throw new Error(acl.reason); // parseSnapshot already rejected this
+  if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
+  const servers = new Set<string>();
+  for (const [j, b] of l.backends.entries()) {
+    if (servers.has(b.serverId)) throw new Error(`backends/${j}/serverId: duplicate ${b.serverId}`);
+    servers.add(b.serverId);
+  }
   const l7 = l.protocol === 'http' || l.protocol === 'https';
   const backends: BackendSpec[] = l7
     ? s.l7Nodes.map((n) => ({
@@ -114,14 +134,25 @@ export class L4Node {
     };
   }
 
-  /** Applies a validated snapshot. Calls are serialised; a listener that fails to bind is logged and skipped. */
-  apply(snapshot: NodeSnapshot, change?: SnapshotChange): Promise<void> {
+  /**
+   * Applies a validated snapshot. Calls are serialised. A listener that cannot be built (a bad ACL, a bind
+   * that fails or clashes with another listener's) is left as it was, logged, counted and returned; every
+   * other listener is applied.
+   */
+  apply(snapshot: NodeSnapshot, change?: SnapshotChange): Promise<ListenerFailure[]> {
     const run = this.queue.then(() => this.applyNow(snapshot, change));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async applyNow(s: NodeSnapshot, change?: SnapshotChange): Promise<void> {
+  private fail(failed: ListenerFailure[], id: string, reason: string): void {
+    failed.push({ listenerId: id, reason });
+    this.metrics.listenerFailures.inc();
+    this.options.logger.error({ listener: id, reason }, 'listener not applied; the others are');
+  }
+
+  private async applyNow(s: NodeSnapshot, change?: SnapshotChange): Promise<ListenerFailure[]> {
+    const failed: ListenerFailure[] = [];
     const log = this.options.logger;
     // After a delta only the listeners it names are looked at: a weight change on a node with thousands of
     // listeners then costs what that listener costs. A changed L7 pool touches every HTTP listener: full pass.
@@ -164,12 +195,21 @@ export class L4Node {
       log.warn({ listener: listenerId, server: b.serverId, reason }, 'backend denied: not connecting to it');
       return false;
     };
+    // Which listener holds each address and port, so one that asks for another's is refused alone.
+    const bound = this.boundAddresses();
     for (const l of upserts) {
       const existing = this.listeners.get(l.id);
       const http = l.protocol === 'http' || l.protocol === 'https';
       if (existing !== undefined && this.applied.get(l.id) === l && !(http && l7Changed)) continue;
+      let resolved: ResolvedListener;
+      try {
+        resolved = resolve(l, s, allowed(l.id));
+        if (existing === undefined) claimBinds(bound, l);
+      } catch (err) {
+        this.fail(failed, l.id, (err as Error).message);
+        continue;
+      }
       this.applied.set(l.id, l);
-      const resolved = resolve(l, s, allowed(l.id));
       if (existing !== undefined) {
         existing.update(resolved);
         existing.configureSync().catch((err) => log.warn({ err, listener: l.id }, 'session sync attach failed'));
@@ -191,12 +231,23 @@ export class L4Node {
         log.info({ listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses }, 'listener started');
       } catch (err) {
         listener.stop(0);
-        log.error({ err, listener: l.id }, 'listener failed to start');
+        this.applied.delete(l.id);
+        this.fail(failed, l.id, `cannot bind: ${(err as Error).message}`);
       }
     });
     this.current = s;
     this.metrics.configVersion.set(s.version);
-    log.info({ version: s.version, listeners: this.listeners.size }, 'config applied');
+    log.info({ version: s.version, listeners: this.listeners.size, failed: failed.length }, 'config applied');
+    return failed;
+  }
+
+  /** transport, address and port → the running listener bound there. */
+  private boundAddresses(): Map<string, string> {
+    const bound = new Map<string, string>();
+    for (const [id, listener] of this.listeners) {
+      for (const key of bindKeys(listener.cfg.config)) bound.set(key, id);
+    }
+    return bound;
   }
 
   /**

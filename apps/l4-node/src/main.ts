@@ -60,7 +60,7 @@ if (config.configPath !== undefined) {
     schema: NodeSnapshot,
     apply: async (snapshot, change) => {
       node.metrics.reloads.inc({ result: 'applied' });
-      await node.apply(snapshot, change);
+      return node.apply(snapshot, change);
     },
     load: () => load.current,
     logger,

@@ -122,6 +122,12 @@ export class L4Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  /** No listener label: a listener that cannot be built may not have an id worth a series. */
+  readonly listenerFailures = new Counter({
+    name: 'slb_l4_listener_failures_total',
+    help: 'Listeners of an applied config that could not be built (bad ACL, bind clash or failure); the rest were applied',
+    registers: [this.registry],
+  });
   readonly conntrackEntries = new Gauge({
     name: 'slb_l4_conntrack_entries',
     help: 'Entries in the connection-tracking tables',

@@ -1,4 +1,4 @@
-import type { L7Listener, L7NodeSnapshot } from '@slb/model';
+import type { L7Listener, L7NodeSnapshot, ListenerFailure } from '@slb/model';
 import { BackendGuard, type SessionSync } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerOptions, ListenerRuntime } from './listener.js';
@@ -15,6 +15,7 @@ import {
   poolKeyOf,
   ServerGroupRuntime,
 } from './server-group.js';
+import { listenerProblem } from './snapshot-loader.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -46,8 +47,12 @@ export interface L7AppOptions {
 
 export interface L7App {
   readonly metrics: Metrics;
-  /** Applies a validated snapshot: listeners that keep their sockets are updated in place. */
-  apply(snapshot: L7NodeSnapshot): Promise<void>;
+  /**
+   * Applies a validated snapshot: listeners that keep their sockets are updated in place. A listener that
+   * cannot be built (no certificate, a bad one, an unknown group, a port it cannot bind) keeps what it
+   * had, is logged and counted, and is returned; every other listener is applied.
+   */
+  apply(snapshot: L7NodeSnapshot): Promise<ListenerFailure[]>;
   /** Bound ports of a listener (useful when the snapshot says port 0). */
   ports(listenerId: string): { proxy: number; direct: number | null } | undefined;
   readonly version: number | null;
@@ -138,7 +143,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
 
   /** The snapshot object each running listener was last built from. */
   const appliedConfigs = new Map<string, L7Listener>();
-  let applying: Promise<void> = Promise.resolve();
+  /** The apply in progress; never rejected, so one failed apply cannot hold back the next. */
+  let applying: Promise<unknown> = Promise.resolve();
 
   function learnedFor(listenerId: string): LearnedCookies {
     let cookies = learned.get(listenerId);
@@ -220,10 +226,40 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   }
   let guard = new BackendGuard();
 
-  async function applyNow(snapshot: L7NodeSnapshot): Promise<void> {
-    listenerOptions.proxySources.update(snapshot.l4Nodes);
-    guard = guardOf(snapshot);
-    const wanted = new Map(snapshot.listeners.map((l) => [l.id, l]));
+  function fail(failed: ListenerFailure[], id: string, reason: string): void {
+    failed.push({ listenerId: id, reason });
+    metrics.listenerFailures.inc();
+    logger.error({ listener: id, reason }, 'listener not applied; the others are');
+  }
+
+  async function applyNow(sent: L7NodeSnapshot): Promise<ListenerFailure[]> {
+    listenerOptions.proxySources.update(sent.l4Nodes);
+    guard = guardOf(sent);
+    const failed: ListenerFailure[] = [];
+    // Each changed listener is built before anything moves; one that cannot be keeps what it had.
+    const states = new Map<string, ListenerState>();
+    const wanted = new Map<string, L7Listener>();
+    for (const l of sent.listeners) {
+      if (wanted.has(l.id)) {
+        fail(failed, l.id, 'duplicate listener id');
+        continue;
+      }
+      if (appliedConfigs.get(l.id) === l && listeners.has(l.id)) {
+        wanted.set(l.id, l);
+        continue;
+      }
+      try {
+        const problem = listenerProblem(l);
+        if (problem !== undefined) throw new Error(problem.slice(1));
+        states.set(l.id, stateFor(l));
+        wanted.set(l.id, l);
+      } catch (err) {
+        fail(failed, l.id, (err as Error).message);
+        const previous = appliedConfigs.get(l.id);
+        if (previous !== undefined && listeners.has(l.id)) wanted.set(l.id, previous);
+      }
+    }
+    const snapshot: L7NodeSnapshot = { ...sent, listeners: [...wanted.values()] };
     await syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];
     for (const [id, rt] of listeners) {
@@ -248,19 +284,31 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       const existing = listeners.get(l.id);
       // A delta carries unchanged listeners as the very same objects: nothing to rebuild for them.
       if (existing && appliedConfigs.get(l.id) === l) continue;
-      appliedConfigs.set(l.id, l);
+      const state = states.get(l.id) ?? stateFor(l);
       if (existing) {
-        existing.update(stateFor(l));
+        try {
+          existing.update(state);
+          appliedConfigs.set(l.id, l);
+        } catch (err) {
+          fail(failed, l.id, (err as Error).message);
+        }
         continue;
       }
-      const rt = new ListenerRuntime(stateFor(l), deps, listenerOptions);
+      let rt: ListenerRuntime;
+      try {
+        rt = new ListenerRuntime(state, deps, listenerOptions);
+      } catch (err) {
+        fail(failed, l.id, (err as Error).message);
+        continue;
+      }
       try {
         await rt.listen();
       } catch (err) {
-        logger.error({ listener: l.id, err: (err as Error).message }, 'listener could not bind; skipped');
+        fail(failed, l.id, `cannot bind: ${(err as Error).message}`);
         await rt.close(0);
         continue;
       }
+      appliedConfigs.set(l.id, l);
       listeners.set(l.id, rt);
       logger.info({ listener: l.id, protocol: l.protocol, ...rt.ports() }, 'listener up');
     }
@@ -274,20 +322,22 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     scheduleCleanup();
     version = snapshot.version;
     metrics.reloads.labels('applied').inc();
+    return failed;
   }
 
   return {
     metrics,
     apply(snapshot) {
-      applying = applying.then(() => applyNow(snapshot));
-      return applying;
+      const run = applying.then(() => applyNow(snapshot));
+      applying = run.catch(() => undefined);
+      return run;
     },
     ports: (id) => listeners.get(id)?.ports(),
     get version() {
       return version;
     },
     async close() {
-      await applying.catch(() => {});
+      await applying;
       if (cleanupTimer) clearTimeout(cleanupTimer);
       for (const s of stickySyncs.values()) s.detach();
       stickySyncs.clear();

@@ -1,7 +1,12 @@
 import cluster from 'node:cluster';
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
-import { type L7NodeSnapshot, L7NodeSnapshot as L7NodeSnapshotSchema, type NodeLoadReport } from '@slb/model';
+import {
+  type L7NodeSnapshot,
+  L7NodeSnapshot as L7NodeSnapshotSchema,
+  type ListenerFailure,
+  type NodeLoadReport,
+} from '@slb/model';
 import {
   ControlChannelClient,
   LoadSampler,
@@ -41,7 +46,8 @@ const LOAD_METRICS = {
 
 /** What serves, follows config and reports load: the app itself, or the worker fleet. */
 interface Target {
-  apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<void>;
+  /** Resolves with the listeners it could not build (in a worker fleet: those any worker could not). */
+  apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<undefined | readonly ListenerFailure[]>;
   load(): NodeLoadReport;
   close(): Promise<void>;
   reloads(result: 'refused'): void;

@@ -98,6 +98,11 @@ export function createMetrics(registry = new Registry()) {
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registry,
     ),
+    listenerFailures: new Counter({
+      name: 'slb_l7_listener_failures_total',
+      help: 'listeners of an applied config that could not be built (bad certificate, unknown group, bind); the rest were applied',
+      registers: [registry],
+    }),
     reloads: new Counter({
       name: 'slb_l7_config_reloads_total',
       help: 'config snapshots applied or refused',

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { Value } from '@sinclair/typebox/value';
-import { L7NodeSnapshot } from '@slb/model';
+import { type L7Listener, L7NodeSnapshot } from '@slb/model';
 
 // Reads and validates a snapshot file. A bad file is a result with a one-line reason, never an exception:
 // the node keeps serving its last good config.
@@ -29,27 +29,34 @@ export function checkSnapshot(value: unknown): LoadResult {
       if (ports.has(key)) return { ok: false, reason: `${at}: port ${p} used twice` };
       ports.add(key);
     }
-    if (l.protocol === 'https' && l.certificates.length === 0) {
-      return { ok: false, reason: `${at}/certificates: an https listener needs at least one certificate` };
-    }
-    const groups = new Set(l.serverGroups.map((g) => g.id));
-    if (l.defaultServerGroupId !== null && !groups.has(l.defaultServerGroupId)) {
-      return { ok: false, reason: `${at}/defaultServerGroupId: unknown server group ${l.defaultServerGroupId}` };
-    }
-    for (const [j, r] of l.rules.entries()) {
-      if (!groups.has(r.serverGroupId)) {
-        return { ok: false, reason: `${at}/rules/${j}/serverGroupId: unknown server group ${r.serverGroupId}` };
-      }
-    }
-    for (const [j, g] of l.serverGroups.entries()) {
-      for (const [k, b] of g.backends.entries()) {
-        if (isIP(b.address) === 0) {
-          return { ok: false, reason: `${at}/serverGroups/${j}/backends/${k}/address: not an IP address` };
-        }
-      }
-    }
+    const problem = listenerProblem(l);
+    if (problem !== undefined) return { ok: false, reason: `${at}${problem}` };
   }
   return { ok: true, snapshot: s };
+}
+
+/**
+ * What keeps one listener from being built, that its schema cannot say (a path within it and why), or
+ * undefined. The node checks each listener of a config with it and refuses that listener alone.
+ */
+export function listenerProblem(l: L7Listener): string | undefined {
+  if (l.bindAddress !== undefined && isIP(l.bindAddress) === 0) return '/bindAddress: not an IP address';
+  if (l.protocol === 'https' && l.certificates.length === 0) {
+    return '/certificates: an https listener needs at least one certificate';
+  }
+  const groups = new Set(l.serverGroups.map((g) => g.id));
+  if (l.defaultServerGroupId !== null && !groups.has(l.defaultServerGroupId)) {
+    return `/defaultServerGroupId: unknown server group ${l.defaultServerGroupId}`;
+  }
+  for (const [j, r] of l.rules.entries()) {
+    if (!groups.has(r.serverGroupId)) return `/rules/${j}/serverGroupId: unknown server group ${r.serverGroupId}`;
+  }
+  for (const [j, g] of l.serverGroups.entries()) {
+    for (const [k, b] of g.backends.entries()) {
+      if (isIP(b.address) === 0) return `/serverGroups/${j}/backends/${k}/address: not an IP address`;
+    }
+  }
+  return undefined;
 }
 
 export async function loadSnapshotFile(path: string): Promise<LoadResult> {

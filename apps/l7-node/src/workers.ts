@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { L7Listener, L7NodeSnapshot, NodeLoadReport } from '@slb/model';
+import type { L7Listener, L7NodeSnapshot, ListenerFailure, NodeLoadReport } from '@slb/model';
 import { applyListenerDelta, type SnapshotChange } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 
@@ -26,7 +26,7 @@ export type ToWorker =
 /** Worker → primary. */
 export type FromWorker =
   | { type: 'slb:ready' }
-  | { type: 'slb:applied'; id: number; version: number; error?: string }
+  | { type: 'slb:applied'; id: number; version: number; error?: string; failed?: ListenerFailure[] }
   | { type: 'slb:load'; load: NodeLoadReport };
 
 interface WorkerState {
@@ -44,7 +44,10 @@ export class WorkerFleet {
   private readonly workers = new Map<number, WorkerState>();
   private current: L7NodeSnapshot | null = null;
   private nextId = 1;
-  private readonly waiting = new Map<number, { pending: Set<number>; errors: string[]; done: () => void }>();
+  private readonly waiting = new Map<
+    number,
+    { pending: Set<number>; errors: string[]; failed: Map<string, string>; done: () => void }
+  >();
   private stopping = false;
 
   constructor(
@@ -61,14 +64,22 @@ export class WorkerFleet {
     while (this.readyCount < this.count) await new Promise((r) => setTimeout(r, 20));
   }
 
-  /** Applies on every ready worker; rejects with the workers' reasons if any refused. */
-  async apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<void> {
+  /**
+   * Applies on every ready worker; rejects with the workers' reasons if any refused. Resolves with the
+   * listeners any worker could not build (the node's ack names them).
+   */
+  async apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<ListenerFailure[]> {
     const base = this.current;
     this.current = snapshot;
     const id = this.nextId++;
     const ready = [...this.workers.values()].filter((w) => w.ready);
-    if (ready.length === 0) return; // each worker gets the current config once it is ready
-    const entry = { pending: new Set(ready.map((w) => w.worker.id)), errors: [] as string[], done: () => {} };
+    if (ready.length === 0) return []; // each worker gets the current config once it is ready
+    const entry = {
+      pending: new Set(ready.map((w) => w.worker.id)),
+      errors: [] as string[],
+      failed: new Map<string, string>(),
+      done: () => {},
+    };
     const finished = new Promise<void>((resolve) => {
       entry.done = resolve;
     });
@@ -90,6 +101,7 @@ export class WorkerFleet {
     await finished;
     this.waiting.delete(id);
     if (entry.errors.length > 0) throw new Error(entry.errors.join('; '));
+    return [...entry.failed].map(([listenerId, reason]) => ({ listenerId, reason }));
   }
 
   /** The node's load: the sum of the workers' last reports. */
@@ -157,18 +169,19 @@ export class WorkerFleet {
       w.version = m.error === undefined ? m.version : null;
       if (m.error !== undefined && m.id === 0)
         this.logger.error({ worker: w.worker.process.pid, reason: m.error }, 'L7 worker refused the current config');
-      this.settleFor(w.worker.id, m.id, m.error);
+      this.settleFor(w.worker.id, m.id, m.error, m.failed);
     } else if (m.type === 'slb:load') {
       w.load = m.load;
     }
   }
 
   /** Marks one worker done with apply `id` (or with every pending apply when it died: `id` null). */
-  private settleFor(workerId: number, id: number | null, error?: string): void {
+  private settleFor(workerId: number, id: number | null, error?: string, failed: ListenerFailure[] = []): void {
     for (const [applyId, entry] of this.waiting) {
       if (id !== null && applyId !== id) continue;
       if (!entry.pending.delete(workerId)) continue;
       if (error !== undefined) entry.errors.push(error);
+      for (const f of failed) entry.failed.set(f.listenerId, f.reason);
       if (entry.pending.size === 0) entry.done();
     }
   }
@@ -180,7 +193,8 @@ export class WorkerFleet {
 
 /** What a worker serves with. */
 export interface WorkerApp {
-  apply(snapshot: L7NodeSnapshot): Promise<void>;
+  /** Resolves with the listeners it could not build (the worker logs and counts them too). */
+  apply(snapshot: L7NodeSnapshot): Promise<ListenerFailure[]>;
   load(): NodeLoadReport;
 }
 
@@ -211,9 +225,9 @@ export function runWorker(app: WorkerApp, logger: Logger, onShutdown: () => Prom
         return;
       }
       try {
-        await app.apply(next);
+        const failed = await app.apply(next);
         current = next;
-        reply({ type: 'slb:applied', id: m.id, version: next.version });
+        reply({ type: 'slb:applied', id: m.id, version: next.version, ...(failed.length > 0 ? { failed } : {}) });
       } catch (err) {
         const reason = (err as Error).message || String(err);
         logger.warn({ version: next.version, reason }, 'worker could not apply the config');

@@ -205,6 +205,28 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     await until('ack 11', () => received.some((m) => m.type === 'ack' && m.version === 11));
     for (let i = 0; i < 6; i++) expect((await get(port)).backend).toBe('two');
 
+    // A listener the workers cannot build (a certificate that is not PEM) is named in the ack; the rest serve.
+    const broken = listener({
+      protocol: 'https',
+      backends: [one.spec],
+      certificates: [{ id: id('cert'), certificatePem: 'not a certificate', privateKeyPem: 'nor a key' }],
+    });
+    ws!.send(
+      JSON.stringify({
+        type: 'delta',
+        kind: 'l7',
+        fromVersion: 11,
+        version: 12,
+        generatedAt: '2026-11-30T00:00:02Z',
+        upsert: [broken],
+        remove: [],
+      }),
+    );
+    await until('ack 12', () => received.some((m) => m.type === 'ack' && m.version === 12));
+    const ack12 = received.find((m) => m.type === 'ack' && m.version === 12)!;
+    expect((ack12.failedListeners as { listenerId: string }[]).map((f) => f.listenerId)).toEqual([broken.id]);
+    expect((await get(port)).backend).toBe('two');
+
     // The heartbeat's load is the workers' sum: requests were served in the last seconds.
     const served = Date.now();
     for (let i = 0; i < 20; i++) await get(port);

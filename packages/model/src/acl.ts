@@ -1,9 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Description, Name, Page, ResourceId, StrictObject, Timestamps } from './common.js';
-
-export const MAX_ACL_ENTRIES = 1000;
+import { MAX_ACL_ENTRIES } from './limits.js';
 
 export const AclEntryInput = StrictObject({
+  // The API checks it against CIDR_PATTERN (what the nodes accept) and parses it: a bad one is a 422.
   cidr: Type.String({ minLength: 1, maxLength: 49, description: 'IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32' }),
   description: Type.Optional(Description),
 });

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Name, Page, ResourceId, StrictObject, Timestamps } from './common.js';
+import { MAX_CERTIFICATE_PEM_LENGTH } from './limits.js';
 
 export const Certificate = Type.Object(
   {
@@ -20,7 +21,11 @@ export type Certificate = Static<typeof Certificate>;
 export const CreateCertificate = StrictObject(
   {
     name: Name,
-    certificate: Type.String({ minLength: 1, maxLength: 65536, description: 'PEM: leaf first, then chain' }),
+    certificate: Type.String({
+      minLength: 1,
+      maxLength: MAX_CERTIFICATE_PEM_LENGTH,
+      description: 'PEM: leaf first, then chain',
+    }),
     privateKey: Type.String({ minLength: 1, maxLength: 16384, description: 'PEM, unencrypted' }),
   },
   { title: 'CreateCertificate' },

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
+import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
 
 // The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
@@ -30,7 +31,28 @@ export const HelloMessage = Type.Object(
   },
   { additionalProperties: false },
 );
-export const AckMessage = Type.Object({ type: Type.Literal('ack'), version: Version }, { additionalProperties: false });
+/** A listener a node could not build from the config it acked; it kept that listener's last good config, if any. */
+export const ListenerFailure = Type.Object(
+  {
+    listenerId: Type.String({ minLength: 1, maxLength: 64 }),
+    reason: Type.String({ maxLength: 500 }),
+  },
+  { additionalProperties: false },
+);
+export type ListenerFailure = Static<typeof ListenerFailure>;
+export const AckMessage = Type.Object(
+  {
+    type: Type.Literal('ack'),
+    version: Version,
+    failedListeners: Type.Optional(
+      Type.Array(ListenerFailure, {
+        maxItems: MAX_LISTENERS_PER_NODE,
+        description: 'every listener of the applied config the node does not serve as sent; the rest are applied',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 export const NackMessage = Type.Object(
   { type: Type.Literal('nack'), version: Version, reason: Type.String({ maxLength: 2000 }) },
   { additionalProperties: false },

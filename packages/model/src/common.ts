@@ -74,6 +74,18 @@ export const FieldError = Type.Object({
 });
 export type FieldError = Static<typeof FieldError>;
 
+/** What a `quota_exceeded` problem carries besides its text: which quota, its limit and current usage. */
+export const QuotaExceeded = Type.Object(
+  {
+    name: Type.String({ description: 'the quota, as GET /v1/quotas names it' }),
+    limit: Type.Integer(),
+    usage: Type.Integer({ description: 'usage before the refused request' }),
+    requested: Type.Integer({ description: 'how many the refused request would have added' }),
+  },
+  { title: 'QuotaExceeded', additionalProperties: false },
+);
+export type QuotaExceeded = Static<typeof QuotaExceeded>;
+
 /** RFC 9457 problem details: the one error body of every route. */
 export const Problem = Type.Object(
   {
@@ -87,6 +99,8 @@ export const Problem = Type.Object(
     requestId: Type.Optional(
       Type.String({ description: 'on 5xx: the request id, also in the x-request-id header and the server log' }),
     ),
+
+    quota: Type.Optional(QuotaExceeded),
   },
   { title: 'Problem' },
 );

@@ -1,6 +1,17 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Nullable, ResourceId, StrictObject, Weight } from './common.js';
-import { MAX_LISTENERS_PER_NODE, SnapshotAcl } from './snapshot.js';
+import {
+  COOKIE_NAME_PATTERN,
+  MAX_CERTIFICATE_PEM_LENGTH,
+  MAX_CERTIFICATES_PER_LISTENER,
+  MAX_COOKIE_NAME_LENGTH,
+  MAX_IDLE_TIMEOUT,
+  MAX_LISTENERS_PER_NODE,
+  MAX_RULES_PER_LISTENER,
+  MAX_SERVER_GROUPS_PER_L7_LISTENER,
+  MAX_SERVERS_PER_GROUP,
+} from './limits.js';
+import { SnapshotAcl } from './snapshot.js';
 import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
@@ -26,8 +37,8 @@ export const L7StickySession = StrictObject(
     }),
     cookieName: Type.String({
       minLength: 1,
-      maxLength: 200,
-      pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$",
+      maxLength: MAX_COOKIE_NAME_LENGTH,
+      pattern: COOKIE_NAME_PATTERN,
       description: 'cookie the node inserts (insert) or the backend sets (server)',
     }),
     cookieTimeout: Nullable(
@@ -41,7 +52,11 @@ export type L7StickySession = Static<typeof L7StickySession>;
 export const L7Certificate = StrictObject(
   {
     id: ResourceId('certificate'),
-    certificatePem: Type.String({ minLength: 1, maxLength: 65_536, description: 'leaf first, then the chain' }),
+    certificatePem: Type.String({
+      minLength: 1,
+      maxLength: MAX_CERTIFICATE_PEM_LENGTH,
+      description: 'leaf first, then the chain',
+    }),
     privateKeyPem: Type.String({ minLength: 1, maxLength: 65_536 }),
   },
   { title: 'L7Certificate' },
@@ -84,7 +99,7 @@ export type L7Backend = Static<typeof L7Backend>;
 export const L7ServerGroup = StrictObject(
   {
     id: ResourceId('serverGroup'),
-    backends: Type.Array(L7Backend, { maxItems: 1000 }),
+    backends: Type.Array(L7Backend, { maxItems: MAX_SERVERS_PER_GROUP }),
   },
   { title: 'L7ServerGroup' },
 );
@@ -117,19 +132,23 @@ export const L7Listener = StrictObject(
         description: "replace the client's X-Forwarded-For or append to it; absent = replace",
       }),
     ),
-    idleTimeout: Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds an idle client keep-alive lives' }),
+    idleTimeout: Type.Integer({
+      minimum: 1,
+      maximum: MAX_IDLE_TIMEOUT,
+      description: 'seconds an idle client keep-alive lives',
+    }),
     requestTimeout: Type.Integer({
       minimum: 1,
       maximum: 3600,
       description: 'seconds a request may wait for the backend response to complete; then 504',
     }),
     certificates: Type.Array(L7Certificate, {
-      maxItems: 64,
+      maxItems: MAX_CERTIFICATES_PER_LISTENER,
       description: 'https: first is the default, the others are chosen by SNI',
     }),
     defaultServerGroupId: Nullable(ResourceId('serverGroup')),
-    rules: Type.Array(L7Rule, { maxItems: 1000 }),
-    serverGroups: Type.Array(L7ServerGroup, { maxItems: 1000 }),
+    rules: Type.Array(L7Rule, { maxItems: MAX_RULES_PER_LISTENER }),
+    serverGroups: Type.Array(L7ServerGroup, { maxItems: MAX_SERVER_GROUPS_PER_L7_LISTENER }),
     acl: Type.Optional(SnapshotAcl),
     maxTlsHandshakes: Type.Optional(
       Type.Integer({

@@ -1,6 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Description, Nullable, Page, Port, ResourceId, StrictObject, StringEnum, Timestamps } from './common.js';
 import { MaxConnections } from './connection-limits.js';
+import {
+  COOKIE_NAME_PATTERN,
+  MAX_ADDITIONAL_CERTIFICATES,
+  MAX_CONNECTION_DRAIN_TIMEOUT,
+  MAX_COOKIE_NAME_LENGTH,
+  MAX_IDLE_TIMEOUT,
+  MAX_PERSISTENCE_TIMEOUT,
+} from './limits.js';
 
 export const Protocol = StringEnum(['tcp', 'udp', 'http', 'https']);
 export type Protocol = Static<typeof Protocol>;
@@ -61,7 +69,9 @@ export type HealthCheck = Static<typeof HealthCheck>;
 export const StickySessionInput = StrictObject(
   {
     mode: StringEnum(['insert', 'server']),
-    cookieName: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" })),
+    cookieName: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_COOKIE_NAME_LENGTH, pattern: COOKIE_NAME_PATTERN }),
+    ),
     cookieTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'seconds, insert mode' })),
   },
   { title: 'StickySession' },
@@ -96,19 +106,28 @@ const listenerOptions = {
   backendPort: Type.Optional(Port),
   scheduler: Type.Optional(Scheduler),
   persistenceTimeout: Type.Optional(
-    Type.Integer({ minimum: 0, maximum: 3600, description: 'tcp/udp: seconds a client IP keeps its server' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_PERSISTENCE_TIMEOUT,
+      description: 'tcp/udp: seconds a client IP keeps its server',
+    }),
   ),
   stickySession: Type.Optional(Nullable(StickySessionInput)),
   healthCheck: Type.Optional(HealthCheckInput),
   proxyProtocol: Type.Optional(ProxyProtocol),
   xForwardedFor: Type.Optional(Type.Boolean()),
   xForwardedForMode: Type.Optional(XForwardedForMode),
-  idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds' })),
+  idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_IDLE_TIMEOUT, description: 'seconds' })),
   requestTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 180, description: 'http/https, seconds' })),
-  connectionDrainTimeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 900, description: 'seconds' })),
+  connectionDrainTimeout: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: MAX_CONNECTION_DRAIN_TIMEOUT, description: 'seconds' }),
+  ),
   certificateId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64 }))),
   additionalCertificateIds: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 25, uniqueItems: true }),
+    Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+      maxItems: MAX_ADDITIONAL_CERTIFICATES,
+      uniqueItems: true,
+    }),
   ),
   acl: Type.Optional(Nullable(ListenerAclInput)),
   description: Type.Optional(Description),

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Description, IpAddress, Name, Page, Port, ResourceId, StrictObject, Timestamps, Weight } from './common.js';
+import { MAX_SERVERS_PER_GROUP } from './limits.js';
 
 export const Server = Type.Object(
   {
@@ -20,8 +21,6 @@ export const ServerInput = StrictObject(
   { title: 'ServerInput' },
 );
 export type ServerInput = Static<typeof ServerInput>;
-
-export const MAX_SERVERS_PER_GROUP = 1000;
 
 export const ServerGroup = Type.Object(
   {

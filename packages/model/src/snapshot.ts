@@ -3,6 +3,15 @@ import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
 import { MaxConnections } from './connection-limits.js';
 
 import { SnapshotBackendDenyList } from './snapshot-deny.js';
+import {
+  CidrText,
+  MAX_ACL_ENTRIES,
+  MAX_CONNECTION_DRAIN_TIMEOUT,
+  MAX_IDLE_TIMEOUT,
+  MAX_LISTENERS_PER_NODE,
+  MAX_PERSISTENCE_TIMEOUT,
+  MAX_SERVERS_PER_GROUP,
+} from './limits.js';
 
 // The node config snapshot: what the control plane compiles for one forwarding node and pushes over the
 // control channel, and what a node reads from `--config` or its last-known-good file. Everything a node
@@ -10,9 +19,6 @@ import { SnapshotBackendDenyList } from './snapshot-deny.js';
 // Strict objects everywhere: a node that silently ignored a misspelt field would forward wrongly.
 // Enums are unions of literals, not common.ts's StringEnum (Type.Unsafe), because nodes validate with
 // Value.Check, which only understands standard TypeBox kinds. The values are the listener resource's.
-
-/** Most listeners one node runs; the API refuses listeners beyond it (fleet-wide, see the listener service). */
-export const MAX_LISTENERS_PER_NODE = 10_000;
 
 export const SnapshotProtocol = Type.Union([
   Type.Literal('tcp'),
@@ -32,19 +38,14 @@ export const SnapshotProxyProtocol = Type.Union([Type.Literal('off'), Type.Liter
 });
 
 /** IPv4 or IPv6 CIDR (or a bare address, meaning a single host); the node checks it parses. */
-export const SnapshotCidr = Type.String({
-  minLength: 2,
-  maxLength: 49,
-  pattern: '^[0-9a-fA-F:.]+(/[0-9]{1,3})?$',
-  description: 'IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8',
-});
+export const SnapshotCidr = CidrText('IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8');
 
 export const SnapshotAcl = StrictObject(
   {
     mode: Type.Union([Type.Literal('allow'), Type.Literal('deny')], {
       description: 'allow: only these sources; deny: all but these',
     }),
-    cidrs: Type.Array(SnapshotCidr, { maxItems: 1000 }),
+    cidrs: Type.Array(SnapshotCidr, { maxItems: MAX_ACL_ENTRIES }),
   },
   { title: 'SnapshotAcl' },
 );
@@ -76,14 +77,18 @@ export const SnapshotListener = StrictObject(
       description: 'addresses of this node the listener serves on',
     }),
     scheduler: SnapshotScheduler,
-    persistenceTimeout: Type.Integer({ minimum: 0, maximum: 3600, description: 'seconds; 0 = off' }),
+    persistenceTimeout: Type.Integer({ minimum: 0, maximum: MAX_PERSISTENCE_TIMEOUT, description: 'seconds; 0 = off' }),
     proxyProtocol: SnapshotProxyProtocol,
     connectionDrainTimeout: Type.Integer({
       minimum: 0,
-      maximum: 900,
+      maximum: MAX_CONNECTION_DRAIN_TIMEOUT,
       description: 'seconds a removed or weight-0 server keeps its connections; 0 closes them at once',
     }),
-    idleTimeout: Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds; also the UDP flow timeout' }),
+    idleTimeout: Type.Integer({
+      minimum: 1,
+      maximum: MAX_IDLE_TIMEOUT,
+      description: 'seconds; also the UDP flow timeout',
+    }),
     connectTimeout: Type.Optional(
       Type.Number({
         minimum: 0.05,
@@ -105,7 +110,7 @@ export const SnapshotListener = StrictObject(
       }),
     ),
     sessionSync: Type.Boolean({ description: 'publish conntrack/persistence entries to peer nodes' }),
-    backends: Type.Array(SnapshotBackend, { maxItems: 1000 }),
+    backends: Type.Array(SnapshotBackend, { maxItems: MAX_SERVERS_PER_GROUP }),
   },
   { title: 'SnapshotListener' },
 );

@@ -149,18 +149,56 @@ describe('control channel client', () => {
       version: 6,
       reason: 'port 1001 is taken',
     });
-    const invalid = snapshot(7, [listener('lsn-00000000000000000001', 1000)]) as unknown as {
-      listeners: { port: number }[];
-    };
-    invalid.listeners[0]!.port = 70000;
-    sendSnapshot(invalid);
     server!.send('not json');
+    sendSnapshot({ ...snapshot(7, []), l7Nodes: 'none' } as unknown as NodeSnapshot); // not a listener's: refused whole
     sendSnapshot(snapshot(8, [listener('lsn-00000000000000000001', 1002)]));
     await until('applied 8', () => client!.current?.version === 8);
     expect(applied.map((a) => a.version)).toEqual([5, 8]);
     expect(
       received.filter((m) => (m as { type: string }).type === 'ack').map((m) => (m as { version: number }).version),
     ).toEqual([5, 8]);
+  });
+
+  it('refuses an unreadable listener alone: the others are applied, it keeps its last good config, the ack names it', async () => {
+    await makeClient().start();
+    await until('hello', () => received.length > 0);
+    const [a, b, c] = ['lsn-00000000000000000001', 'lsn-00000000000000000002', 'lsn-00000000000000000003'];
+    sendSnapshot(snapshot(5, [listener(a, 1000), listener(b, 1001)]));
+    await until('applied 5', () => client!.current?.version === 5);
+    // b moves to a port no node can bind, c is new and fine; a duplicate of c is refused as such.
+    const next = snapshot(6, [listener(a, 1000), { ...listener(b, 70000) }, listener(c, 1003), listener(c, 1004)]);
+    sendSnapshot(next);
+    await until('applied 6', () => client!.current?.version === 6);
+    const six = applied.at(-1)!;
+    expect(six.listeners.map((l) => [l.id, l.port])).toEqual([
+      [a, 1000],
+      [b, 1001],
+      [c, 1003],
+    ]);
+    const ack = received.find((m) => (m as { version?: number; type: string }).version === 6) as {
+      type: string;
+      failedListeners: { listenerId: string; reason: string }[];
+    };
+    expect(ack.type).toBe('ack');
+    expect(ack.failedListeners.map((f) => f.listenerId).sort()).toEqual([b, c]);
+    expect(ack.failedListeners.find((f) => f.listenerId === b)!.reason).toContain('/port');
+
+    // A delta that fixes b clears it; one that breaks a new listener leaves it out and names it.
+    const d = 'lsn-00000000000000000004';
+    sendDelta(6, 7, [listener(b, 1002), { ...listener(d, 1005), idleTimeout: 0 }], [c]);
+    await until('applied 7', () => client!.current?.version === 7);
+    expect(client!.current!.listeners.map((l) => [l.id, l.port])).toEqual([
+      [a, 1000],
+      [b, 1002],
+    ]);
+    const ack7 = received.find((m) => (m as { version?: number }).version === 7) as {
+      failedListeners: { listenerId: string }[];
+    };
+    expect(ack7.failedListeners.map((f) => f.listenerId)).toEqual([d]);
+    // The saved snapshot holds what is served, so it loads whole at the next start.
+    await client!.flushed();
+    const saved = JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'));
+    expect(saved.listeners.map((l: { port: number }) => l.port)).toEqual([1000, 1002]);
   });
 
   it('serves the saved snapshot at start, before the control plane answers (static stability)', async () => {

@@ -1,17 +1,16 @@
 import type { TSchema } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
   CONTROL_CHANNEL_MAX_BYTES,
   CONTROL_CHANNEL_PATH,
-  ControllerMessage,
   HEARTBEAT_INTERVAL_MS,
-  MAX_LISTENERS_PER_NODE,
+  type ListenerFailure,
   type NodeLoadReport,
   type NodeMessage,
 } from '@slb/model';
 import WebSocket from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { applyListenerDelta } from './delta.js';
+import { checkEnvelope, splitListeners } from './listener-split.js';
 import { loadSavedSnapshot, peekSavedVersion, saveSnapshot } from './state-file.js';
 
 export interface ChannelLogger {
@@ -40,13 +39,13 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
   stateDir: string;
   /** The schema the saved snapshot is checked against at start (messages are checked against the channel schemas). */
   schema: TSchema;
-  /** Applies a validated snapshot; throws (with a reason) to refuse it. */
   /**
-   * Applies a validated snapshot; throws (with a reason) to refuse it. After a delta, `change` names what it
-   * touched (the upserted objects are the ones in `snapshot.listeners`), so a node with thousands of
-   * listeners can look at those alone.
+   * Applies a validated snapshot. After a delta, `change` names what it touched (the upserted objects are
+   * the ones in `snapshot.listeners`), so a node with thousands of listeners can look at those alone.
+   * Returns the listeners it could not build (each keeps its last good config, if any; the rest are
+   * applied), reported in the ack. Throws (with a reason) only for what is not a listener's, refusing all.
    */
-  apply(snapshot: S, change?: SnapshotChange): Promise<void>;
+  apply(snapshot: S, change?: SnapshotChange): Promise<AppliedListeners>;
   load(): NodeLoadReport;
   logger: ChannelLogger;
   /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
@@ -79,13 +78,22 @@ export interface SnapshotChange {
   l7NodesChanged: boolean;
 }
 
-const checkControllerMessage = TypeCompiler.Compile(ControllerMessage);
+/** What an apply returns: the listeners it could not build, or nothing when it built them all. */
+// biome-ignore lint/suspicious/noConfusingVoidType: an apply that builds every listener returns nothing.
+export type AppliedListeners = readonly ListenerFailure[] | undefined | void;
+
+/** Failures named in one ack at most (bounded like the message; the node logs every one). */
+const MAX_REPORTED_FAILURES = 1000;
+
+const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
 /**
  * The node side of the control channel: dials out, says hello with its last applied version, applies
- * snapshots and deltas (validated first; a bad one is nacked and the last good config keeps serving),
- * acks, sends heartbeats, and reconnects with jittered backoff.
+ * snapshots and deltas (validated first: a bad message is nacked and the last good config keeps serving,
+ * a bad listener is refused alone and named in the ack), acks, sends heartbeats, and reconnects with
+ * jittered backoff.
  */
+
 export class ControlChannelClient<S extends VersionedSnapshot> {
   current: S | null = null;
   connected = false;
@@ -279,8 +287,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.options.logger.warn({}, 'control plane sent a message that is not JSON; ignored');
       return;
     }
-    if (!checkControllerMessage.Check(message)) {
-      const first = checkControllerMessage.Errors(message).First();
+    if (!checkEnvelope.Check(message)) {
+      const first = checkEnvelope.Errors(message).First();
       const reason = `invalid message at ${first?.path || '/'}: ${first?.message}`;
       const version =
         (message as { version?: unknown; snapshot?: { version?: unknown } } | null)?.version ??
@@ -301,8 +309,14 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     }
     let next: unknown;
     let change: SnapshotChange | undefined;
+    let refused: ListenerFailure[];
     if (message.type === 'snapshot') {
-      next = message.snapshot;
+      const { valid, failed } = splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
+      refused = failed;
+      // A listener sent unreadable keeps the config it had here, if it had one.
+      const kept = new Map((this.current?.listeners ?? []).map((l) => [l.id, l]));
+      const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
+      next = { ...message.snapshot, listeners: keep.length === 0 ? valid : sortById([...valid, ...keep]) };
     } else {
       if (!this.current || this.current.version !== message.fromVersion) {
         // Out of step: reconnecting says hello with our version, and the controller answers with a snapshot.
@@ -316,33 +330,59 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       const base = this.current as unknown as Record<string, unknown>;
       const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
       const l7NodesChanged = l7Nodes !== undefined;
+      // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
+      const { valid: upsert, failed } = splitListeners<{ id: string }>(message.kind, message.upsert);
+      refused = failed;
       next = {
         ...base,
         version: message.version,
         generatedAt: message.generatedAt,
-        listeners: applyListenerDelta(this.current.listeners, message.upsert as { id: string }[], message.remove),
+        listeners: applyListenerDelta(this.current.listeners, upsert, message.remove),
         ...(l7NodesChanged ? { l7Nodes } : {}),
       };
-      change = { upsert: message.upsert, remove: message.remove, l7NodesChanged };
+      change = { upsert, remove: message.remove, l7NodesChanged };
     }
-    await this.applyAndAck(next, change);
+    for (const f of refused) {
+      this.options.logger.warn(
+        { listener: f.listenerId, reason: f.reason },
+        'listener refused; the others are applied',
+      );
+    }
+    await this.applyAndAck(next, change, refused);
+  }
+
+  /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
+  readonly failing = new Map<string, string>();
+
+  /** A full snapshot restates every listener; a delta only those it names. */
+  private trackFailures(change: SnapshotChange | undefined, failed: readonly ListenerFailure[]): void {
+    if (change === undefined) this.failing.clear();
+    else for (const id of [...change.remove, ...change.upsert.map((l) => l.id)]) this.failing.delete(id);
+    for (const f of failed) this.failing.set(f.listenerId, f.reason);
+  }
+
+  private ackMessage(version: number): NodeMessage {
+    if (this.failing.size === 0) return { type: 'ack', version };
+    const failedListeners = [...this.failing]
+      .slice(0, MAX_REPORTED_FAILURES)
+      .map(([listenerId, reason]) => ({ listenerId, reason }));
+    return { type: 'ack', version, failedListeners };
   }
 
   /**
    * Applies a snapshot the message check already validated (a delta's listeners were validated as part of
    * the message, and its base was validated when it arrived), acks it, then saves it to disk.
    */
-  private async applyAndAck(next: unknown, change?: SnapshotChange): Promise<void> {
+  private async applyAndAck(
+    next: unknown,
+    change: SnapshotChange | undefined,
+    refused: readonly ListenerFailure[],
+  ): Promise<void> {
     const version = (next as { version: number }).version;
-    if ((next as { listeners: unknown[] }).listeners.length > MAX_LISTENERS_PER_NODE) {
-      const reason = `snapshot has more than ${MAX_LISTENERS_PER_NODE} listeners`;
-      this.send({ type: 'nack', version, reason });
-      this.options.logger.warn({ version, reason }, 'snapshot rejected; keeping the last good config');
-      return;
-    }
     const started = performance.now();
+    let failed: readonly ListenerFailure[];
     try {
-      await this.options.apply(next as S, change);
+      failed = (await this.options.apply(next as S, change)) || [];
     } catch (err) {
       const reason = (err as Error).message || String(err);
       this.send({ type: 'nack', version, reason });
@@ -350,7 +390,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     this.current = next as S;
-    this.send({ type: 'ack', version });
+    this.trackFailures(change, [...refused, ...failed]);
+    this.send(this.ackMessage(version));
     this.persist();
     this.options.logger.info(
       {

@@ -8,6 +8,7 @@ export {
   type SnapshotChange,
 } from './control-channel.js';
 export { applyListenerDelta } from './delta.js';
+export { checkEnvelope, type SplitListeners, splitListeners } from './listener-split.js';
 export { type LoadMetricNames, LoadSampler } from './load-sampler.js';
 export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';

@@ -6,6 +6,7 @@ import {
   type ControllerMessage,
   type HelloMessage,
   type L7NodeSnapshot,
+  type ListenerFailure,
   type NodeLoadReport,
   NodeMessage,
   type NodeSnapshot,
@@ -47,6 +48,8 @@ interface Session {
   /** Per sent version: the LB config versions it carries (all, or the changed ones), for convergence once acked. */
   lbVersionsSent: Map<number, LbVersions>;
   ackedLbVersions: Map<string, number>;
+  /** LBs with a listener the node reported it could not build: not converged there until it can. */
+  failedLbs: Set<string>;
   lastSeen: number;
 }
 
@@ -208,7 +211,7 @@ export class ControlHub {
       if (!session) return this.reject(ws, 'say hello first');
       session.lastSeen = Date.now();
       if (message.type === 'heartbeat') this.heartbeat(session, message.load);
-      else if (message.type === 'ack') this.ack(session, message.version);
+      else if (message.type === 'ack') this.ack(session, message.version, message.failedListeners);
       else this.nack(session, message.version, message.reason);
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays
@@ -231,7 +234,7 @@ export class ControlHub {
       kind: s.kind,
       address: s.address,
       online: this.isOnline(s, now),
-      converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion,
+      converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion && !s.failedLbs.has(lbId),
     }));
     const online = view.filter((n) => n.online);
     return {
@@ -288,6 +291,7 @@ export class ControlHub {
       portOwner: new Map(),
       lbVersionsSent: new Map(),
       ackedLbVersions: new Map(),
+      failedLbs: new Set(),
       lastSeen: Date.now(),
     };
     this.sessions.set(hello.nodeId, session);
@@ -314,7 +318,7 @@ export class ControlHub {
       .run();
   }
 
-  private ack(session: Session, version: number): void {
+  private ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
     if (!session.lbVersionsSent.has(version)) return; // an ack for something we did not send (or already superseded)
     // The node applied every version up to this one, in order.
     const done = [...session.lbVersionsSent.keys()].filter((v) => v <= version).sort((a, b) => a - b);
@@ -324,11 +328,21 @@ export class ControlHub {
       });
       session.lbVersionsSent.delete(v);
     }
-    this.db
-      .update(nodes)
-      .set({ appliedConfigVersion: version, lastError: null })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+    session.failedLbs = failedLbsOf(session.sentByLb, failedListeners);
+    if (failedListeners.length > 0) {
+      this.log.warn(
+        { nodeId: session.nodeId, version, failedListeners: failedListeners.slice(0, 20) },
+        'node applied a config but not every listener of it',
+      );
+    }
+    const lastError =
+      failedListeners.length === 0
+        ? null
+        : `version ${version}: ${failedListeners.length} listener(s) not applied: ${failedListeners
+            .slice(0, 5)
+            .map((f) => `${f.listenerId}: ${f.reason}`)
+            .join('; ')}`.slice(0, 2000);
+    this.db.update(nodes).set({ appliedConfigVersion: version, lastError }).where(eq(nodes.id, session.nodeId)).run();
   }
 
   private nack(session: Session, version: number, reason: string): void {
@@ -749,6 +763,15 @@ type Wanted = { id: string; json: string; build: () => unknown };
 interface LbVersions {
   full: boolean;
   versions: Map<string, number>;
+}
+
+/** The LBs a node's failed listeners belong to, from what it was sent. */
+function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFailure[]): Set<string> {
+  const lbs = new Set<string>();
+  if (failed.length === 0) return lbs;
+  const ids = new Set(failed.map((f) => f.listenerId));
+  for (const [lbId, listenerIds] of sentByLb) if (listenerIds.some((id) => ids.has(id))) lbs.add(lbId);
+  return lbs;
 }
 
 function applyLbVersions(acked: Map<string, number>, update: LbVersions, replace: (m: Map<string, number>) => void) {

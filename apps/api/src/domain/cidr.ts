@@ -1,4 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import { CIDR_PATTERN } from '@slb/model';
+
+const NODE_CIDR = new RegExp(CIDR_PATTERN);
 
 function ipv4ToBigInt(address: string): bigint {
   return address.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
@@ -25,6 +28,8 @@ export function cidrProblem(cidr: string): string | null {
   const match = /^([^/]+)\/(\d{1,3})$/.exec(cidr);
   if (!match) return 'must be ADDRESS/PREFIX, e.g. 10.0.0.0/8 or 2001:db8::/32';
   const [, address = '', prefixText = ''] = match;
+  // What the nodes accept (no zone id: node:net takes fe80::1%eth0, a node's ACL does not).
+  if (!NODE_CIDR.test(cidr)) return `${address} is not an IPv4 or IPv6 address (digits, hex, ':' and '.'; no zone id)`;
   const prefix = Number(prefixText);
   const bits = isIPv4(address) ? 32 : isIPv6(address) ? 128 : 0;
   if (bits === 0) return `${address} is not an IPv4 or IPv6 address`;

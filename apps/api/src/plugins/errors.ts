@@ -17,7 +17,7 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     let body: ReturnType<typeof problem>;
     if (err instanceof ApiError) {
-      body = problem(err.code, err.detail, err.errors);
+      body = problem(err.code, err.detail, err.errors, err.quota);
     } else if ('validation' in err && err.validation) {
       const part = err.validationContext ?? 'body';
       const errors = fieldErrors(part, err.validation as never);

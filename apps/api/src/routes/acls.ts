@@ -35,7 +35,7 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'createAcl',
       headers: IdempotencyHeaders,
       body: CreateAcl,
-      response: { 201: Acl, ...problems(...AUTH_PROBLEMS, 413, 415, 422) },
+      response: { 201: Acl, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
       created(app, request, reply, () => {
@@ -64,7 +64,7 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: AclParams,
       headers: IfMatchHeaders,
       body: UpdateAcl,
-      response: { 200: Acl, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415, 422) },
+      response: { 200: Acl, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
     handler: (request, reply) => {
       const row = acls.update(scope(request), request.params.aclId, request.body, request.headers['if-match']);

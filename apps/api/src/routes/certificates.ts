@@ -35,7 +35,7 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'createCertificate',
       headers: IdempotencyHeaders,
       body: CreateCertificate,
-      response: { 201: Certificate, ...problems(...AUTH_PROBLEMS, 413, 415, 422) },
+      response: { 201: Certificate, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
       created(app, request, reply, () => {

@@ -5,6 +5,7 @@ import { certificateRoutes } from './certificates.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
 import { nodeRoutes } from './nodes.js';
+import { quotaRoutes } from './quotas.js';
 import { ruleRoutes } from './rules.js';
 import { serverGroupRoutes } from './server-groups.js';
 import { tenantRoutes } from './tenants.js';
@@ -19,4 +20,6 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(nodeRoutes);
   await app.register(tenantRoutes);
   await app.register(backendNetworkRoutes);
+
+  await app.register(quotaRoutes);
 };

@@ -40,7 +40,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'createLoadBalancer',
       headers: IdempotencyHeaders,
       body: CreateLoadBalancer,
-      response: { 201: LoadBalancer, ...problems(...AUTH_PROBLEMS, 413, 415, 422) },
+      response: { 201: LoadBalancer, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
       created(app, request, reply, () => {

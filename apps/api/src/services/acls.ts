@@ -5,6 +5,7 @@ import { cidrProblem } from '../domain/cidr.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
+import type { QuotaService } from './quotas.js';
 
 type AclRow = typeof acls.$inferSelect;
 
@@ -29,7 +30,10 @@ function checkEntries(entries: AclEntryInput[]) {
 }
 
 export class AclService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly quotas?: QuotaService,
+  ) {}
 
   find(scope: Scope, id: string): AclRow {
     const row = this.db
@@ -64,7 +68,14 @@ export class AclService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(acls).values(row).run();
+    this.db.transaction(
+      () => {
+        this.quotas?.check(auth.tenantId, 'acls', auth.tenantId);
+        this.quotas?.enforce(auth.tenantId, 'entriesPerAcl', 0, row.entries.length);
+        this.db.insert(acls).values(row).run();
+      },
+      { behavior: 'immediate' },
+    );
     return row;
   }
 
@@ -72,9 +83,11 @@ export class AclService {
     return this.db.transaction(() => {
       const row = this.find(scope, id);
       checkIfMatch(ifMatch, row.revision);
+      const entries = input.entries ? checkEntries(input.entries) : row.entries;
+      this.quotas?.enforce(row.tenantId, 'entriesPerAcl', row.entries.length, entries.length - row.entries.length);
       const next = {
         name: input.name ?? row.name,
-        entries: input.entries ? checkEntries(input.entries) : row.entries,
+        entries,
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };

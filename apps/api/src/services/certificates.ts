@@ -5,6 +5,7 @@ import { parseCertificate } from '../domain/certificate-pem.js';
 import { ApiError, notFound } from '../errors.js';
 import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
+import type { QuotaService } from './quotas.js';
 
 type CertificateRow = typeof certificates.$inferSelect;
 
@@ -23,7 +24,10 @@ export const toCertificate = (r: CertificateRow): Certificate => ({
 });
 
 export class CertificateService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly quotas?: QuotaService,
+  ) {}
 
   find(scope: Scope, id: string): CertificateRow {
     const row = this.db
@@ -61,7 +65,13 @@ export class CertificateService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(certificates).values(row).run();
+    this.db.transaction(
+      () => {
+        this.quotas?.check(auth.tenantId, 'certificates', auth.tenantId);
+        this.db.insert(certificates).values(row).run();
+      },
+      { behavior: 'immediate' },
+    );
     return row;
   }
 

@@ -1,4 +1,5 @@
 import type { Db } from '@slb/db';
+import type { QuotaLimits } from '@slb/model';
 import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
 import type { Authenticator } from './auth.js';
@@ -8,6 +9,7 @@ import { HealthService } from './health.js';
 import { ListenerService } from './listeners.js';
 import { LoadBalancerService, type RuntimeView } from './load-balancers.js';
 import { NodeService } from './nodes.js';
+import { QuotaService } from './quotas.js';
 import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
@@ -19,19 +21,22 @@ export function createServices(
   runtime: RuntimeView,
   dnsZone: string | undefined,
   backendPolicy: BackendPolicyOptions,
+  quotaDefaults?: QuotaLimits,
 ) {
-  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone);
+  const quotas = new QuotaService(db, quotaDefaults);
+  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas);
   const policy = new BackendPolicyService(db, backendPolicy);
-  const serverGroups = new ServerGroupService(db, loadBalancers, policy);
-  const listeners = new ListenerService(db, loadBalancers, serverGroups);
+  const serverGroups = new ServerGroupService(db, loadBalancers, policy, quotas);
+  const listeners = new ListenerService(db, loadBalancers, serverGroups, quotas);
   return {
+    quotas,
     loadBalancers,
     backendPolicy: policy,
     serverGroups,
     listeners,
-    rules: new RuleService(db, loadBalancers, listeners, serverGroups),
-    certificates: new CertificateService(db),
-    acls: new AclService(db),
+    rules: new RuleService(db, loadBalancers, listeners, serverGroups, quotas),
+    certificates: new CertificateService(db, quotas),
+    acls: new AclService(db, quotas),
     nodes: new NodeService(db),
     tenants: new TenantService(db, authenticator),
     health: new HealthService(db, loadBalancers),

@@ -13,6 +13,7 @@ import { ApiError, notFound, unprocessable } from '../errors.js';
 import { backendPortsOf } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
 export type ListenerRow = typeof listeners.$inferSelect;
@@ -48,6 +49,7 @@ export class ListenerService {
     private readonly db: Db,
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   toApi(row: ListenerRow): Listener {
@@ -175,6 +177,9 @@ export class ListenerService {
       const transport = transportOf(protocol);
       this.checkPortFree(lb.tenantId, lbId, protocol, port);
       this.checkFleetRoom();
+      this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
+      this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
+      const backends = this.quotas?.growth(lb.tenantId, 'backends');
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),
@@ -196,6 +201,7 @@ export class ListenerService {
         if (isUniqueViolation(err)) throw this.portConflict(lbId, protocol, port);
         throw err;
       }
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return row;
     });
@@ -220,6 +226,8 @@ export class ListenerService {
         [...new Set([serverGroupId ?? row.serverGroupId, ...ruleGroups])],
         backendPortsOf(settings),
       );
+
+      const backends = serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         serverGroupId: serverGroupId ?? row.serverGroupId,
         ...settingsColumns(settings),
@@ -227,6 +235,7 @@ export class ListenerService {
         updatedAt: nowIso(),
       };
       this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });

@@ -5,6 +5,7 @@ import { and, asc, eq, getTableColumns, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
+import type { QuotaService } from './quotas.js';
 
 type LoadBalancerRow = typeof loadBalancers.$inferSelect;
 export const DEFAULT_DNS_ZONE = 'slb.internal';
@@ -42,6 +43,7 @@ export class LoadBalancerService {
     sqlite: Database.Database,
     private readonly runtime: RuntimeView,
     private readonly dnsZone = DEFAULT_DNS_ZONE,
+    private readonly quotas?: QuotaService,
   ) {
     // Plain better-sqlite3 statements: this read runs on every GET of an LB, and the query builder's
     // per-call mapping was a measurable share of it.
@@ -120,7 +122,14 @@ export class LoadBalancerService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(loadBalancers).values(row).run();
+    // Immediate: the count and the insert hold the write lock together, even across processes.
+    this.db.transaction(
+      () => {
+        this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
+        this.db.insert(loadBalancers).values(row).run();
+      },
+      { behavior: 'immediate' },
+    );
     return row;
   }
 

@@ -6,6 +6,7 @@ import { backendPortsOf } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { ListenerRow, ListenerService } from './listeners.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
 type RuleRow = typeof rules.$inferSelect;
@@ -28,6 +29,7 @@ export class RuleService {
     private readonly lbs: LoadBalancerService,
     private readonly listeners: ListenerService,
     private readonly groups: ServerGroupService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   private httpListener(scope: Scope, lbId: string, listenerId: string): ListenerRow {
@@ -87,6 +89,9 @@ export class RuleService {
       const domain = input.domain?.toLowerCase() ?? null;
       const path = input.path ?? null;
       this.checkUnique(listenerId, domain, path);
+      // Bounded by the listener's quota, whose ceiling is what a node builds (MAX_RULES_PER_LISTENER).
+      this.quotas?.check(listener.tenantId, 'rulesPerListener', listenerId);
+      const backends = this.quotas?.growth(listener.tenantId, 'backends');
       const now = nowIso();
       const row: RuleRow = {
         id: newId('rule'),
@@ -101,6 +106,7 @@ export class RuleService {
         updatedAt: now,
       };
       this.db.insert(rules).values(row).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return row;
     });
@@ -118,6 +124,7 @@ export class RuleService {
       const domain = input.domain === undefined ? row.domain : (input.domain?.toLowerCase() ?? null);
       const path = input.path === undefined ? row.path : input.path;
       this.checkUnique(listenerId, domain, path, id);
+      const backends = input.serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         domain,
         path,
@@ -127,6 +134,7 @@ export class RuleService {
         updatedAt: nowIso(),
       };
       this.db.update(rules).set(next).where(eq(rules.id, id)).run();
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });

@@ -15,6 +15,7 @@ import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { BackendEndpoint, BackendPolicyService } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
 import type { LoadBalancerService } from './load-balancers.js';
+import type { QuotaService } from './quotas.js';
 
 type GroupRow = typeof serverGroups.$inferSelect;
 type ServerRow = typeof servers.$inferSelect;
@@ -35,6 +36,7 @@ export class ServerGroupService {
     private readonly db: Db,
     private readonly lbs: LoadBalancerService,
     private readonly policy: BackendPolicyService,
+    private readonly quotas?: QuotaService,
   ) {}
 
   /**
@@ -130,6 +132,7 @@ export class ServerGroupService {
   create(scope: Scope, lbId: string, input: CreateServerGroup): GroupRow {
     return this.db.transaction(() => {
       const lb = this.lbs.find(scope, lbId);
+      this.quotas?.check(lb.tenantId, 'serverGroupsPerLoadBalancer', lbId);
       const now = nowIso();
       const row: GroupRow = {
         id: newId('serverGroup'),
@@ -175,7 +178,10 @@ export class ServerGroupService {
   addServers(scope: Scope, lbId: string, id: string, input: ServerInput[]): ServerRow[] {
     return this.db.transaction(() => {
       const group = this.find(scope, lbId, id);
+      // Every listener and rule using the group gets the servers too.
+      const backends = this.quotas?.growth(group.tenantId, 'backends');
       const added = this.insertServers(group, input, '/servers');
+      backends?.check();
       this.lbs.bumpConfig(lbId);
       return added;
     });
@@ -227,6 +233,9 @@ export class ServerGroupService {
     if ((existing?.n ?? 0) + input.length > MAX_SERVERS_PER_GROUP) {
       throw unprocessable(field, `a server group holds at most ${MAX_SERVERS_PER_GROUP} servers`);
     }
+    // A batch counts every server it adds, against the group's quota and the tenant's.
+    this.quotas?.enforce(group.tenantId, 'serversPerServerGroup', existing?.n ?? 0, input.length);
+    this.quotas?.check(group.tenantId, 'servers', group.tenantId, input.length);
     const taken = new Set(
       this.db
         .select({ address: servers.address, port: servers.port })

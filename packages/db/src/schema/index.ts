@@ -8,5 +8,7 @@ export * from './rules.js';
 export * from './server-groups.js';
 export * from './server-health.js';
 export * from './tenant-backend-networks.js';
+
+export * from './tenant-quotas.js';
 export * from './tenants.js';
 export * from './tokens.js';

@@ -32,5 +32,9 @@ export const servers = sqliteTable(
     ...revision,
     ...timestamps,
   },
-  (t) => [uniqueIndex('servers_endpoint_uq').on(t.serverGroupId, t.address, t.port)],
+  (t) => [
+    uniqueIndex('servers_endpoint_uq').on(t.serverGroupId, t.address, t.port),
+    // The tenant-wide servers quota counts a tenant's servers on every add.
+    index('servers_tenant_idx').on(t.tenantId),
+  ],
 );

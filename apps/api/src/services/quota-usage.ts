@@ -1,0 +1,58 @@
+import type { Db } from '@slb/db';
+import { QUOTA_NAMES, type QuotaName } from '@slb/model';
+import { type SQL, sql } from 'drizzle-orm';
+
+// How much of each quota is in use. Each count is over an indexed column (tenant, LB, group, listener),
+// so the check a create makes costs one index range however large the fleet is.
+
+/** The count a create is checked against: `parent` is the tenant, LB, group, listener or ACL the quota is per. */
+const COUNT: Record<QuotaName, (parent: string) => SQL> = {
+  loadBalancers: (p) => sql`SELECT count(*) AS n FROM load_balancers WHERE tenant_id = ${p}`,
+  listenersPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM listeners WHERE load_balancer_id = ${p}`,
+  listeners: (p) => sql`SELECT count(*) AS n FROM listeners WHERE tenant_id = ${p}`,
+  serverGroupsPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM server_groups WHERE load_balancer_id = ${p}`,
+  serversPerServerGroup: (p) => sql`SELECT count(*) AS n FROM servers WHERE server_group_id = ${p}`,
+  servers: (p) => sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${p}`,
+  // Each (listener, group) pair once: a rule naming the listener's default group adds nothing.
+  backends: (p) => sql`SELECT coalesce(sum(c.n), 0) AS n
+    FROM (SELECT id AS lid, server_group_id AS gid FROM listeners WHERE tenant_id = ${p}
+          UNION SELECT listener_id, server_group_id FROM rules WHERE tenant_id = ${p}) pairs
+    JOIN (SELECT server_group_id, count(*) AS n FROM servers WHERE tenant_id = ${p} GROUP BY server_group_id) c
+      ON c.server_group_id = pairs.gid`,
+  rulesPerListener: (p) => sql`SELECT count(*) AS n FROM rules WHERE listener_id = ${p}`,
+  certificates: (p) => sql`SELECT count(*) AS n FROM certificates WHERE tenant_id = ${p}`,
+  acls: (p) => sql`SELECT count(*) AS n FROM acls WHERE tenant_id = ${p}`,
+  entriesPerAcl: (p) => sql`SELECT json_array_length(entries) AS n FROM acls WHERE id = ${p}`,
+};
+
+/** A tenant's usage: per-tenant quotas count its resources, per-resource ones report its fullest resource. */
+const USAGE: Record<QuotaName, (tenantId: string) => SQL> = {
+  loadBalancers: COUNT.loadBalancers,
+  listenersPerLoadBalancer: (t) =>
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM listeners WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
+  listeners: COUNT.listeners,
+  serverGroupsPerLoadBalancer: (t) =>
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM server_groups WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
+  serversPerServerGroup: (t) =>
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM servers WHERE tenant_id = ${t} GROUP BY server_group_id)`,
+  servers: COUNT.servers,
+  backends: COUNT.backends,
+  rulesPerListener: (t) =>
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM rules WHERE tenant_id = ${t} GROUP BY listener_id)`,
+  certificates: COUNT.certificates,
+  acls: COUNT.acls,
+  entriesPerAcl: (t) => sql`SELECT max(json_array_length(entries)) AS n FROM acls WHERE tenant_id = ${t}`,
+};
+
+const read = (db: Db, query: SQL) => db.get<{ n: number | null } | undefined>(query)?.n ?? 0;
+
+export function countOf(db: Db, name: QuotaName, parent: string): number {
+  return read(db, COUNT[name](parent));
+}
+
+export function usageOf(db: Db, tenantId: string): Record<QuotaName, number> {
+  return Object.fromEntries(QUOTA_NAMES.map((name) => [name, read(db, USAGE[name](tenantId))])) as Record<
+    QuotaName,
+    number
+  >;
+}

@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+
+// A node that applied a config but could not build one listener of it names that listener in its ack: the
+// listener's LB stays `provisioning` on that node and the node shows why, while every other LB the same
+// config carried is `active`.
+
+interface FakeNode {
+  versions: number[];
+  say(message: unknown): void;
+}
+
+function connect(t: TestApp, nodeId: string, address: string): FakeNode {
+  const handlers: Record<string, (...args: unknown[]) => void> = {};
+  const node: FakeNode = {
+    versions: [],
+    say: (message) => handlers.message?.(Buffer.from(JSON.stringify(message)), false),
+  };
+  const ws = {
+    OPEN: 1,
+    CLOSED: 3,
+    readyState: 1,
+    on: (event: string, fn: (...args: unknown[]) => void) => {
+      handlers[event] = fn;
+    },
+    close: () => undefined,
+    send: (text: string) => {
+      const m = JSON.parse(text);
+      const v = m.version ?? m.snapshot?.version;
+      if (typeof v === 'number') node.versions.push(v);
+    },
+  };
+  t.app.controlHub.attach(ws as never);
+  node.say({ type: 'hello', nodeId, kind: 'l4', address, capacity: 100, appliedVersion: 0 });
+  return node;
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+let t: TestApp;
+beforeEach(async () => {
+  t = await makeApp();
+});
+afterEach(async () => {
+  t.app.controlHub.close();
+  await t.close();
+});
+
+it("an ack naming a failed listener keeps that listener's LB provisioning, and only that one", async () => {
+  const { token } = await newTenant(t.app);
+  const node = connect(t, 'l4-a', '127.0.0.81');
+  const a = await newLoadBalancer(t.app, token);
+  const b = await newLoadBalancer(t.app, token);
+  const bad = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+    protocol: 'tcp',
+    port: 7101,
+    serverGroupId: a.sgId,
+  });
+  await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, {
+    protocol: 'tcp',
+    port: 7102,
+    serverGroupId: b.sgId,
+  });
+  await settle();
+  const version = node.versions.at(-1);
+  node.say({
+    type: 'ack',
+    version,
+    failedListeners: [{ listenerId: bad.body.id, reason: 'cannot bind: EADDRINUSE' }],
+  });
+  const status = async (lbId: string) => (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body.status;
+  expect(await status(a.lbId)).toBe('provisioning');
+  expect(await status(b.lbId)).toBe('active');
+  const shown = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a');
+  expect(shown.body.lastError).toContain(bad.body.id);
+  expect(shown.body.lastError).toContain('EADDRINUSE');
+
+  // The listener changes; the node acks the new version without failures: active again.
+  await call(t.app, token, 'PATCH', `/v1/load-balancers/${a.lbId}/listeners/${bad.body.id}`, { idleTimeout: 30 });
+  await settle();
+  expect(node.versions.at(-1)).toBeGreaterThan(version as number);
+  node.say({ type: 'ack', version: node.versions.at(-1) });
+  expect(await status(a.lbId)).toBe('active');
+  expect((await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError).toBeNull();
+});

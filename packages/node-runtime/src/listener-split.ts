@@ -1,0 +1,88 @@
+import { Type } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import {
+  ErrorMessage,
+  L4DeltaMessage,
+  L4SnapshotMessage,
+  L7DeltaMessage,
+  L7Listener,
+  L7NodeSnapshot,
+  L7SnapshotMessage,
+  type ListenerFailure,
+  MAX_LISTENERS_PER_NODE,
+  NodeSnapshot,
+  SnapshotListener,
+} from '@slb/model';
+
+// One tenant's listener that a node cannot read must not stop every other tenant's config on that node.
+// So a controller message is checked in two steps: the envelope (versions, the L7 pool, that listeners
+// are objects with an id), then each listener on its own. A listener that fails is reported in the ack
+// and the node keeps what it had for it; the rest of the config is applied.
+
+const ListenerItem = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+const Items = Type.Array(ListenerItem);
+const strict = { additionalProperties: false } as const;
+
+const Envelope = Type.Union([
+  Type.Object(
+    {
+      ...L4SnapshotMessage.properties,
+      snapshot: Type.Object({ ...NodeSnapshot.properties, listeners: Items }, strict),
+    },
+    strict,
+  ),
+  Type.Object(
+    {
+      ...L7SnapshotMessage.properties,
+      snapshot: Type.Object({ ...L7NodeSnapshot.properties, listeners: Items }, strict),
+    },
+    strict,
+  ),
+  Type.Object({ ...L4DeltaMessage.properties, upsert: Items }, strict),
+  Type.Object({ ...L7DeltaMessage.properties, upsert: Items }, strict),
+  ErrorMessage,
+]);
+
+/** The controller message with its listeners not yet checked one by one. */
+export const checkEnvelope = TypeCompiler.Compile(Envelope);
+
+const listenerCheck = { l4: TypeCompiler.Compile(SnapshotListener), l7: TypeCompiler.Compile(L7Listener) };
+
+export interface SplitListeners<L> {
+  /** The listeners to apply: the valid ones, in their order. */
+  valid: L[];
+  failed: ListenerFailure[];
+}
+
+/**
+ * Checks each listener against its kind's schema; a duplicate id and those past MAX_LISTENERS_PER_NODE
+ * fail too. Each failure names the listener and the first problem found in it.
+ */
+export function splitListeners<L extends { id: string }>(
+  kind: 'l4' | 'l7',
+  items: { id: string }[],
+): SplitListeners<L> {
+  const check = listenerCheck[kind];
+  const valid: L[] = [];
+  const failed: ListenerFailure[] = [];
+  const seen = new Set<string>();
+  for (const [i, item] of items.entries()) {
+    if (seen.has(item.id)) {
+      failed.push({ listenerId: item.id, reason: `listeners/${i}: duplicate listener id` });
+      continue;
+    }
+    seen.add(item.id);
+    if (!check.Check(item)) {
+      const first = check.Errors(item).First();
+      const reason = `${first?.path || '/'}: ${first?.message ?? 'invalid listener'}`;
+      failed.push({ listenerId: item.id, reason: reason.slice(0, 500) });
+      continue;
+    }
+    if (valid.length >= MAX_LISTENERS_PER_NODE) {
+      failed.push({ listenerId: item.id, reason: `past the ${MAX_LISTENERS_PER_NODE} listeners a node runs` });
+      continue;
+    }
+    valid.push(item as unknown as L);
+  }
+  return { valid, failed };
+}
