@@ -402,7 +402,7 @@ export const ATTACKS = [
       }
       for (const id of made) await call(ctx, ctx.attacker, 'DELETE', `/v1/load-balancers/${id}`);
       return {
-        ok: stop !== null && stop.includes('quota'),
+        ok: stop?.includes('quota') === true,
         observed: `${made.length} created, then ${stop ?? 'never refused'}`,
       };
     },

@@ -1,6 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { DEFAULT_BACKEND_NETWORKS, parseDenyRule, parseNetwork, parseQuotaDefaults, type QuotaLimits } from '@slb/model';
+import {
+  DEFAULT_BACKEND_NETWORKS,
+  parseDenyRule,
+  parseNetwork,
+  parseQuotaDefaults,
+  type QuotaLimits,
+} from '@slb/model';
 
 const Env = Type.Object({
   /** Interface to listen on; loopback by default so a dev machine does not expose the API. */

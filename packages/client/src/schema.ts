@@ -388,6 +388,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's own tenant's quotas: limit and usage of each */
+        get: operations["getQuotas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{tenantId}/quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's quotas: limit and usage of each (admin, or a member for its own tenant) */
+        get: operations["getTenantQuotas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Overrides a tenant's quotas (admin only); null puts one back to the deployment default */
+        patch: operations["updateTenantQuotas"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -408,6 +443,16 @@ export interface components {
             }[];
             /** @description on 5xx: the request id, also in the x-request-id header and the server log */
             requestId?: string;
+            /** QuotaExceeded */
+            quota?: {
+                /** @description the quota, as GET /v1/quotas names it */
+                name: string;
+                limit: number;
+                /** @description usage before the refused request */
+                usage: number;
+                /** @description how many the refused request would have added */
+                requested: number;
+            };
         };
     };
     responses: never;
@@ -610,6 +655,15 @@ export interface operations {
             };
             /** @description problem details (RFC 9457) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3750,6 +3804,15 @@ export interface operations {
                 };
             };
             /** @description problem details (RFC 9457) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4086,6 +4149,15 @@ export interface operations {
                 };
             };
             /** @description problem details (RFC 9457) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4348,6 +4420,15 @@ export interface operations {
             };
             /** @description problem details (RFC 9457) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5425,6 +5506,283 @@ export interface operations {
             };
             /** @description problem details (RFC 9457) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQuotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description tnt- id */
+                        tenantId: string;
+                        items: {
+                            /** @description the quota, e.g. loadBalancers */
+                            name: string;
+                            description: string;
+                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
+                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
+                            /** @description the limit in force for this tenant */
+                            limit: number;
+                            /** @description the deployment's default */
+                            default: number;
+                            /** @description an admin set this limit for this tenant */
+                            overridden: boolean;
+                            /** @description the highest an override may go (for node limits, what a node runs) */
+                            ceiling: number;
+                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
+                            usage: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTenantQuotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description tnt- id */
+                        tenantId: string;
+                        items: {
+                            /** @description the quota, e.g. loadBalancers */
+                            name: string;
+                            description: string;
+                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
+                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
+                            /** @description the limit in force for this tenant */
+                            limit: number;
+                            /** @description the deployment's default */
+                            default: number;
+                            /** @description an admin set this limit for this tenant */
+                            overridden: boolean;
+                            /** @description the highest an override may go (for node limits, what a node runs) */
+                            ceiling: number;
+                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
+                            usage: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateTenantQuotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description load balancers; null: back to the default */
+                    loadBalancers?: number | null;
+                    /** @description listeners of one load balancer; null: back to the default */
+                    listenersPerLoadBalancer?: number | null;
+                    /** @description listeners of all load balancers; null: back to the default */
+                    listeners?: number | null;
+                    /** @description server groups of one load balancer; null: back to the default */
+                    serverGroupsPerLoadBalancer?: number | null;
+                    /** @description servers in one server group; null: back to the default */
+                    serversPerServerGroup?: number | null;
+                    /** @description servers in all server groups; null: back to the default */
+                    servers?: number | null;
+                    /** @description backends the nodes hold: for each listener, the servers of its default and rule groups; null: back to the default */
+                    backends?: number | null;
+                    /** @description forwarding rules of one listener; null: back to the default */
+                    rulesPerListener?: number | null;
+                    /** @description certificates; null: back to the default */
+                    certificates?: number | null;
+                    /** @description ACLs; null: back to the default */
+                    acls?: number | null;
+                    /** @description entries of one ACL; null: back to the default */
+                    entriesPerAcl?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description tnt- id */
+                        tenantId: string;
+                        items: {
+                            /** @description the quota, e.g. loadBalancers */
+                            name: string;
+                            description: string;
+                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
+                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
+                            /** @description the limit in force for this tenant */
+                            limit: number;
+                            /** @description the deployment's default */
+                            default: number;
+                            /** @description an admin set this limit for this tenant */
+                            overridden: boolean;
+                            /** @description the highest an override may go (for node limits, what a node runs) */
+                            ceiling: number;
+                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
+                            usage: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

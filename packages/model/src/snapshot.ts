@@ -1,8 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IpAddress, Port, ResourceId, StrictObject, Weight } from './common.js';
 import { MaxConnections } from './connection-limits.js';
-
-import { SnapshotBackendDenyList } from './snapshot-deny.js';
 import {
   CidrText,
   MAX_ACL_ENTRIES,
@@ -12,6 +10,7 @@ import {
   MAX_PERSISTENCE_TIMEOUT,
   MAX_SERVERS_PER_GROUP,
 } from './limits.js';
+import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The node config snapshot: what the control plane compiles for one forwarding node and pushes over the
 // control channel, and what a node reads from `--config` or its last-known-good file. Everything a node

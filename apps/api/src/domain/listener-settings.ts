@@ -1,13 +1,11 @@
 import {
   DEFAULT_LISTENER_MAX_CONNECTIONS,
-
   DEFAULT_X_FORWARDED_FOR_MODE,
   type HealthCheck,
   type HealthCheckInput,
   type Protocol,
   type StickySession,
   type UpdateListener,
-
   type XForwardedForMode,
 } from '@slb/model';
 import { unprocessable } from '../errors.js';
