@@ -26,6 +26,7 @@ import {
   listLbs,
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
+import { clampLoad } from './node-reports.js';
 import { place } from './placement.js';
 
 interface Session {
@@ -252,16 +253,16 @@ export class ControlHub {
           id: hello.nodeId,
           kind: hello.kind,
           address: hello.address,
-          capacityWeight: hello.capacity,
-          appliedConfigVersion: hello.appliedVersion,
+          // Capacity is the admin's to set (PATCH /v1/nodes/{id}), not the node's to claim.
           lastHeartbeatAt: now,
           createdAt: now,
           updatedAt: now,
         })
         .run();
     }
-    // Never send a version the node already has or is past.
-    this.version = Math.max(this.version, hello.appliedVersion);
+    // hello.appliedVersion is not followed: versions start from the clock at each controller start, so any
+    // version really issued is below ours, and following a claim (as this once did) let one hello of 2^53-1
+    // push every later version past the channel schema, and every node refused every config from then on.
     const session: Session = {
       ws,
       nodeId: hello.nodeId,
@@ -286,8 +287,9 @@ export class ControlHub {
     return session;
   }
 
-  private heartbeat(session: Session, load: NodeLoadReport): void {
+  private heartbeat(session: Session, reported: NodeLoadReport): void {
     const now = new Date().toISOString();
+    const load = clampLoad(reported);
     this.db
       .update(nodes)
       .set({
