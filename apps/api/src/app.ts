@@ -5,7 +5,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { installChannelServer } from './control/channel-server.js';
+import { installEnrollRoute } from './control/enroll-route.js';
 import { ControlHub } from './control/hub.js';
+import { UpgradeGuard, type UpgradeGuardOptions } from './control/upgrade-guard.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
@@ -27,8 +29,13 @@ export interface AppOptions {
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
   adminToken?: string;
   onAdminTokenGenerated?: (token: string) => void;
-  /** Shared secret nodes present on the control channel; without it no node can connect. */
+  /**
+   * The legacy shared node token, accepted (and its nodes enrolled) only while migrating to per-node
+   * credentials; nodes normally join with a join token from POST /v1/nodes.
+   */
   nodeToken?: string;
+  /** Limits on node connection attempts per source address (see UpgradeGuard); defaults apply when absent. */
+  nodeConnectLimits?: UpgradeGuardOptions;
   /** Requests per second (and burst) each token, or each address without one, may make; absent: no limit. */
   rateLimit?: { rps: number; burst: number };
   /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
@@ -246,7 +253,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.type(app.metricsRegistry.contentType).send(await app.metricsRegistry.metrics());
   });
 
-  installChannelServer(app, hub, options.nodeToken);
+  const guard = new UpgradeGuard(app.log, options.nodeConnectLimits);
+  installChannelServer(app, hub, { legacyToken: options.nodeToken, guard });
+  installEnrollRoute(app, hub, guard);
   app.addSchema(ProblemSchema);
   await app.register(registerRoutes, { prefix: '/v1' });
   return app;

@@ -18,6 +18,13 @@ const logger = pino({
   redact: { paths: ['req.headers.authorization', '*.token', '*.privateKey', '*.secret'], censor: '[redacted]' },
 });
 
+if (config.SLB_NODE_TOKEN !== undefined) {
+  logger.warn(
+    'SLB_LEGACY_NODE_TOKEN=1: nodes may join with the shared SLB_NODE_TOKEN (each is enrolled on joining); ' +
+      'remove it once every node holds its own credential',
+  );
+}
+
 try {
   const app = await buildApp({
     dbPath: config.SLB_DB_PATH,

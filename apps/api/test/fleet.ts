@@ -612,3 +612,20 @@ export function loadLoop(
 export function burst(count: number, request: (i: number) => Promise<string>, concurrency = 8): Promise<LoadStats> {
   return loadLoop(request, { concurrency, maxRequests: count, maxMs: 60_000, pauseMs: 0 }).done;
 }
+
+/** Registers a node with the API as an admin does; its one-time join token goes in SLB_NODE_JOIN_TOKEN. */
+export async function registerNode(
+  apiUrl: string,
+  adminToken: string,
+  node: { kind: 'l4' | 'l7'; address: string; name?: string; capacityWeight?: number },
+): Promise<{ id: string; joinToken: string }> {
+  const res = await fetch(`${apiUrl}/v1/nodes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(node),
+  });
+  const body = (await res.json()) as { id: string; joinToken: string };
+  if (res.status !== 201)
+    throw new Error(`registering ${node.name ?? node.address}: ${res.status} ${JSON.stringify(body)}`);
+  return { id: body.id, joinToken: body.joinToken };
+}

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type Db, listeners as listenerTable, nodes } from '@slb/db';
 import {
@@ -26,7 +25,9 @@ import {
   listLbs,
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
+import { enrollLegacy, type NodeIdentity } from './node-credentials.js';
 import { clampLoad } from './node-reports.js';
+import { helloIdentity, touchNodeRow } from './node-sessions.js';
 import { place } from './placement.js';
 
 interface Session {
@@ -172,10 +173,16 @@ export class ControlHub {
     });
   }
 
-  attach(ws: WebSocket): void {
+  /**
+   * A node's connection, authenticated as `identity` (from its credential); without one it joined with the
+   * legacy shared token, and its hello says who it is (only for a node without a credential of its own).
+   */
+  attach(ws: WebSocket, identity?: NodeIdentity): void {
     let session: Session | null = null;
     ws.on('message', (data, isBinary) => {
       if (this.closed) return;
+      // A session replaced or revoked: whatever it still says is not heard.
+      if (session && this.sessions.get(session.nodeId) !== session) return;
       if (isBinary) return this.reject(ws, 'binary messages are not part of the protocol');
       let message: unknown;
       try {
@@ -189,8 +196,9 @@ export class ControlHub {
       }
       if (message.type === 'hello') {
         if (session) return this.reject(ws, 'hello was already said');
-        if (isIP(message.address) === 0) return this.reject(ws, 'hello.address must be an IP address');
-        session = this.open(ws, message);
+        const who = helloIdentity(this.db, message, identity);
+        if ('reason' in who) return who.close ? this.refuse(ws, who.reason) : this.reject(ws, who.reason);
+        session = this.open(ws, who, message, identity === undefined);
         return;
       }
       if (!session) return this.reject(ws, 'say hello first');
@@ -229,45 +237,56 @@ export class ControlHub {
     };
   }
 
+  /** Closes a node's session (deleted, or its credential replaced): it is offline from now on. */
+  disconnect(nodeId: string, reason: string): void {
+    const session = this.sessions.get(nodeId);
+    this.rejoining.delete(nodeId);
+    if (!session) return;
+    this.sessions.delete(nodeId);
+    session.ws.close(4001, reason);
+    this.log.info({ nodeId, reason }, 'node disconnected');
+    this.changed();
+  }
+
+  /** Refuses a connection for good: said, logged, closed. */
+  private refuse(ws: WebSocket, reason: string): null {
+    this.reject(ws, reason);
+    ws.close(4003, reason.slice(0, 120));
+    return null;
+  }
+
   private reject(ws: WebSocket, reason: string): void {
     this.log.warn({ reason }, 'control message rejected');
     const error: ControllerMessage = { type: 'error', reason };
     ws.send(JSON.stringify(error));
   }
 
-  private open(ws: WebSocket, hello: HelloMessage): Session {
-    const previous = this.sessions.get(hello.nodeId);
+  private open(ws: WebSocket, who: NodeIdentity, hello: HelloMessage, legacy: boolean): Session | null {
+    const previous = this.sessions.get(who.nodeId);
+    if (previous && previous.ws.readyState === previous.ws.OPEN && this.isOnline(previous, Date.now())) {
+      // One credential, one live session: a copy of it (a cloned host, a thief) does not take over a node
+      // that is still heartbeating. A node whose old connection went silent is let back in.
+      this.log.warn({ nodeId: who.nodeId }, 'second connection for a node that is still connected: refused');
+      return this.refuse(ws, 'this node is already connected');
+    }
     if (previous) previous.ws.close(4000, 'replaced by a newer connection of the same node');
-    const now = new Date().toISOString();
-    const row = this.db.select().from(nodes).where(eq(nodes.id, hello.nodeId)).get();
-    if (row) {
-      this.db
-        .update(nodes)
-        .set({ kind: hello.kind, address: hello.address, lastHeartbeatAt: now, updatedAt: now })
-        .where(eq(nodes.id, hello.nodeId))
-        .run();
-    } else {
-      this.db
-        .insert(nodes)
-        .values({
-          id: hello.nodeId,
-          kind: hello.kind,
-          address: hello.address,
-          // Capacity is the admin's to set (PATCH /v1/nodes/{id}), not the node's to claim.
-          lastHeartbeatAt: now,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .run();
+    if (!touchNodeRow(this.db, who, legacy)) return this.refuse(ws, 'this node is not registered');
+    if (legacy) {
+      const credential = enrollLegacy(this.db, who.nodeId);
+      if (credential) {
+        const message: ControllerMessage = { type: 'credential', nodeId: who.nodeId, credential };
+        ws.send(JSON.stringify(message));
+        this.log.warn({ nodeId: who.nodeId }, 'node joined with the legacy shared token: enrolled, credential sent');
+      }
     }
     // hello.appliedVersion is not followed: versions start from the clock at each controller start, so any
     // version really issued is below ours, and following a claim (as this once did) let one hello of 2^53-1
     // push every later version past the channel schema, and every node refused every config from then on.
     const session: Session = {
       ws,
-      nodeId: hello.nodeId,
-      kind: hello.kind,
-      address: hello.address,
+      nodeId: who.nodeId,
+      kind: who.kind,
+      address: who.address,
       sentVersion: null,
       sentJson: new Map(),
       sentL7Nodes: null,
@@ -277,10 +296,10 @@ export class ControlHub {
       ackedLbVersions: new Map(),
       lastSeen: Date.now(),
     };
-    this.sessions.set(hello.nodeId, session);
-    this.rejoining.delete(hello.nodeId);
+    this.sessions.set(who.nodeId, session);
+    this.rejoining.delete(who.nodeId);
     this.log.info(
-      { nodeId: hello.nodeId, kind: hello.kind, address: hello.address, appliedVersion: hello.appliedVersion },
+      { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion },
       'node connected',
     );
     this.recompile();
