@@ -16,6 +16,9 @@ import { installMetrics } from './plugins/metrics.js';
 import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
 import { ProblemSchema } from './routes/shared.js';
+import { loadSecretKeys } from './secrets/key-source.js';
+import { reencryptCertificateKeys } from './secrets/reencrypt.js';
+import { SecretBox } from './secrets/secret-box.js';
 import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
 import { IdempotencyStore } from './services/idempotency.js';
 import { createServices, type Services } from './services/index.js';
@@ -34,6 +37,11 @@ export interface AppOptions {
    * credentials; nodes normally join with a join token from POST /v1/nodes.
    */
   nodeToken?: string;
+  /**
+   * AES-256-GCM keys for secrets at rest (the first encrypts, all decrypt); default: from `secret-key`
+   * beside the database, created on first start (see secrets/key-source.ts).
+   */
+  secretKeys?: Buffer[];
   /** Limits on node connection attempts per source address (see UpgradeGuard); defaults apply when absent. */
   nodeConnectLimits?: UpgradeGuardOptions;
   /** Requests per second (and burst) each token, or each address without one, may make; absent: no limit. */
@@ -82,9 +90,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const store = openDatabase(options.dbPath);
   let generatedToken: string | null;
+  let box: SecretBox;
   try {
     const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
     app.log.info({ applied }, 'database migrations checked');
+    box = new SecretBox(options.secretKeys ?? loadSecretKeys({ dbPath: options.dbPath }).keys);
+    const reencrypted = reencryptCertificateKeys(store.db, box);
+    if (reencrypted > 0) {
+      // The clear (or old-key) text stays in free pages and the WAL until rewritten: rewrite them now.
+      store.sqlite.exec('VACUUM');
+      store.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+      app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
+    }
     ({ generatedToken } = bootstrapAdmin(store.db, options.adminToken));
   } catch (err) {
     store.close();
@@ -97,7 +114,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     : null;
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
 
-  const hub = new ControlHub(store.db, app.log);
+  const hub = new ControlHub(store.db, app.log, Date.now(), { openKey: (stored) => box.open(stored) });
   // The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed.
   const healthScheduler = options.redisUrl
     ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: options.health?.queue, logger: app.log })
@@ -131,6 +148,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       () => app.authenticator,
       (id, version) => hub.runtime(id, version),
       options.dnsZone,
+      (plain) => box.seal(plain),
     ),
   );
   app.decorate('authenticator', new Authenticator(store.db));

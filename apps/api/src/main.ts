@@ -3,6 +3,7 @@ import pino from 'pino';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { DnsResponder } from './dns/responder.js';
+import { loadSecretKeys } from './secrets/key-source.js';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -26,7 +27,14 @@ if (config.SLB_NODE_TOKEN !== undefined) {
 }
 
 try {
+  const secrets = loadSecretKeys({
+    SLB_SECRET_KEY: config.SLB_SECRET_KEY,
+    SLB_SECRET_KEY_FILE: config.SLB_SECRET_KEY_FILE,
+    dbPath: config.SLB_DB_PATH,
+  });
+  if (secrets.created) logger.warn({ file: secrets.created }, 'secret key created: back it up apart from the database');
   const app = await buildApp({
+    secretKeys: secrets.keys,
     dbPath: config.SLB_DB_PATH,
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,

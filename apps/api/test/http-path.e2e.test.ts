@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -179,5 +179,14 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
 
     const nodes = await client.GET('/v1/nodes');
     expect(nodes.data!.items.map((n) => `${n.address}:${n.kind}`).sort()).toEqual(['127.0.0.41:l4', '127.0.0.51:l7']);
+
+    // The L7 node saved what it serves, key included, but sealed: its state dir holds no key in clear.
+    const saved = join(dir, 'l7', 'last-known-good.json');
+    await eventually('the L7 node saved its snapshot', async () =>
+      existsSync(saved) && readFileSync(saved, 'utf8').includes('sealed:v1:') ? true : undefined,
+    );
+    for (const file of readdirSync(join(dir, 'l7'))) {
+      expect(readFileSync(join(dir, 'l7', file), 'utf8'), file).not.toContain('PRIVATE KEY');
+    }
   });
 });

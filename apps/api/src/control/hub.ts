@@ -67,6 +67,8 @@ export interface ControlHubOptions {
   l7RejoinGraceMs?: number;
   /** Largest message sent to a node; default (and what nodes accept) {@link CONTROL_CHANNEL_MAX_BYTES}. */
   maxMessageBytes?: number;
+  /** Decrypts a stored private key for the L7 nodes (SecretBox.open); default: stored in clear (tests). */
+  openKey?: (stored: string) => string;
 }
 
 /**
@@ -114,6 +116,7 @@ export class ControlHub {
   private readonly rejoining: Map<string, string>;
   private rejoinTimer: NodeJS.Timeout | null = null;
   private readonly maxMessageBytes: number;
+  private readonly openKey: (stored: string) => string;
 
   constructor(
     private readonly db: Db,
@@ -124,6 +127,7 @@ export class ControlHub {
     // Versions outlive a controller restart: they start from the clock and only grow.
     this.version = now;
     this.maxMessageBytes = options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES;
+    this.openKey = options.openKey ?? ((stored) => stored);
     this.ticker = setInterval(() => this.checkLiveness(), LIVENESS_TICK_MS);
     this.ticker.unref();
     this.rejoining = lastKnownL7(db);
@@ -446,7 +450,7 @@ export class ControlHub {
       return row;
     });
     for (const id of scope) this.dirty.delete(id);
-    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports)) {
+    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);
@@ -482,7 +486,7 @@ export class ControlHub {
       })
       .map((lb) => lb.id);
     this.dirty.clear();
-    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports)) {
+    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);

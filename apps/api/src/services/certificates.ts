@@ -23,7 +23,11 @@ export const toCertificate = (r: CertificateRow): Certificate => ({
 });
 
 export class CertificateService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Private keys are stored encrypted (secrets/secret-box.ts): never in clear in the database file. */
+    private readonly sealSecret: (plain: string) => string = (plain) => plain,
+  ) {}
 
   find(scope: Scope, id: string): CertificateRow {
     const row = this.db
@@ -61,7 +65,10 @@ export class CertificateService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(certificates).values(row).run();
+    this.db
+      .insert(certificates)
+      .values({ ...row, privateKeyPem: this.sealSecret(input.privateKey) })
+      .run();
     return row;
   }
 

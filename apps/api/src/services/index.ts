@@ -17,6 +17,8 @@ export function createServices(
   authenticator: () => Authenticator,
   runtime: RuntimeView,
   dnsZone?: string,
+  /** Encrypts a private key for storage (SecretBox.seal); identity when absent. */
+  sealSecret: (plain: string) => string = (plain) => plain,
 ) {
   const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone);
   const serverGroups = new ServerGroupService(db, loadBalancers);
@@ -26,7 +28,7 @@ export function createServices(
     serverGroups,
     listeners,
     rules: new RuleService(db, loadBalancers, listeners, serverGroups),
-    certificates: new CertificateService(db),
+    certificates: new CertificateService(db, sealSecret),
     acls: new AclService(db),
     nodes: new NodeService(db),
     tenants: new TenantService(db, authenticator),
