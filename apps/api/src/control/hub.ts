@@ -25,9 +25,16 @@ import {
   listLbs,
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
-import { enrollLegacy, type NodeIdentity } from './node-credentials.js';
+import type { NodeIdentity } from './node-credentials.js';
 import { clampLoad } from './node-reports.js';
-import { helloIdentity, touchNodeRow } from './node-sessions.js';
+import {
+  helloIdentity,
+  recordApplied,
+  recordError,
+  recordHeartbeat,
+  sendLegacyCredential,
+  touchNodeRow,
+} from './node-sessions.js';
 import { place } from './placement.js';
 
 interface Session {
@@ -275,14 +282,7 @@ export class ControlHub {
     }
     if (previous) previous.ws.close(4000, 'replaced by a newer connection of the same node');
     if (!touchNodeRow(this.db, who, legacy)) return this.refuse(ws, 'this node is not registered');
-    if (legacy) {
-      const credential = enrollLegacy(this.db, who.nodeId);
-      if (credential) {
-        const message: ControllerMessage = { type: 'credential', nodeId: who.nodeId, credential };
-        ws.send(JSON.stringify(message));
-        this.log.warn({ nodeId: who.nodeId }, 'node joined with the legacy shared token: enrolled, credential sent');
-      }
-    }
+    if (legacy) sendLegacyCredential(this.db, ws, who.nodeId, this.log);
     // hello.appliedVersion is not followed: versions start from the clock at each controller start, so any
     // version really issued is below ours, and following a claim (as this once did) let one hello of 2^53-1
     // push every later version past the channel schema, and every node refused every config from then on.
@@ -311,18 +311,7 @@ export class ControlHub {
   }
 
   private heartbeat(session: Session, reported: NodeLoadReport): void {
-    const now = new Date().toISOString();
-    const load = clampLoad(reported);
-    this.db
-      .update(nodes)
-      .set({
-        lastHeartbeatAt: now,
-        activeConnections: load.activeConnections,
-        newConnectionsPerSecond: load.newConnectionsPerSecond,
-        requestsPerSecond: load.requestsPerSecond,
-      })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+    recordHeartbeat(this.db, session.nodeId, clampLoad(reported));
   }
 
   private ack(session: Session, version: number): void {
@@ -335,11 +324,7 @@ export class ControlHub {
       });
       session.lbVersionsSent.delete(v);
     }
-    this.db
-      .update(nodes)
-      .set({ appliedConfigVersion: version, lastError: null })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+    recordApplied(this.db, session.nodeId, version);
   }
 
   private nack(session: Session, version: number, reason: string): void {
@@ -349,11 +334,7 @@ export class ControlHub {
 
   /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
   private failed(session: Session, version: number, reason: string): void {
-    this.db
-      .update(nodes)
-      .set({ lastError: `version ${version}: ${reason}` })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+    recordError(this.db, session.nodeId, `version ${version}: ${reason}`);
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;

@@ -1,8 +1,10 @@
 import { isIP } from 'node:net';
 import { type Db, nodes } from '@slb/db';
-import type { HelloMessage } from '@slb/model';
+import type { ControllerMessage, HelloMessage, NodeLoadReport } from '@slb/model';
 import { eq } from 'drizzle-orm';
-import { isEnrolled, type NodeIdentity } from './node-credentials.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type WebSocket from 'ws';
+import { enrollLegacy, isEnrolled, type NodeIdentity } from './node-credentials.js';
 
 /**
  * Who a hello is from. With a credential, its id, kind and address are the credential's: the hello's own
@@ -54,4 +56,34 @@ export function touchNodeRow(db: Db, who: NodeIdentity, legacy: boolean): boolea
     })
     .run();
   return true;
+}
+
+/** A node that joined with the legacy shared token and has no credential yet is sent its own. */
+export function sendLegacyCredential(db: Db, ws: WebSocket, nodeId: string, log: FastifyBaseLogger): void {
+  const credential = enrollLegacy(db, nodeId);
+  if (!credential) return;
+  const message: ControllerMessage = { type: 'credential', nodeId, credential };
+  ws.send(JSON.stringify(message));
+  log.warn({ nodeId }, 'node joined with the legacy shared token: enrolled, credential sent');
+}
+
+/** The node's last heartbeat and the load it reported (already clamped). */
+export function recordHeartbeat(db: Db, nodeId: string, load: NodeLoadReport): void {
+  db.update(nodes)
+    .set({
+      lastHeartbeatAt: new Date().toISOString(),
+      activeConnections: load.activeConnections,
+      newConnectionsPerSecond: load.newConnectionsPerSecond,
+      requestsPerSecond: load.requestsPerSecond,
+    })
+    .where(eq(nodes.id, nodeId))
+    .run();
+}
+
+export function recordApplied(db: Db, nodeId: string, version: number): void {
+  db.update(nodes).set({ appliedConfigVersion: version, lastError: null }).where(eq(nodes.id, nodeId)).run();
+}
+
+export function recordError(db: Db, nodeId: string, error: string): void {
+  db.update(nodes).set({ lastError: error }).where(eq(nodes.id, nodeId)).run();
 }
