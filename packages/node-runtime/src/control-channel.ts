@@ -66,6 +66,11 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
   saveIntervalMs?: number;
 }
 
+/** How long a node whose credential was refused waits before it tries again. */
+const REFUSED_RETRY_MS = 30_000;
+/** The close code of a session the controller refused (see the hub's refuse()). */
+const REFUSED_CLOSE_CODE = 4003;
+
 /** Longest a saved snapshot lags the applied one because saves are spaced out. */
 const MAX_SAVE_INTERVAL_MS = 10_000;
 
@@ -104,6 +109,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   private reconnectTimer: NodeJS.Timeout | null = null;
   private queue: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(version: number) => void>();
+  /** After a 401 (deleted node, rotated or unknown credential) the next attempt waits until then. */
+  private refusedUntil = 0;
 
   constructor(private readonly options: ControlChannelOptions<S>) {}
 
@@ -232,14 +239,22 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
             : 'the shared token was refused (is SLB_LEGACY_NODE_TOKEN=1 set on the API?)'
           : 'control plane refused the channel';
       this.options.logger.warn({ status: res.statusCode }, why);
+      // Refused for who it is: retrying every few seconds only adds to the control plane's refusal count.
+      if (res.statusCode === 401) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
     });
     socket.on('error', (err) => this.options.logger.warn({ err: err.message }, 'control channel error'));
-    socket.on('close', () => {
+    socket.on('close', (code) => {
+      // 4003: the controller refused this node for who it is (already connected elsewhere, wrong kind).
+      if (code === REFUSED_CLOSE_CODE) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
       this.connected = false;
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.heartbeat = null;
       if (this.closed) return;
-      const delay = reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000);
+      const delay = Math.max(
+        reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000),
+        this.refusedUntil - Date.now(),
+      );
+      this.refusedUntil = 0;
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
     });
   }

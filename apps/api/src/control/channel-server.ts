@@ -46,13 +46,19 @@ export function installChannelServer(app: FastifyInstance, hub: ControlHub, opti
     const path = (request.url ?? '').split('?')[0];
     if (path !== CONTROL_CHANNEL_PATH) return refuse(socket, 404, 'Not Found');
     const remote = request.socket.remoteAddress ?? 'unknown';
-    if (options.guard.admit(remote) !== 'ok') return refuse(socket, 429, 'Too Many Requests');
     const secret = bearerOf(request.headers.authorization);
     const identity = secret ? identityOf(app.store.db, secret) : null;
     const legacy = identity === null && secret !== null && sameSecret(secret, options.legacyToken);
     if (!identity && !legacy) {
+      // Failures count against the address (then 429, logged once per burst); a good credential is limited
+      // per node instead, so a guesser, or a deleted node still retrying, never locks out the real nodes
+      // behind the same address (the local cloud's all dial from 127.0.0.1).
+      if (options.guard.admit(remote) !== 'ok') return refuse(socket, 429, 'Too Many Requests');
       options.guard.failed(remote, 'unknown or revoked node credential');
       return refuse(socket, 401, 'Unauthorized');
+    }
+    if (options.guard.admit(identity ? `node:${identity.nodeId}` : `legacy:${remote}`) !== 'ok') {
+      return refuse(socket, 429, 'Too Many Requests');
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
       // A broken frame (unmasked, bad opcode, oversized…) is emitted as 'error' and ws closes the socket;

@@ -13,13 +13,14 @@ import type { UpgradeGuard } from './upgrade-guard.js';
 export function installEnrollRoute(app: FastifyInstance, hub: ControlHub, guard: UpgradeGuard): void {
   app.post(ENROLL_PATH, { schema: { hide: true } }, async (request, reply) => {
     const remote = request.socket.remoteAddress ?? 'unknown';
-    if (guard.admit(remote) !== 'ok') {
-      reply.header('retry-after', '10');
-      return reply.code(429).type('application/problem+json').send(problem('rate_limited', 'too many attempts'));
-    }
     const token = bearerOf(request.headers.authorization);
+    // As on the channel: only failures count against the address, so a good join token always goes through.
     const enrolled = token ? redeemJoinToken(app.store.db, token) : null;
     if (!enrolled) {
+      if (guard.admit(remote) !== 'ok') {
+        reply.header('retry-after', '10');
+        return reply.code(429).type('application/problem+json').send(problem('rate_limited', 'too many attempts'));
+      }
       guard.failed(remote, 'unknown, used or expired join token');
       return reply
         .code(401)

@@ -2,8 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 
 /**
  * Limits on the node endpoints (the channel upgrade and enrollment), which run outside the API's request
- * hooks and so outside its rate limiter: per source address, every attempt, and failed credentials far
- * more tightly. Refusals are logged once per burst (the first, then a count per window), not per attempt:
+ * hooks and so outside its rate limiter: attempts per key (a source address for failed credentials, a node
+ * for good ones), and failed credentials per address far more tightly. Refusals are logged once per burst (the first, then a count per window), not per attempt:
  * 3,940 guesses a second from one client used to write as many warn lines.
  */
 export interface UpgradeGuardOptions {
