@@ -1,6 +1,7 @@
 import { ENROLL_PATH } from '@slb/model';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { identityOf } from '../src/control/node-credentials.js';
+import { connectFake } from './fake-node.js';
 import { ADMIN_TOKEN, call, makeApp, newTenant, type TestApp } from './helpers.js';
 
 // Registration, enrollment, rotation and deletion of nodes through the API, in process.
@@ -79,6 +80,19 @@ describe('node enrollment', () => {
     expect(identityOf(t.app.store.db, old)).toBeNull();
     expect(identityOf(t.app.store.db, fresh)?.nodeId).toBe(created.body.id);
     expect((await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes/node-unknown/credentials')).status).toBe(404);
+  });
+
+  it('the legacy shared token cannot claim a registered node, enrolled or not yet', async () => {
+    const created = await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address: '127.0.0.14' });
+    const before = (await call(t.app, ADMIN_TOKEN, 'GET', `/v1/nodes/${created.body.id}`)).body;
+    // A session the channel server let in on the shared token (no identity): its hello names the node.
+    const claim = connectFake(t, { nodeId: created.body.id, kind: 'l7', address: '127.0.0.99' });
+    expect(claim.sent).toEqual([
+      expect.objectContaining({ type: 'error', reason: expect.stringMatching(/own credential/) }),
+    ]);
+    expect(claim.closed).not.toBeNull();
+    expect((await call(t.app, ADMIN_TOKEN, 'GET', `/v1/nodes/${created.body.id}`)).body).toEqual(before);
+    t.app.controlHub.close();
   });
 
   it('deletion removes the row and revokes the credential', async () => {

@@ -85,8 +85,15 @@ export function enrollLegacy(db: Db, nodeId: string): string | null {
   });
 }
 
-/** Whether a node of this id already holds its own credential (then the shared token may not say hello for it). */
+/**
+ * Whether a node of this id holds its own credential, or was registered by an admin and waits for its join
+ * token: then the shared token may not say hello for it (it would take over the registered identity).
+ */
 export function isEnrolled(db: Db, nodeId: string): boolean {
-  const row = db.select({ hash: nodes.credentialHash }).from(nodes).where(eq(nodes.id, nodeId)).get();
-  return row?.hash != null;
+  const row = db
+    .select({ hash: nodes.credentialHash, join: nodes.joinTokenHash })
+    .from(nodes)
+    .where(eq(nodes.id, nodeId))
+    .get();
+  return row !== undefined && (row.hash !== null || row.join !== null);
 }
