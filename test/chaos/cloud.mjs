@@ -143,9 +143,9 @@ export async function startCloud({ root, outDir, l4, l7 }) {
       if (name === 'redis') return cloud.startRedis();
       const s = byName.get(name);
       if (!s) throw new Error(`no service ${name}`);
-      const join = joinTokens.get(name);
+      const joinToken = joinTokens.get(name);
       const child = startChild(process.execPath, [s.script], {
-        env: { ...s.env, LOG_LEVEL: 'warn', ...(join ? { SLB_NODE_JOIN_TOKEN: join } : {}) },
+        env: { ...s.env, LOG_LEVEL: 'warn', ...(joinToken ? { SLB_NODE_JOIN_TOKEN: joinToken } : {}) },
         logFile: join(logs, `${name}.log`),
       });
       running.set(name, child);
