@@ -253,6 +253,39 @@ describe('node trust', () => {
     expect((await admin('DELETE', '/v1/nodes/legacy-1')).status).toBe(204);
   }, 120_000);
 
+  it('rotation: the node restarted with a new join token re-enrolls, and its old credential is refused', async () => {
+    const file = join(dir, 'node-a', 'credential.json');
+    const old = JSON.parse(readFileSync(file, 'utf8')).credential as string;
+    const rotated = await admin('POST', `/v1/nodes/${nodeA.id}/credentials`);
+    expect(rotated.status).toBe(201);
+    // Until the node uses the new token, the old credential is the node's.
+    expect((await admin('GET', `/v1/nodes/${nodeA.id}`)).body.status).toBe('online');
+    await nodeA.proc.stop('SIGTERM');
+    nodeA.proc = startL4(join(dir, 'node-a'), { SLB_NODE_ID: 'trust-a', SLB_NODE_JOIN_TOKEN: rotated.body.joinToken });
+    await eventually('re-enrolled', async () =>
+      JSON.parse(readFileSync(file, 'utf8')).credential !== old ? true : undefined,
+    );
+    await eventually(
+      'LB active on the new credential',
+      async () => {
+        const now = await lb();
+        return now.status === 'active' && now.addresses.includes(A) ? true : undefined;
+      },
+      20_000,
+    );
+    const ws = new WebSocket(`ws://127.0.0.1:${apiPort}${CONTROL_CHANNEL_PATH}`, {
+      headers: { authorization: `Bearer ${old}` },
+    });
+    const status = await new Promise<number>((resolve) => {
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => undefined);
+    });
+    ws.terminate();
+    expect(status).toBe(401);
+    expect(await tcpAsk(A, frontendPort)).toBe('b1');
+  }, 60_000);
+
   it('a deleted node is cut off within a heartbeat: out of DNS and addresses, its credential refused', async () => {
     const dnsName = (await lb()).dnsName;
     expect(await resolveA(dnsPort, dnsName)).toEqual([A]);
