@@ -139,6 +139,11 @@ export interface LocalCloudOptions {
   /** Extra arguments, e.g. `--no-restart`. */
   args?: string[];
   timeoutMs?: number;
+  /** Its data folder (default: a new one), and whether stop() leaves it (to start again on the same data). */
+  dataDir?: string;
+  keepData?: boolean;
+  /** Default: a new one. */
+  adminToken?: string;
 }
 
 const alive = (pid: number) => {
@@ -207,11 +212,11 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
 }
 
 async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalCloud> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'slb-local-cloud-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'slb-local-cloud-'));
   const id = `test-${randomUUID()}`;
   const apiPort = await freePort();
   const dnsPort = await freePortOn(['127.0.0.1']); // the DNS responder binds it for UDP and TCP
-  const adminToken = `local-cloud-admin-${randomUUID()}`;
+  const adminToken = options.adminToken ?? `local-cloud-admin-${randomUUID()}`;
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const env: Record<string, string> = {
     SLB_DATA_DIR: dataDir,
@@ -258,7 +263,7 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
       // none left
     }
     await deleteRedisKeys(redisUrl, [`bull:${id}:*`, `${id}:*`]);
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
   };
   const proc: Proc = {
     child,
