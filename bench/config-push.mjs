@@ -65,7 +65,9 @@ try {
     PORT: String(apiPort),
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
+    // Nodes join with the shared token (enrolled on joining): enrollment is not what is measured here.
     SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_LEGACY_NODE_TOKEN: '1',
     SLB_DNS_PORT: '0',
     SLB_HEALTH_QUEUE: runId,
     SLB_HEALTH_KEY_PREFIX: `${runId}:health`,

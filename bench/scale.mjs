@@ -458,7 +458,9 @@ try {
     PORT: String(apiPort),
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
+    // Nodes join with the shared token (enrolled on joining): enrollment is not what is measured here.
     SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_LEGACY_NODE_TOKEN: '1',
     SLB_DNS_PORT: '0',
     SLB_RATE_LIMIT_RPS: '0', // 0 turns the limiter off: this bench is the only client
     SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8', // the bench's backends are on loopback

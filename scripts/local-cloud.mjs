@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createConnection, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { enrollNodes } from './enroll-nodes.mjs';
 import { L4_ADDRESSES, L7_ADDRESSES, localCloudServices } from './topology.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
@@ -21,11 +22,11 @@ const started = Date.now();
 const say = (line) => process.stdout.write(`[local-cloud] ${line}\n`);
 
 /** A secret kept in the data folder, so a restart of the local cloud keeps working with it. */
-function secret(file, fromEnv) {
+function secret(file, fromEnv, make = () => `slb_${randomBytes(32).toString('base64url')}`) {
   const path = `${dataDir}/${file}`;
   if (fromEnv) return fromEnv;
   if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  const value = `slb_${randomBytes(32).toString('base64url')}`;
+  const value = make();
   writeFileSync(path, `${value}\n`, { mode: 0o600 });
   return value;
 }
@@ -131,7 +132,8 @@ const apiHost = process.env.HOST ?? '127.0.0.1';
 const apiPort = Number(process.env.PORT ?? 8080);
 const dnsPort = Number(process.env.SLB_DNS_PORT ?? 8053);
 const adminToken = secret('admin-token', process.env.SLB_ADMIN_TOKEN);
-const nodeToken = secret('node-token', process.env.SLB_NODE_TOKEN);
+// The key TLS private keys are encrypted with in the database (AES-256-GCM, 32 random bytes in base64).
+secret('secret-key', undefined, () => randomBytes(32).toString('base64'));
 const apiUrl = `http://${apiHost}:${apiPort}`;
 const list = (v) => (v ? v.split(',').map((a) => a.trim()) : undefined);
 const l4Addresses = list(process.env.SLB_L4_ADDRESSES) ?? L4_ADDRESSES;
@@ -144,7 +146,6 @@ const services = localCloudServices({
   dnsPort,
   redisUrl,
   adminToken,
-  nodeToken,
   l4Addresses,
   l7Addresses,
   metricsPortBase: process.env.SLB_METRICS_PORT_BASE ? Number(process.env.SLB_METRICS_PORT_BASE) : undefined,
@@ -152,7 +153,40 @@ const services = localCloudServices({
   healthKeyPrefix: process.env.SLB_HEALTH_KEY_PREFIX,
   syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
 });
-for (const s of services) supervise(s.name, process.execPath, [s.script], s.env);
+const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
+for (const s of services.filter((s) => !isNode(s))) supervise(s.name, process.execPath, [s.script], s.env);
+
+// Nodes join with their own credentials: once the API answers, register each (or find it registered) and
+// start it with a one-time join token; a node that enrolled before uses the credential in its state dir.
+for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; await sleep(100)) {
+  if (
+    await fetch(`${apiUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    )
+  )
+    break;
+}
+let joinTokens = new Map();
+try {
+  joinTokens = await enrollNodes({
+    apiUrl,
+    adminToken,
+    nodes: services.filter(isNode).map((s) => ({
+      name: s.name,
+      kind: s.kind === 'l4-node' ? 'l4' : 'l7',
+      address: s.address,
+      stateDir: s.env.SLB_STATE_DIR,
+    })),
+  });
+} catch (err) {
+  if (!stopping) say(`could not enroll the nodes: ${err.message}`);
+  await stop(1);
+}
+for (const s of services.filter(isNode)) {
+  const join = joinTokens.get(s.name);
+  supervise(s.name, process.execPath, [s.script], join ? { ...s.env, SLB_NODE_JOIN_TOKEN: join } : s.env);
+}
 
 const headers = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
 const api = async (method, path, body) => {

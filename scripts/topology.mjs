@@ -18,7 +18,7 @@ export const LOCAL_BACKEND_NETWORKS = [
 
 /**
  * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
- *           redisUrl: string, adminToken: string, nodeToken: string,
+ *           redisUrl: string, adminToken: string,
  *           l4Addresses?: string[], l7Addresses?: string[], metricsPortBase?: number,
  *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string }} c
  * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', script: string, env: Record<string,string> }[]}
@@ -43,7 +43,8 @@ export function localCloudServices(c) {
         SLB_DB_PATH: `${c.dataDir}/slb.db`,
         REDIS_URL: c.redisUrl,
         SLB_ADMIN_TOKEN: c.adminToken,
-        SLB_NODE_TOKEN: c.nodeToken,
+        // Encrypts TLS private keys at rest in the database (the local cloud generates it).
+        SLB_SECRET_KEY_FILE: `${c.dataDir}/secret-key`,
         SLB_DNS_PORT: String(c.dnsPort),
         // Backends on loopback, as the local cloud's demo and test backends are (production: private ranges).
         SLB_DEFAULT_BACKEND_NETWORKS: LOCAL_BACKEND_NETWORKS.join(','),
@@ -62,10 +63,12 @@ export function localCloudServices(c) {
   const node = (kind, i, address, portBase) => ({
     name: `${kind}-${i}`,
     kind,
+    address,
     script: `${c.root}/apps/${kind}/dist/main.js`,
     env: {
       SLB_API_URL: apiUrl,
-      SLB_NODE_TOKEN: c.nodeToken,
+      // No token here: each node enrolls with its own join token (scripts/enroll-nodes.mjs), then keeps its
+      // credential in SLB_STATE_DIR.
       SLB_NODE_ID: `${kind}-${i}`,
       SLB_NODE_ADDRESS: address,
       SLB_STATE_DIR: `${c.dataDir}/node-${kind}-${i}`,

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
+import { enrollNodes } from '../../scripts/enroll-nodes.mjs';
 import { localCloudServices } from '../../scripts/topology.mjs';
 import { stablePort, until } from './util.mjs';
 
@@ -86,7 +87,6 @@ export async function startCloud({ root, outDir, l4, l7 }) {
   const dnsPort = await stablePort(['127.0.0.1'], { udp: true }); // the DNS responder binds UDP and TCP
   const metricsBase = await stablePort(['127.0.0.1'], { offsets: [1, 2, 11, 12, 21, 22] });
   const adminToken = `chaos-admin-${randomUUID()}`;
-  const nodeToken = `chaos-node-${randomUUID()}`;
   const services = localCloudServices({
     root,
     dataDir,
@@ -95,7 +95,6 @@ export async function startCloud({ root, outDir, l4, l7 }) {
     dnsPort,
     redisUrl: `redis://127.0.0.1:${redisPort}`,
     adminToken,
-    nodeToken,
     l4Addresses: l4,
     l7Addresses: l7,
     metricsPortBase: metricsBase,
@@ -105,6 +104,9 @@ export async function startCloud({ root, outDir, l4, l7 }) {
   });
   const byName = new Map(services.map((s) => [s.name, s]));
   const running = new Map();
+  /** Join tokens of the nodes that must enroll (the first start); later starts use their saved credential. */
+  let joinTokens = new Map();
+  const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
 
   const cloud = {
     apiUrl: `http://127.0.0.1:${apiPort}`,
@@ -141,8 +143,9 @@ export async function startCloud({ root, outDir, l4, l7 }) {
       if (name === 'redis') return cloud.startRedis();
       const s = byName.get(name);
       if (!s) throw new Error(`no service ${name}`);
+      const joinToken = joinTokens.get(name);
       const child = startChild(process.execPath, [s.script], {
-        env: { ...s.env, LOG_LEVEL: 'warn' },
+        env: { ...s.env, LOG_LEVEL: 'warn', ...(joinToken ? { SLB_NODE_JOIN_TOKEN: joinToken } : {}) },
         logFile: join(logs, `${name}.log`),
       });
       running.set(name, child);
@@ -196,12 +199,13 @@ export async function startCloud({ root, outDir, l4, l7 }) {
 
     /** Every forwarding node online in the API's view. */
     async nodesOnline(timeoutMs = 20_000) {
-      const wanted = services.filter((s) => s.kind.endsWith('-node')).map((s) => s.env.SLB_NODE_ID);
+      // Nodes are registered under their service name; the API allocates their ids.
+      const wanted = services.filter((s) => s.kind.endsWith('-node')).map((s) => s.name);
       await until(
         `nodes ${wanted.join(', ')} online`,
         async () => {
           const page = await cloud.ok('GET', '/v1/nodes?limit=500');
-          const online = new Set(page.items.filter((n) => n.status === 'online').map((n) => n.id));
+          const online = new Set(page.items.filter((n) => n.status === 'online').map((n) => n.name));
           return wanted.every((w) => online.has(w)) ? true : undefined;
         },
         timeoutMs,
@@ -218,8 +222,19 @@ export async function startCloud({ root, outDir, l4, l7 }) {
 
     async startAll() {
       await cloud.startRedis();
-      for (const s of services) await cloud.start(s.name);
+      for (const s of services.filter((s) => !isNode(s))) await cloud.start(s.name);
       await cloud.apiReady(30_000);
+      joinTokens = await enrollNodes({
+        apiUrl: cloud.apiUrl,
+        adminToken,
+        nodes: services.filter(isNode).map((s) => ({
+          name: s.name,
+          kind: s.kind === 'l4-node' ? 'l4' : 'l7',
+          address: s.address,
+          stateDir: s.env.SLB_STATE_DIR,
+        })),
+      });
+      for (const s of services.filter(isNode)) await cloud.start(s.name);
       await cloud.nodesOnline(30_000);
     },
   };

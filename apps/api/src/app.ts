@@ -6,7 +6,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { installChannelServer } from './control/channel-server.js';
+import { installEnrollRoute } from './control/enroll-route.js';
 import { ControlHub } from './control/hub.js';
+import { UpgradeGuard, type UpgradeGuardOptions } from './control/upgrade-guard.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { registerTransitionMetrics } from './health/transition-metrics.js';
@@ -20,6 +22,9 @@ import { installSecurityHeaders } from './plugins/security-headers.js';
 import { installValidation } from './plugins/validation.js';
 import { registerRoutes } from './routes/index.js';
 import { ProblemSchema } from './routes/shared.js';
+import { loadSecretKeys } from './secrets/key-source.js';
+import { reencryptCertificateKeys } from './secrets/reencrypt.js';
+import { SecretBox } from './secrets/secret-box.js';
 import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
 import type { BackendPolicyOptions } from './services/backend-policy.js';
 import { IdempotencyStore } from './services/idempotency.js';
@@ -34,8 +39,18 @@ export interface AppOptions {
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
   adminToken?: string;
   onAdminTokenGenerated?: (token: string) => void;
-  /** Shared secret nodes present on the control channel; without it no node can connect. */
+  /**
+   * The legacy shared node token, accepted (and its nodes enrolled) only while migrating to per-node
+   * credentials; nodes normally join with a join token from POST /v1/nodes.
+   */
   nodeToken?: string;
+  /**
+   * AES-256-GCM keys for secrets at rest (the first encrypts, all decrypt); default: from `secret-key`
+   * beside the database, created on first start (see secrets/key-source.ts).
+   */
+  secretKeys?: Buffer[];
+  /** Limits on node connection attempts per source address (see UpgradeGuard); defaults apply when absent. */
+  nodeConnectLimits?: UpgradeGuardOptions;
   /** Requests per second (and burst) each token, or each address without one, may make; absent: no limit. */
   rateLimit?: { rps: number; burst: number };
   /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
@@ -97,9 +112,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   const store = openDatabase(options.dbPath);
   let generatedToken: string | null;
+  let box: SecretBox;
   try {
     const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
     app.log.info({ applied }, 'database migrations checked');
+    box = new SecretBox(options.secretKeys ?? loadSecretKeys({ dbPath: options.dbPath }).keys);
+    const reencrypted = reencryptCertificateKeys(store.db, box);
+    if (reencrypted > 0) {
+      // The clear (or old-key) text stays in free pages and the WAL until rewritten: rewrite them now.
+      store.sqlite.exec('VACUUM');
+      store.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+      app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
+    }
     ({ generatedToken } = bootstrapAdmin(store.db, options.adminToken));
   } catch (err) {
     store.close();
@@ -112,7 +136,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     : null;
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
 
-  const hub = new ControlHub(store.db, app.log);
+  const hub = new ControlHub(store.db, app.log, Date.now(), { openKey: (stored) => box.open(stored) });
   // The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed.
   const healthScheduler = options.redisUrl
     ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: options.health?.queue, logger: app.log })
@@ -148,6 +172,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       options.dnsZone,
       options.backendPolicy ?? { defaultNetworks: DEFAULT_BACKEND_NETWORKS, deny: [] },
       options.quotaDefaults,
+      (plain) => box.seal(plain),
     );
   } catch (err) {
     store.close();
@@ -280,7 +305,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.type(app.metricsRegistry.contentType).send(await app.metricsRegistry.metrics());
   });
 
-  installChannelServer(app, hub, options.nodeToken);
+  const guard = new UpgradeGuard(app.log, options.nodeConnectLimits);
+  installChannelServer(app, hub, { legacyToken: options.nodeToken, guard });
+  installEnrollRoute(app, hub, guard);
   app.addSchema(ProblemSchema);
   await app.register(registerRoutes, { prefix: '/v1' });
   return app;

@@ -18,8 +18,15 @@ const Env = Type.Object({
   REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
   /** Bootstrap admin token; when unset one is generated and printed once on first start. */
   SLB_ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
-  /** Shared secret nodes present on the control channel. */
+  /**
+   * The shared node token of fleets from before enrollment: accepted only with SLB_LEGACY_NODE_TOKEN=1, while
+   * migrating (each node that joins with it is enrolled and sent its own credential).
+   */
   SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  SLB_LEGACY_NODE_TOKEN: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '0' }),
+  /** AES-256-GCM keys for secrets at rest (see secret-keys.ts); the first encrypts, all decrypt. */
+  SLB_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  SLB_SECRET_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** DNS responder for `<lbId>.<zone>` (UDP and TCP on the same port); 0 picks a free one. */
   SLB_DNS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8053 }),
   SLB_DNS_ZONE: Type.String({
@@ -75,6 +82,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const quotas = parseQuotaDefaults((withDefaults as Static<typeof Env>).SLB_QUOTA_DEFAULTS);
   if (!quotas.ok) throw new Error(`invalid environment: SLB_QUOTA_DEFAULTS ${quotas.reason}`);
   const config: Config = { ...(withDefaults as Static<typeof Env>), quotaDefaults: quotas.limits };
+  if (config.SLB_NODE_TOKEN !== undefined && config.SLB_LEGACY_NODE_TOKEN !== '1') {
+    throw new Error(
+      'invalid environment: SLB_NODE_TOKEN is the legacy shared node token; nodes now enroll with a join token ' +
+        '(POST /v1/nodes). Unset it, or set SLB_LEGACY_NODE_TOKEN=1 to accept it while migrating',
+    );
+  }
   listOf(config.SLB_DEFAULT_BACKEND_NETWORKS).forEach((entry, i) => {
     if (parseNetwork(entry) === null)
       throw new Error(`invalid environment: SLB_DEFAULT_BACKEND_NETWORKS entry ${i + 1} is not a CIDR`);

@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import { listOf, loadConfig } from './config.js';
 import { DnsResponder } from './dns/responder.js';
 import { cloudEndpointDeny, endpointHostNames } from './domain/cloud-endpoints.js';
+import { loadSecretKeys } from './secrets/key-source.js';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -35,7 +36,20 @@ async function resolveEndpointHosts(): Promise<Map<string, string[]>> {
   return resolved;
 }
 
+if (config.SLB_NODE_TOKEN !== undefined) {
+  logger.warn(
+    'SLB_LEGACY_NODE_TOKEN=1: nodes may join with the shared SLB_NODE_TOKEN (each is enrolled on joining); ' +
+      'remove it once every node holds its own credential',
+  );
+}
+
 try {
+  const secrets = loadSecretKeys({
+    SLB_SECRET_KEY: config.SLB_SECRET_KEY,
+    SLB_SECRET_KEY_FILE: config.SLB_SECRET_KEY_FILE,
+    dbPath: config.SLB_DB_PATH,
+  });
+  if (secrets.created) logger.warn({ file: secrets.created }, 'secret key created: back it up apart from the database');
   const deny = cloudEndpointDeny({
     host: config.HOST,
     port: config.PORT,
@@ -44,6 +58,7 @@ try {
     resolved: await resolveEndpointHosts(),
   });
   const app = await buildApp({
+    secretKeys: secrets.keys,
     backendPolicy: {
       defaultNetworks: listOf(config.SLB_DEFAULT_BACKEND_NETWORKS),
       deny: [...deny, ...listOf(config.SLB_BACKEND_DENY)],

@@ -4,7 +4,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
-import { CONTROL_CHANNEL_PATH } from '@slb/model';
+import { CONTROL_CHANNEL_PATH, ENROLL_PATH } from '@slb/model';
 import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -17,12 +17,15 @@ import {
   L4_MAIN,
   LOOPBACK_BACKENDS_ENV,
   type Proc,
+  registerNode,
   startProcess,
 } from './fleet.js';
 
 const ADMIN = 'fleet-admin-token-0123456789';
 const healthEnv = isolatedHealthEnv();
-const NODE_TOKEN = 'fleet-node-token-0123456789';
+/** Node name → the id the API allocated at registration. */
+const ids = new Map<string, string>();
+const apiUrl = () => `http://127.0.0.1:${apiPort}`;
 let dir: string;
 let apiPort: number;
 let api: Proc;
@@ -59,17 +62,22 @@ function startApi(): Proc {
     ...LOOPBACK_BACKENDS_ENV,
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
-    SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: String(dnsPort),
     ...healthEnv,
     LOG_LEVEL: 'info',
   });
 }
 
-function startNode(id: string, address: string, token = NODE_TOKEN): Proc {
+/** Starts a node (registered as `id` the first time, then on the credential in its state dir). */
+async function startNode(id: string, address: string, joinToken?: string): Promise<Proc> {
+  if (!ids.has(id) && joinToken === undefined) {
+    const registered = await registerNode(apiUrl(), ADMIN, { kind: 'l4', address, name: id });
+    ids.set(id, registered.id);
+    joinToken = registered.joinToken;
+  }
   const proc = startProcess(L4_MAIN, {
-    SLB_API_URL: `http://127.0.0.1:${apiPort}`,
-    SLB_NODE_TOKEN: token,
+    SLB_API_URL: apiUrl(),
+    ...(joinToken ? { SLB_NODE_JOIN_TOKEN: joinToken } : {}),
     SLB_NODE_ID: id,
     SLB_NODE_ADDRESS: address,
     SLB_STATE_DIR: join(dir, `node-${id}`),
@@ -124,8 +132,8 @@ beforeAll(async () => {
   }
   api = startApi();
   await eventually('the API', apiUp);
-  startNode('node-a', '127.0.0.11');
-  startNode('node-b', '127.0.0.12');
+  await startNode('node-a', '127.0.0.11');
+  await startNode('node-b', '127.0.0.12');
 }, 30_000);
 
 afterAll(async () => {
@@ -202,22 +210,30 @@ describe('control channel with real processes', () => {
     }
   });
 
-  it('a node with a wrong token gets nothing and is refused in the log', async () => {
-    const intruder = startNode('node-x', '127.0.0.13', 'wrong-token-0123456789');
+  it('a node with a wrong join token gets nothing and is refused in the log', async () => {
+    const intruder = await startNode('node-x', '127.0.0.13', 'slbj_wrong-token-0123456789');
     await eventually('refusal logged', async () =>
-      api.output.some((l) => l.includes('control channel refused')) ? true : undefined,
+      api.output.some((l) => l.includes('refused node connections')) ? true : undefined,
     );
+    await eventually('the intruder gives up', async () => (intruder.child.exitCode !== null ? true : undefined));
+    expect(intruder.output.join('\n')).toContain('join token was refused');
     const { data } = await admin().GET('/v1/nodes');
-    expect(data!.items.map((n) => n.id)).not.toContain('node-x');
+    expect(data!.items.map((n) => n.address)).not.toContain('127.0.0.13');
     await expect(ask('127.0.0.13', frontendPort, 300)).rejects.toThrow();
     await intruder.stop('SIGKILL');
     nodes.delete('node-x');
     expect(api.output.join('\n')).not.toContain('wrong-token-0123456789');
+    expect(api.output.join('\n')).not.toMatch(/slb[jn]_/);
   });
 
   it('an invalid message on the channel is rejected with a reason and changes nothing', async () => {
+    const { joinToken } = await registerNode(apiUrl(), ADMIN, { kind: 'l4', address: '127.0.0.98', name: 'evil' });
+    const enrolled = await fetch(`${apiUrl()}${ENROLL_PATH}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${joinToken}` },
+    }).then((r) => r.json() as Promise<{ credential: string }>);
     const ws = new WebSocket(`ws://127.0.0.1:${apiPort}${CONTROL_CHANNEL_PATH}`, {
-      headers: { authorization: `Bearer ${NODE_TOKEN}` },
+      headers: { authorization: `Bearer ${enrolled.credential}` },
     });
     await new Promise((r) => ws.once('open', r));
     const replies: string[] = [];
@@ -228,8 +244,8 @@ describe('control channel with real processes', () => {
       JSON.stringify({
         type: 'hello',
         nodeId: 'node-evil',
-        kind: 'l4',
-        address: 'not-an-ip',
+        kind: 'l9',
+        address: '127.0.0.99',
         capacity: 100,
         appliedVersion: 0,
       }),
@@ -238,29 +254,34 @@ describe('control channel with real processes', () => {
       JSON.stringify({
         type: 'hello',
         nodeId: 'node-evil',
-        kind: 'l9',
+        kind: 'l7',
         address: '127.0.0.99',
         capacity: 100,
         appliedVersion: 0,
       }),
     );
+    // The last: the credential is an L4 node's, so an L7 hello is refused (and the connection closed).
     await eventually('four errors', async () => (replies.length >= 4 ? true : undefined));
+    expect(JSON.parse(replies[3]!).reason).toMatch(/credential is for an l4 node/);
     expect(replies.map((r) => JSON.parse(r).type)).toEqual(['error', 'error', 'error', 'error']);
     ws.close();
     const { data } = await admin().GET('/v1/nodes');
     expect(data!.items.map((n) => n.id)).not.toContain('node-evil');
+    expect(data!.items.find((n) => n.name === 'evil')?.lastHeartbeatAt).toBeNull();
   });
 
   it('with the API down, a restarted node still forwards from its saved snapshot, then reconverges', async () => {
     // The node saves what it applied within half a second; wait until its file holds its applied version.
-    const { data: nodeA } = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: 'node-a' } } });
+    const { data: nodeA } = await admin().GET('/v1/nodes/{nodeId}', {
+      params: { path: { nodeId: ids.get('node-a')! } },
+    });
     await eventually('node-a saved its config', async () => {
       const saved = JSON.parse(readFileSync(join(dir, 'node-node-a', 'last-known-good.json'), 'utf8'));
       return saved.version >= nodeA!.appliedConfigVersion ? true : undefined;
     });
     await api.stop('SIGKILL');
     await nodes.get('node-a')!.stop('SIGKILL');
-    startNode('node-a', '127.0.0.11');
+    await startNode('node-a', '127.0.0.11');
     await eventually(
       'node-a forwarding from disk',
       () => ask('127.0.0.11', frontendPort, 300).catch(() => undefined),
@@ -285,7 +306,7 @@ describe('control channel with real processes', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(lb.addresses).toEqual(['127.0.0.11']);
     expect(await resolveA(lb.dnsName)).toEqual(['127.0.0.11']);
-    const node = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: 'node-b' } } });
+    const node = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: ids.get('node-b')! } } });
     expect(node.data!.status).toBe('offline');
     expect(node.data!.appliedConfigVersion).toBeGreaterThan(0);
     expect(await ask('127.0.0.11', frontendPort)).toBe('b1');

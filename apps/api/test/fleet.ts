@@ -142,6 +142,11 @@ export interface LocalCloudOptions {
   /** Extra arguments, e.g. `--no-restart`. */
   args?: string[];
   timeoutMs?: number;
+  /** Its data folder (default: a new one), and whether stop() leaves it (to start again on the same data). */
+  dataDir?: string;
+  keepData?: boolean;
+  /** Default: a new one. */
+  adminToken?: string;
 }
 
 const alive = (pid: number) => {
@@ -210,11 +215,11 @@ export async function startLocalCloud(options: LocalCloudOptions): Promise<Local
 }
 
 async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalCloud> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'slb-local-cloud-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'slb-local-cloud-'));
   const id = `test-${randomUUID()}`;
   const apiPort = await freePort();
   const dnsPort = await freePortOn(['127.0.0.1']); // the DNS responder binds it for UDP and TCP
-  const adminToken = `local-cloud-admin-${randomUUID()}`;
+  const adminToken = options.adminToken ?? `local-cloud-admin-${randomUUID()}`;
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const env: Record<string, string> = {
     SLB_DATA_DIR: dataDir,
@@ -261,7 +266,7 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
       // none left
     }
     await deleteRedisKeys(redisUrl, [`bull:${id}:*`, `${id}:*`]);
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
   };
   const proc: Proc = {
     child,
@@ -614,4 +619,21 @@ export function loadLoop(
 /** Runs `count` requests, `concurrency` at a time, and returns the stats (no pause between them). */
 export function burst(count: number, request: (i: number) => Promise<string>, concurrency = 8): Promise<LoadStats> {
   return loadLoop(request, { concurrency, maxRequests: count, maxMs: 60_000, pauseMs: 0 }).done;
+}
+
+/** Registers a node with the API as an admin does; its one-time join token goes in SLB_NODE_JOIN_TOKEN. */
+export async function registerNode(
+  apiUrl: string,
+  adminToken: string,
+  node: { kind: 'l4' | 'l7'; address: string; name?: string; capacityWeight?: number },
+): Promise<{ id: string; joinToken: string }> {
+  const res = await fetch(`${apiUrl}/v1/nodes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(node),
+  });
+  const body = (await res.json()) as { id: string; joinToken: string };
+  if (res.status !== 201)
+    throw new Error(`registering ${node.name ?? node.address}: ${res.status} ${JSON.stringify(body)}`);
+  return { id: body.id, joinToken: body.joinToken };
 }

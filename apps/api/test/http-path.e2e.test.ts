@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -15,12 +15,12 @@ import {
   L7_MAIN,
   LOOPBACK_BACKENDS_ENV,
   type Proc,
+  registerNode,
   startProcess,
 } from './fleet.js';
 import { makeCertificate } from './helpers.js';
 
 const ADMIN = 'http-admin-token-0123456789';
-const NODE_TOKEN = 'http-node-token-0123456789';
 const healthEnv = isolatedHealthEnv();
 const procs: Proc[] = [];
 const backends: Server[] = [];
@@ -85,7 +85,6 @@ beforeAll(async () => {
       ...LOOPBACK_BACKENDS_ENV,
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
-      SLB_NODE_TOKEN: NODE_TOKEN,
       SLB_DNS_PORT: '0',
       ...healthEnv,
     }),
@@ -93,9 +92,9 @@ beforeAll(async () => {
   await eventually('the API', () =>
     fetch(`http://127.0.0.1:${apiPort}/healthz`).then((r) => (r.ok ? true : undefined)),
   );
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
   const common = {
-    SLB_API_URL: `http://127.0.0.1:${apiPort}`,
-    SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_API_URL: apiUrl,
     SLB_METRICS_PORT: '0',
     SLB_SESSION_SYNC_REDIS_URL: 'off',
   };
@@ -103,6 +102,7 @@ beforeAll(async () => {
     startProcess(L4_MAIN, {
       ...common,
       SLB_NODE_ID: 'http-l4',
+      SLB_NODE_JOIN_TOKEN: (await registerNode(apiUrl, ADMIN, { kind: 'l4', address: '127.0.0.41' })).joinToken,
       SLB_NODE_ADDRESS: '127.0.0.41',
       SLB_STATE_DIR: join(dir, 'l4'),
     }),
@@ -111,6 +111,7 @@ beforeAll(async () => {
     startProcess(L7_MAIN, {
       ...common,
       SLB_NODE_ID: 'http-l7',
+      SLB_NODE_JOIN_TOKEN: (await registerNode(apiUrl, ADMIN, { kind: 'l7', address: '127.0.0.51' })).joinToken,
       SLB_NODE_ADDRESS: '127.0.0.51',
       SLB_STATE_DIR: join(dir, 'l7'),
     }),
@@ -181,6 +182,15 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
     expect(secure.body.headers['x-forwarded-proto']).toBe('https');
 
     const nodes = await client.GET('/v1/nodes');
-    expect(nodes.data!.items.map((n) => `${n.id}:${n.kind}`).sort()).toEqual(['http-l4:l4', 'http-l7:l7']);
+    expect(nodes.data!.items.map((n) => `${n.address}:${n.kind}`).sort()).toEqual(['127.0.0.41:l4', '127.0.0.51:l7']);
+
+    // The L7 node saved what it serves, key included, but sealed: its state dir holds no key in clear.
+    const saved = join(dir, 'l7', 'last-known-good.json');
+    await eventually('the L7 node saved its snapshot', async () =>
+      existsSync(saved) && readFileSync(saved, 'utf8').includes('sealed:v1:') ? true : undefined,
+    );
+    for (const file of readdirSync(join(dir, 'l7'))) {
+      expect(readFileSync(join(dir, 'l7', file), 'utf8'), file).not.toContain('PRIVATE KEY');
+    }
   });
 });

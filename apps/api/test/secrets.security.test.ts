@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,9 @@ import { makeCertificate } from './helpers.js';
 // searched for every secret. A token may appear in exactly one place: the response that created it.
 
 const ADMIN = 'secret-admin-token-5f0c6a0e9b3d41a7';
-const NODE_TOKEN = 'secret-node-token-8c1e2b7d4a6f4e19';
+/** Node name → the id the API allocated; the credentials the nodes enrolled for. */
+const nodeIds = new Map<string, string>();
+const credentials: string[] = [];
 const WRONG_NODE_TOKEN = 'wrong-node-token-3b9d0e5f7a2c4d88';
 const GUESSED = 'slb_guessed-token-a1b2c3d4e5f6a7b8c9d0';
 const healthEnv = isolatedHealthEnv();
@@ -67,10 +69,10 @@ async function api(
   return { status: res.status, json };
 }
 
-function node(name: string, main: string, address: string, token: string): Proc {
+function node(name: string, main: string, address: string, joinToken: string): Proc {
   const proc = startProcess(main, {
     SLB_API_URL: `http://127.0.0.1:${apiPort}`,
-    SLB_NODE_TOKEN: token,
+    SLB_NODE_JOIN_TOKEN: joinToken,
     SLB_NODE_ID: name,
     SLB_NODE_ADDRESS: address,
     SLB_STATE_DIR: join(dir, name),
@@ -92,7 +94,6 @@ beforeAll(async () => {
       ...LOOPBACK_BACKENDS_ENV,
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
-      SLB_NODE_TOKEN: NODE_TOKEN,
       SLB_DNS_PORT: '0',
       ...healthEnv,
       LOG_LEVEL: 'trace',
@@ -101,8 +102,18 @@ beforeAll(async () => {
   await eventually('the API', () =>
     fetch(`http://127.0.0.1:${apiPort}/healthz`).then((r) => (r.ok ? true : undefined)),
   );
-  node('secrets-l4', L4_MAIN, '127.0.0.61', NODE_TOKEN);
-  node('secrets-l7', L7_MAIN, '127.0.0.62', NODE_TOKEN);
+  // Nodes registered by the admin: the join token is in the answer that created it, and nowhere else.
+  for (const [name, main, kind, address] of [
+    ['secrets-l4', L4_MAIN, 'l4', '127.0.0.61'],
+    ['secrets-l7', L7_MAIN, 'l7', '127.0.0.62'],
+  ] as const) {
+    const what = `register ${name}`;
+    const registered = await api(what, 'POST', '/v1/nodes', ADMIN, { kind, address, name });
+    expect(registered.status).toBe(201);
+    tokens.set(registered.json.joinToken, what);
+    nodeIds.set(name, registered.json.id);
+    node(name, main, address, registered.json.joinToken);
+  }
   node('intruder', L4_MAIN, '127.0.0.63', WRONG_NODE_TOKEN);
 
   // Tenants and tokens: created, used, revoked, guessed.
@@ -189,8 +200,8 @@ beforeAll(async () => {
     'both nodes converged',
     async () => {
       const { json } = await api('list nodes', 'GET', '/v1/nodes', ADMIN);
-      const l7 = json?.items?.find((n: { id: string }) => n.id === 'secrets-l7');
-      const l4 = json?.items?.find((n: { id: string }) => n.id === 'secrets-l4');
+      const l7 = json?.items?.find((n: { id: string }) => n.id === nodeIds.get('secrets-l7'));
+      const l4 = json?.items?.find((n: { id: string }) => n.id === nodeIds.get('secrets-l4'));
       const lbNow = await api('read LB', 'GET', `/v1/load-balancers/${lbId}`, m);
       return l7?.appliedConfigVersion > 0 && l4?.appliedConfigVersion > 0 && lbNow.json.status === 'active'
         ? true
@@ -200,8 +211,11 @@ beforeAll(async () => {
     200,
   );
   await eventually('the intruder refused', async () =>
-    procs.get('api')!.output.some((l) => l.includes('control channel refused')) ? true : undefined,
+    procs.get('api')!.output.some((l) => l.includes('refused node connections')) ? true : undefined,
   );
+  for (const name of ['secrets-l4', 'secrets-l7']) {
+    credentials.push(JSON.parse(readFileSync(join(dir, name, 'credential.json'), 'utf8')).credential);
+  }
   for (const path of ['/metrics', '/openapi.json', '/readyz', '/healthz']) await api(`GET ${path}`, 'GET', path, null);
   // Shutdown logs count too.
   for (const proc of procs.values()) await proc.stop('SIGTERM');
@@ -227,9 +241,10 @@ describe('secrets never appear in responses or logs', () => {
     const api = procs.get('api')!.output.join('\n');
     expect(api).toContain('node connected');
     expect(api).toContain('"msg":"request"');
-    expect(api).toContain('control channel refused');
+    expect(api).toContain('refused node connections');
     expect(procs.get('secrets-l7')!.output.length).toBeGreaterThan(0);
-    expect(tokens.size).toBe(3);
+    expect(tokens.size).toBe(5);
+    expect(credentials).toHaveLength(2);
     expect(responses.length).toBeGreaterThan(30);
   });
 
@@ -241,7 +256,6 @@ describe('secrets never appear in responses or logs', () => {
 
   it.each([
     ['the admin token', ADMIN],
-    ['the node token', NODE_TOKEN],
     ['a wrong node token', WRONG_NODE_TOKEN],
     ['a guessed token', GUESSED],
   ])('%s is in no log line and no response', (_what, secret) => {
@@ -253,6 +267,13 @@ describe('secrets never appear in responses or logs', () => {
     for (const [token, allowedIn] of tokens) {
       const secretPart = token.replace(/^slb_/, '');
       const hits = [...logs(), ...responses].filter((r) => r.text.includes(secretPart) && r.what !== allowedIn);
+      expect(hits.map((h) => `${h.what}: ${h.text.slice(0, 300)}`)).toEqual([]);
+    }
+  });
+
+  it('no node credential is in any log line or response', () => {
+    for (const credential of credentials) {
+      const hits = [...logs(), ...responses].filter((r) => r.text.includes(credential));
       expect(hits.map((h) => `${h.what}: ${h.text.slice(0, 300)}`)).toEqual([]);
     }
   });

@@ -60,6 +60,9 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   listNodes: 'admin',
   getNode: 'admin',
   updateNode: 'admin',
+  registerNode: 'admin',
+  rotateNodeCredential: 'admin',
+  deleteNode: 'admin',
   listTenants: 'admin',
   createTenant: 'admin',
   getTenant: 'admin',
@@ -75,6 +78,8 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
 };
 /** Routes outside the document that answer without a token. */
 const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics'];
+/** Routes outside the document for nodes, which present a join token instead (and get 401 without one). */
+const NODE_ROUTES = ['/control/v1/enroll'];
 
 interface Fixture {
   tenantId: string;
@@ -100,6 +105,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   createAcl: () => ({ name: 'x' }),
   updateAcl: () => ({ name: 'x' }),
   updateNode: () => ({ drain: true }),
+  registerNode: () => ({ kind: 'l4', address: '127.0.0.201' }),
   createTenant: () => ({ name: 'x' }),
   createToken: () => ({ name: 'x' }),
   putTenantBackendNetworks: () => ({ networks: ['0.0.0.0/0'] }),
@@ -198,8 +204,16 @@ describe('every operation of the OpenAPI document is classified', () => {
       .split('\n')
       .map((line) => /^[├└]── (\/\S*)/.exec(line)?.[1])
       .filter((path): path is string => path !== undefined);
-    expect(topLevel.filter((path) => !path.startsWith('/v1/')).sort()).toEqual([...PUBLIC_ROUTES].sort());
+    expect(topLevel.filter((path) => !path.startsWith('/v1/')).sort()).toEqual(
+      [...PUBLIC_ROUTES, ...NODE_ROUTES].sort(),
+    );
     for (const path of PUBLIC_ROUTES) expect((await t.app.inject({ method: 'GET', url: path })).statusCode).toBe(200);
+    for (const path of NODE_ROUTES) {
+      for (const authorization of [undefined, `Bearer ${ADMIN_TOKEN}`, `Bearer ${tenants[0]!.token}`]) {
+        const res = await t.app.inject({ method: 'POST', url: path, headers: authorization ? { authorization } : {} });
+        expect(res.statusCode, `${path} with ${authorization ?? 'nothing'}`).toBe(401);
+      }
+    }
   });
 });
 

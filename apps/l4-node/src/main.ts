@@ -51,7 +51,8 @@ if (config.configPath !== undefined) {
   });
   channel = new ControlChannelClient<NodeSnapshot>({
     apiUrl: config.SLB_API_URL,
-    token: config.SLB_NODE_TOKEN!,
+    joinToken: config.SLB_NODE_JOIN_TOKEN,
+    token: config.SLB_NODE_TOKEN,
     nodeId,
     kind: 'l4',
     address: config.SLB_NODE_ADDRESS,
@@ -65,7 +66,14 @@ if (config.configPath !== undefined) {
     load: () => load.current,
     logger,
   });
-  await channel.start();
+  try {
+    await channel.start();
+  } catch (err) {
+    // No credential, or a join token refused: nothing to retry, the operator has to act.
+    logger.fatal({ reason: (err as Error).message }, 'cannot join the control plane');
+    process.stderr.write(`l4-node: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
 }
 
 /** File mode: serve `--config`, reload it on SIGHUP and when it changes. */

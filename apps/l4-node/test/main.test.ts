@@ -28,8 +28,8 @@ describe('l4-node process (dist/main.js)', () => {
   it('refuses to start without --config, or with a bad file, with a one-line reason', async () => {
     const none = start([]);
     expect((await none.exit)[0]).toBe(2);
-    // Without --config the node joins the control plane, which needs the node token.
-    expect(none.stderr()).toMatch(/^l4-node: SLB_NODE_TOKEN is required .*\n$/);
+    // Without --config the node joins the control plane, which needs a join token (or a saved credential).
+    expect(none.stderr()).toMatch(/^l4-node: SLB_NODE_JOIN_TOKEN is required .*\n$/);
 
     writeFileSync(file, JSON.stringify({ ...snapshot(1, []), version: 'one' }));
     const bad = start(['--config', file]);

@@ -149,7 +149,8 @@ async function follow(target: Target): Promise<void> {
   } else {
     channel = new ControlChannelClient<L7NodeSnapshot>({
       apiUrl: config.SLB_API_URL,
-      token: config.SLB_NODE_TOKEN!,
+      joinToken: config.SLB_NODE_JOIN_TOKEN,
+      token: config.SLB_NODE_TOKEN,
       nodeId,
       kind: 'l7',
       address: config.SLB_NODE_ADDRESS,
@@ -160,7 +161,14 @@ async function follow(target: Target): Promise<void> {
       load: () => target.load(),
       logger,
     });
-    await channel.start();
+    try {
+      await channel.start();
+    } catch (err) {
+      // No credential, or a join token refused: nothing to retry, the operator has to act.
+      logger.fatal({ reason: (err as Error).message }, 'cannot join the control plane');
+      process.stderr.write(`l7-node: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
   }
 
   let stopping = false;

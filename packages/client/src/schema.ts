@@ -285,7 +285,8 @@ export interface paths {
         };
         get: operations["listNodes"];
         put?: never;
-        post?: never;
+        /** @description Registers a node; the join token in the answer is shown once. */
+        post: operations["registerNode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -302,10 +303,28 @@ export interface paths {
         get: operations["getNode"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** @description Removes the node and revokes its credential; its session is closed at once. */
+        delete: operations["deleteNode"];
         options?: never;
         head?: never;
         patch: operations["updateNode"];
+        trace?: never;
+    };
+    "/v1/nodes/{nodeId}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description A new one-time join token for the node (shown once). Its current credential is revoked when the node uses it. */
+        post: operations["rotateNodeCredential"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/tenants": {
@@ -4505,6 +4524,7 @@ export interface operations {
                         items: {
                             /** @description node- id */
                             id: string;
+                            name: string | null;
                             /** @enum {string} */
                             kind: "l4" | "l7";
                             address: string;
@@ -4573,6 +4593,141 @@ export interface operations {
             };
         };
     };
+    registerNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    kind: "l4" | "l7";
+                    /** @description the address its listeners bind and clients reach (IPv4 or IPv6) */
+                    address: string;
+                    name?: string;
+                    /** @description 100 = normal; placement points scale with it */
+                    capacityWeight?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description node- id */
+                        id: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        kind: "l4" | "l7";
+                        address: string;
+                        /** @enum {string} */
+                        status: "online" | "offline";
+                        capacityWeight: number;
+                        drain: boolean;
+                        appliedConfigVersion: number;
+                        lastHeartbeatAt: string | null;
+                        lastError: string | null;
+                        load: {
+                            activeConnections: number;
+                            newConnectionsPerSecond: number;
+                            requestsPerSecond: number;
+                        };
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         */
+                        updatedAt: string;
+                        /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
+                        joinToken: string;
+                    };
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getNode: {
         parameters: {
             query?: never;
@@ -4593,6 +4748,7 @@ export interface operations {
                     "application/json": {
                         /** @description node- id */
                         id: string;
+                        name: string | null;
                         /** @enum {string} */
                         kind: "l4" | "l7";
                         address: string;
@@ -4668,6 +4824,83 @@ export interface operations {
             };
         };
     };
+    deleteNode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag from a previous read; 412 if stale */
+                "if-match"?: string;
+            };
+            path: {
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     updateNode: {
         parameters: {
             query?: never;
@@ -4700,6 +4933,7 @@ export interface operations {
                     "application/json": {
                         /** @description node- id */
                         id: string;
+                        name: string | null;
                         /** @enum {string} */
                         kind: "l4" | "l7";
                         address: string;
@@ -4784,6 +5018,80 @@ export interface operations {
             };
             /** @description problem details (RFC 9457) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateNodeCredential: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description node- id */
+                        nodeId: string;
+                        /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
+                        joinToken: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem details (RFC 9457) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

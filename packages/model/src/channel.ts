@@ -103,7 +103,30 @@ export const ErrorMessage = Type.Object(
   { type: Type.Literal('error'), reason: Type.String() },
   { additionalProperties: false },
 );
+/**
+ * A node that joined with the legacy shared token is enrolled on the spot and sent its own credential, to
+ * keep in its state dir and present from then on (so the shared token can be retired).
+ */
+export const CredentialMessage = Type.Object(
+  { type: Type.Literal('credential'), nodeId: NodeId, credential: Type.String({ minLength: 32, maxLength: 200 }) },
+  { additionalProperties: false },
+);
+export type CredentialMessage = Static<typeof CredentialMessage>;
+
+/** What a node gets for its join token at ENROLL_PATH: who it is, and the credential to dial with. */
+export const EnrollResponse = Type.Object(
+  {
+    nodeId: NodeId,
+    kind: Type.Union([Type.Literal('l4'), Type.Literal('l7')]),
+    address: Type.String({ minLength: 2, maxLength: 45 }),
+    credential: Type.String({ minLength: 32, maxLength: 200 }),
+  },
+  { additionalProperties: false },
+);
+export type EnrollResponse = Static<typeof EnrollResponse>;
+
 export const ControllerMessage = Type.Union([
+  CredentialMessage,
   L4SnapshotMessage,
   L7SnapshotMessage,
   L4DeltaMessage,
@@ -114,8 +137,10 @@ export type ControllerMessage = Static<typeof ControllerMessage>;
 export type L4DeltaMessage = Static<typeof L4DeltaMessage>;
 export type L7DeltaMessage = Static<typeof L7DeltaMessage>;
 
-/** The WebSocket path nodes dial, with `Authorization: Bearer $SLB_NODE_TOKEN`. */
+/** The WebSocket path nodes dial, with `Authorization: Bearer <the node's credential>`. */
 export const CONTROL_CHANNEL_PATH = '/control/v1/channel';
+/** Where a node POSTs its join token (`Authorization: Bearer <join token>`) for its credential. */
+export const ENROLL_PATH = '/control/v1/enroll';
 /**
  * A message larger than this is refused. A full L4 snapshot of 10,000 listeners with 100 servers each is
  * ~76 MB (issue #9's fleet with one server group per LB), past the 64 MiB this used to be; the ceiling is

@@ -1,5 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Nullable, Page, ResourceId, StringEnum, Timestamps } from './common.js';
+import { Name, Nullable, Page, ResourceId, StringEnum, Timestamps } from './common.js';
+
+// The admin's to set, never the node's to claim.
+const Capacity = Type.Integer({
+  minimum: 0,
+  maximum: 1000,
+  description: '100 = normal; placement points scale with it',
+});
 
 export const NodeKind = StringEnum(['l4', 'l7']);
 export const NodeLoad = Type.Object({
@@ -11,6 +18,7 @@ export const NodeLoad = Type.Object({
 export const Node = Type.Object(
   {
     id: ResourceId('node'),
+    name: Nullable(Type.String({ description: 'the human name given at registration' })),
     kind: NodeKind,
     address: Type.String(),
     status: StringEnum(['online', 'offline']),
@@ -28,9 +36,7 @@ export type Node = Static<typeof Node>;
 
 export const UpdateNode = Type.Object(
   {
-    capacityWeight: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 1000, description: '100 = normal; placement points scale with it' }),
-    ),
+    capacityWeight: Type.Optional(Capacity),
     drain: Type.Optional(Type.Boolean({ description: 'take no new load balancers, move the ones it has' })),
   },
   { title: 'UpdateNode', additionalProperties: false, minProperties: 1 },
@@ -38,3 +44,33 @@ export const UpdateNode = Type.Object(
 export type UpdateNode = Static<typeof UpdateNode>;
 
 export const NodePage = Page(Node, 'NodePage');
+
+/** An admin registers a node before it may join: its kind and address are bound to its credential. */
+export const CreateNode = Type.Object(
+  {
+    kind: NodeKind,
+    address: Type.String({
+      minLength: 2,
+      maxLength: 45,
+      description: 'the address its listeners bind and clients reach (IPv4 or IPv6)',
+    }),
+    name: Type.Optional(Name),
+    capacityWeight: Type.Optional(Capacity),
+  },
+  { title: 'CreateNode', additionalProperties: false },
+);
+export type CreateNode = Static<typeof CreateNode>;
+
+const JoinToken = Type.String({
+  description: 'one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h',
+});
+
+export const RegisteredNode = Type.Object({ ...Node.properties, joinToken: JoinToken }, { title: 'RegisteredNode' });
+export type RegisteredNode = Static<typeof RegisteredNode>;
+
+/** A new join token for a registered node; its current credential works until the new token is used. */
+export const NodeJoinToken = Type.Object(
+  { nodeId: ResourceId('node'), joinToken: JoinToken, expiresAt: Type.String({ format: 'date-time' }) },
+  { title: 'NodeJoinToken' },
+);
+export type NodeJoinToken = Static<typeof NodeJoinToken>;

@@ -11,7 +11,9 @@ import WebSocket from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { applyListenerDelta } from './delta.js';
 import { checkEnvelope, splitListeners } from './listener-split.js';
+import { type NodeCredential, resolveCredential, saveCredential } from './node-credential.js';
 import { loadSavedSnapshot, peekSavedVersion, saveSnapshot } from './state-file.js';
+import { sealKeyOf } from './state-seal.js';
 
 export interface ChannelLogger {
   info(obj: object, msg?: string): void;
@@ -28,8 +30,14 @@ interface VersionedSnapshot {
 export interface ControlChannelOptions<S extends VersionedSnapshot> {
   /** Control plane base URL, e.g. http://127.0.0.1:8080 (SLB_API_URL). */
   apiUrl: string;
-  /** Shared secret (SLB_NODE_TOKEN); never logged. */
-  token: string;
+  /**
+   * One-time join token (SLB_NODE_JOIN_TOKEN), exchanged at start for the node's own credential, kept in
+   * `stateDir`. Later starts use the saved credential; a different join token is a rotation. Never logged.
+   */
+  joinToken?: string;
+  /** The legacy shared token (SLB_NODE_TOKEN), for a fleet migrating to credentials; never logged. */
+  token?: string;
+  /** The id, kind and address announced when joining with the legacy token (a credential carries its own). */
   nodeId: string;
   kind: 'l4' | 'l7';
   address: string;
@@ -56,6 +64,11 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   saveIntervalMs?: number;
 }
+
+/** How long a node whose credential was refused waits before it tries again. */
+const REFUSED_RETRY_MS = 30_000;
+/** The close code of a session the controller refused (see the hub's refuse()). */
+const REFUSED_CLOSE_CODE = 4003;
 
 /** Longest a saved snapshot lags the applied one because saves are spaced out. */
 const MAX_SAVE_INTERVAL_MS = 10_000;
@@ -104,6 +117,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   private reconnectTimer: NodeJS.Timeout | null = null;
   private queue: Promise<void> = Promise.resolve();
   private readonly listeners = new Set<(version: number) => void>();
+  /** After a 401 (deleted node, rotated or unknown credential) the next attempt waits until then. */
+  private refusedUntil = 0;
 
   constructor(private readonly options: ControlChannelOptions<S>) {}
 
@@ -114,6 +129,21 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
    * the file's first bytes); controller messages wait in the queue until the saved config is applied.
    */
   async start(): Promise<void> {
+    this.credential = await resolveCredential({
+      apiUrl: this.options.apiUrl,
+      stateDir: this.options.stateDir,
+      kind: this.options.kind,
+      joinToken: this.options.joinToken,
+      logger: this.options.logger,
+      isClosed: () => this.closed,
+    });
+    if (!this.credential && this.options.token === undefined) {
+      throw new Error('no node credential: enroll with SLB_NODE_JOIN_TOKEN (a join token from POST /v1/nodes)');
+    }
+    if (this.credential && this.credential.kind !== this.options.kind) {
+      throw new Error(`the saved credential is for an ${this.credential.kind} node`);
+    }
+    this.sealKey = this.credential ? sealKeyOf(this.credential.credential) : undefined;
     this.savedVersion = await peekSavedVersion(this.options.stateDir);
     const applied = this.loadSaved();
     this.queue = applied;
@@ -122,7 +152,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   }
 
   private async loadSaved(): Promise<void> {
-    const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema);
+    const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema, this.sealKey);
     if (saved.snapshot) {
       await this.applySaved(saved.snapshot);
       return;
@@ -132,6 +162,11 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     this.savedVersion = null;
     if ('reason' in saved) this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
   }
+
+  /** Who this node is once enrolled; null while it joins with the legacy token. */
+  credential: NodeCredential | null = null;
+  /** Seals the private keys in the saved snapshot (state-seal.ts). */
+  private sealKey: Buffer | undefined;
 
   /** The saved snapshot's version while it is being applied: the hello announces it (see start()). */
   private savedVersion: number | null = null;
@@ -175,7 +210,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     if (this.closed) return;
     const url = `${this.options.apiUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${CONTROL_CHANNEL_PATH}`;
     const socket = new WebSocket(url, {
-      headers: { authorization: `Bearer ${this.options.token}` },
+      headers: { authorization: `Bearer ${this.credential?.credential ?? this.options.token}` },
       maxPayload: CONTROL_CHANNEL_MAX_BYTES,
       handshakeTimeout: 5000,
     });
@@ -185,9 +220,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.attempt = 0;
       this.send({
         type: 'hello',
-        nodeId: this.options.nodeId,
+        nodeId: this.credential?.nodeId ?? this.options.nodeId,
         kind: this.options.kind,
-        address: this.options.address,
+        address: this.credential?.address ?? this.options.address,
         capacity: this.options.capacity,
         appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
       });
@@ -205,15 +240,29 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         });
     });
     socket.on('unexpected-response', (_req, res) => {
-      this.options.logger.warn({ status: res.statusCode }, 'control plane refused the channel (check SLB_NODE_TOKEN)');
+      const why =
+        res.statusCode === 401
+          ? this.credential
+            ? 'credential refused: this node was deleted, or its credential rotated'
+            : 'the shared token was refused (is SLB_LEGACY_NODE_TOKEN=1 set on the API?)'
+          : 'control plane refused the channel';
+      this.options.logger.warn({ status: res.statusCode }, why);
+      // Refused for who it is: retrying every few seconds only adds to the control plane's refusal count.
+      if (res.statusCode === 401) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
     });
     socket.on('error', (err) => this.options.logger.warn({ err: err.message }, 'control channel error'));
-    socket.on('close', () => {
+    socket.on('close', (code) => {
+      // 4003: the controller refused this node for who it is (already connected elsewhere, wrong kind).
+      if (code === REFUSED_CLOSE_CODE) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
       this.connected = false;
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.heartbeat = null;
       if (this.closed) return;
-      const delay = reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000);
+      const delay = Math.max(
+        reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000),
+        this.refusedUntil - Date.now(),
+      );
+      this.refusedUntil = 0;
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
     });
   }
@@ -251,7 +300,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     const snapshot = this.current;
-    this.saving = saveSnapshot(this.options.stateDir, snapshot)
+    this.saving = saveSnapshot(this.options.stateDir, snapshot, this.sealKey)
       .then(({ blockingMs }) => {
         this.lastSaveBlockingMs = blockingMs;
       })
@@ -297,6 +346,10 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       if (typeof version === 'number' && Number.isInteger(version) && version >= 0)
         this.send({ type: 'nack', version, reason });
       this.options.logger.warn({ path: first?.path, error: first?.message }, 'invalid control message refused');
+      return;
+    }
+    if (message.type === 'credential') {
+      await this.adoptCredential(message.nodeId, message.credential);
       return;
     }
     if (message.type === 'error') {
@@ -367,6 +420,22 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       .slice(0, MAX_REPORTED_FAILURES)
       .map(([listenerId, reason]) => ({ listenerId, reason }));
     return { type: 'ack', version, failedListeners };
+  }
+
+  /** Enrolled on joining with the legacy token: keep the credential and present it from the next connection. */
+  private async adoptCredential(nodeId: string, credential: string): Promise<void> {
+    if (this.credential) return;
+    const next: NodeCredential = { nodeId, kind: this.options.kind, address: this.options.address, credential };
+    try {
+      await saveCredential(this.options.stateDir, next);
+    } catch (err) {
+      this.options.logger.error({ err: String(err) }, 'could not save the credential; staying on the shared token');
+      return;
+    }
+    this.credential = next;
+    this.sealKey = sealKeyOf(credential);
+    this.options.logger.info({ nodeId }, 'enrolled over the shared token: credential saved, used from now on');
+    if (this.current) this.persist();
   }
 
   /**

@@ -12,6 +12,13 @@ export { checkEnvelope, type SplitListeners, splitListeners } from './listener-s
 export { type LoadMetricNames, LoadSampler } from './load-sampler.js';
 export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
+export {
+  CREDENTIAL_FILE,
+  loadCredential,
+  NodeCredential,
+  resolveCredential,
+  saveCredential,
+} from './node-credential.js';
 export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
@@ -27,3 +34,4 @@ export {
   sessionSyncFromEnv,
 } from './session-sync.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
+export { sealKeyOf } from './state-seal.js';

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
+  CredentialMessage,
   ErrorMessage,
   L4DeltaMessage,
   L4SnapshotMessage,
@@ -41,6 +42,7 @@ const Envelope = Type.Union([
   Type.Object({ ...L4DeltaMessage.properties, upsert: Items }, strict),
   Type.Object({ ...L7DeltaMessage.properties, upsert: Items }, strict),
   ErrorMessage,
+  CredentialMessage,
 ]);
 
 /** The controller message with its listeners not yet checked one by one. */

@@ -1,6 +1,10 @@
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
+import { CREDENTIAL_FILE } from './node-credential.js';
 
 /** Environment both forwarding nodes read; each node spreads it into its own Env schema. */
 export const NodeEnvProperties = {
@@ -58,7 +62,14 @@ export function parseNodeConfig<P extends TProperties>(
     const e = Value.Errors(schema, withDefaults).First();
     return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
   }
-  const problem = channelModeProblem(configPath, withDefaults as { SLB_NODE_TOKEN?: string });
+  const channelEnv = withDefaults as {
+    SLB_NODE_TOKEN?: string;
+    SLB_NODE_JOIN_TOKEN?: string;
+    SLB_STATE_DIR?: string;
+    SLB_NODE_ID?: string;
+  };
+  const stateDir = channelEnv.SLB_STATE_DIR ?? `./data/node-${channelEnv.SLB_NODE_ID ?? hostname()}`;
+  const problem = channelModeProblem(configPath, channelEnv, existsSync(join(stateDir, CREDENTIAL_FILE)));
   if (problem) return { ok: false, reason: problem };
   return { ok: true, config: { ...withDefaults, configPath } };
 }

@@ -2,26 +2,29 @@ import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { sealListener, unsealSnapshot } from './state-seal.js';
 
 const FILE = 'last-known-good.json';
 
-/** Each listener serialised once: a snapshot after a delta shares all but the changed listeners' objects. */
-const listenerJson = new WeakMap<object, string>();
+/**
+ * Each listener serialised once: a snapshot after a delta shares all but the changed listeners' objects.
+ * Keyed by the seal key too, so a listener sealed under an old credential is sealed again under the new.
+ */
+const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string }>();
 
 /**
  * JSON of a snapshot, reusing the text of listeners already serialised: saving a big fleet's snapshot
  * after a one-listener change costs a string join, not a full JSON.stringify that stalls the node.
  */
-export function serializeSnapshot(snapshot: unknown): string {
+export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
   if (!Array.isArray(listeners)) return JSON.stringify(snapshot);
   const parts = listeners.map((l) => {
     if (l === null || typeof l !== 'object') return JSON.stringify(l);
-    let json = listenerJson.get(l);
-    if (json === undefined) {
-      json = JSON.stringify(l);
-      listenerJson.set(l, json);
-    }
+    const cached = listenerJson.get(l);
+    if (cached !== undefined && cached.key === sealKey) return cached.json;
+    const json = JSON.stringify(sealListener(l, sealKey));
+    listenerJson.set(l, { key: sealKey, json });
     return json;
   });
   const head = JSON.stringify(rest);
@@ -32,15 +35,15 @@ export function serializeSnapshot(snapshot: unknown): string {
  * Writes the applied snapshot so a restarted node serves it while the control plane is unreachable
  * (static stability). Write-then-rename: a crash mid-write leaves the previous file, never half a file.
  */
-export async function saveSnapshot(dir: string, snapshot: unknown): Promise<{ blockingMs: number }> {
+export async function saveSnapshot(dir: string, snapshot: unknown, sealKey?: Buffer): Promise<{ blockingMs: number }> {
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
   // The only part that holds the event loop (and so delays forwarding and acks): measured, so the caller
   // can space saves out when the snapshot is big.
   const started = performance.now();
-  const bytes = Buffer.from(serializeSnapshot(snapshot));
+  const bytes = Buffer.from(serializeSnapshot(snapshot, sealKey));
   const blockingMs = performance.now() - started;
-  await writeFile(tmp, bytes, { mode: 0o600 }); // holds TLS keys on L7 nodes
+  await writeFile(tmp, bytes, { mode: 0o600 }); // TLS keys on L7 nodes are sealed (state-seal.ts), still private
   await rename(tmp, join(dir, FILE));
   return { blockingMs };
 }
@@ -49,6 +52,7 @@ export async function saveSnapshot(dir: string, snapshot: unknown): Promise<{ bl
 export async function loadSavedSnapshot<T>(
   dir: string,
   schema: TSchema,
+  sealKey?: Buffer,
 ): Promise<{ snapshot: T } | { snapshot: null; reason: string }> {
   let text: string;
   try {
@@ -58,6 +62,11 @@ export async function loadSavedSnapshot<T>(
   }
   try {
     const value = JSON.parse(text);
+    try {
+      unsealSnapshot(value, sealKey);
+    } catch {
+      return { snapshot: null, reason: 'saved snapshot holds keys sealed with another credential' };
+    }
     if (!Value.Check(schema, value)) return { snapshot: null, reason: 'saved snapshot does not validate' };
     return { snapshot: value as T };
   } catch {

@@ -139,7 +139,12 @@ function assignedPorts(q: ReturnType<typeof fleetQueries>, ids: string[]): Map<s
  * Compiles the given LBs from the database: their running listeners as an L4 node and an L7 node serve
  * them. Only these LBs' rows are read, so a change costs in proportion to what changed, not to the fleet.
  */
-export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>): Map<string, CompiledLb> {
+export function compileLbs(
+  db: Db,
+  lbIds: string[],
+  l7Ports: Map<string, number>,
+  openKey: (stored: string) => string = (stored) => stored,
+): Map<string, CompiledLb> {
   const result = new Map<string, CompiledLb>();
   if (lbIds.length === 0) return result;
   const versions = new Map(
@@ -258,7 +263,7 @@ export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>
       xForwardedForMode: l.xForwardedForMode,
       idleTimeout: l.idleTimeout,
       requestTimeout: l.requestTimeout ?? 60,
-      certificates: certs.map((c) => ({ id: c.id, certificatePem: c.certificatePem, privateKeyPem: c.privateKeyPem })),
+      certificates: listenerCertificates(certs, openKey),
       defaultServerGroupId: l.serverGroupId,
       rules: listenerRules.map((r) => ({
         id: r.id,
@@ -273,4 +278,17 @@ export function compileLbs(db: Db, lbIds: string[], l7Ports: Map<string, number>
     entry.l7.push({ config: l7, json: JSON.stringify(l7) });
   }
   return result;
+}
+
+/**
+ * The certificates an HTTPS listener's config carries, keys decrypted for the one audience that needs them:
+ * the L7 nodes, over their authenticated channel. Only the listener's own certificates: a key uploaded but
+ * not used by a running HTTPS listener is never sent. (Every L7 node serves every HTTP/HTTPS listener, since
+ * the L4 nodes spread connections over all of them, so an L7 node gets the keys of the listeners it serves.)
+ */
+function listenerCertificates(
+  certs: { id: string; certificatePem: string; privateKeyPem: string }[],
+  openKey: (stored: string) => string,
+) {
+  return certs.map((c) => ({ id: c.id, certificatePem: c.certificatePem, privateKeyPem: openKey(c.privateKeyPem) }));
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { loadBalancers, nodes, servers } from '@slb/db';
+import { type Db, loadBalancers, nodes, servers } from '@slb/db';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
@@ -25,11 +25,19 @@ class FakeSocket extends EventEmitter {
   }
 }
 
+/** The node's row, as registration (POST /v1/nodes) leaves it: the hub only serves registered nodes. */
+function registered(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): void {
+  const db = (hub as unknown as { db: Db }).db;
+  const now = new Date().toISOString();
+  db.insert(nodes).values({ id: nodeId, kind, address, createdAt: now, updatedAt: now }).onConflictDoNothing().run();
+}
+
 const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
 
 function connect(hub: ControlHub): FakeSocket {
   const ws = new FakeSocket();
-  hub.attach(ws as unknown as WebSocket);
+  registered(hub, 'l4-a', 'l4', '127.0.0.11');
+  hub.attach(ws as unknown as WebSocket, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11' });
   const hello = { type: 'hello', nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11', capacity: 100, appliedVersion: 0 };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
   return ws;

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { type Db, nodes } from '@slb/db';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -22,11 +23,19 @@ class FakeSocket extends EventEmitter {
   }
 }
 
+/** The node's row, as registration (POST /v1/nodes) leaves it: the hub only serves registered nodes. */
+function registered(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): void {
+  const db = (hub as unknown as { db: Db }).db;
+  const now = new Date().toISOString();
+  db.insert(nodes).values({ id: nodeId, kind, address, createdAt: now, updatedAt: now }).onConflictDoNothing().run();
+}
+
 const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
 
 function connect(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): FakeSocket {
   const ws = new FakeSocket();
-  hub.attach(ws as unknown as WebSocket);
+  registered(hub, nodeId, kind, address);
+  hub.attach(ws as unknown as WebSocket, { nodeId, kind, address });
   const hello = { type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
   return ws;

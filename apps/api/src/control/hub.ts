@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type Db, listeners as listenerTable, nodes } from '@slb/db';
 import {
@@ -29,6 +28,16 @@ import {
 } from './compiler.js';
 import { L7_PORT_BASE } from './l7-port.js';
 import { l4NodeAddresses } from './l7-trust.js';
+import type { NodeIdentity } from './node-credentials.js';
+import { clampLoad } from './node-reports.js';
+import {
+  helloIdentity,
+  recordApplied,
+  recordError,
+  recordHeartbeat,
+  sendLegacyCredential,
+  touchNodeRow,
+} from './node-sessions.js';
 import { place } from './placement.js';
 
 interface Session {
@@ -72,6 +81,8 @@ export interface ControlHubOptions {
   l7RejoinGraceMs?: number;
   /** Largest message sent to a node; default (and what nodes accept) {@link CONTROL_CHANNEL_MAX_BYTES}. */
   maxMessageBytes?: number;
+  /** Decrypts a stored private key for the L7 nodes (SecretBox.open); default: stored in clear (tests). */
+  openKey?: (stored: string) => string;
 }
 
 /**
@@ -128,6 +139,7 @@ export class ControlHub {
   setBackendDeny(read: () => SnapshotBackendDeny[]): void {
     this.backendDeny = read;
   }
+  private readonly openKey: (stored: string) => string;
 
   constructor(
     private readonly db: Db,
@@ -138,6 +150,7 @@ export class ControlHub {
     // Versions outlive a controller restart: they start from the clock and only grow.
     this.version = now;
     this.maxMessageBytes = options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES;
+    this.openKey = options.openKey ?? ((stored) => stored);
     this.ticker = setInterval(() => this.checkLiveness(), LIVENESS_TICK_MS);
     this.ticker.unref();
     this.rejoining = lastKnownL7(db);
@@ -187,10 +200,16 @@ export class ControlHub {
     });
   }
 
-  attach(ws: WebSocket): void {
+  /**
+   * A node's connection, authenticated as `identity` (from its credential); without one it joined with the
+   * legacy shared token, and its hello says who it is (only for a node without a credential of its own).
+   */
+  attach(ws: WebSocket, identity?: NodeIdentity): void {
     let session: Session | null = null;
     ws.on('message', (data, isBinary) => {
       if (this.closed) return;
+      // A session replaced or revoked: whatever it still says is not heard.
+      if (session && this.sessions.get(session.nodeId) !== session) return;
       if (isBinary) return this.reject(ws, 'binary messages are not part of the protocol');
       let message: unknown;
       try {
@@ -204,8 +223,9 @@ export class ControlHub {
       }
       if (message.type === 'hello') {
         if (session) return this.reject(ws, 'hello was already said');
-        if (isIP(message.address) === 0) return this.reject(ws, 'hello.address must be an IP address');
-        session = this.open(ws, message);
+        const who = helloIdentity(this.db, message, identity);
+        if ('reason' in who) return who.close ? this.refuse(ws, who.reason) : this.reject(ws, who.reason);
+        session = this.open(ws, who, message, identity === undefined);
         return;
       }
       if (!session) return this.reject(ws, 'say hello first');
@@ -244,45 +264,49 @@ export class ControlHub {
     };
   }
 
+  /** Closes a node's session (deleted, or its credential replaced): it is offline from now on. */
+  disconnect(nodeId: string, reason: string): void {
+    const session = this.sessions.get(nodeId);
+    this.rejoining.delete(nodeId);
+    if (!session) return;
+    this.sessions.delete(nodeId);
+    session.ws.close(4001, reason);
+    this.log.info({ nodeId, reason }, 'node disconnected');
+    this.changed();
+  }
+
+  /** Refuses a connection for good: said, logged, closed. */
+  private refuse(ws: WebSocket, reason: string): null {
+    this.reject(ws, reason);
+    ws.close(4003, reason.slice(0, 120));
+    return null;
+  }
+
   private reject(ws: WebSocket, reason: string): void {
     this.log.warn({ reason }, 'control message rejected');
     const error: ControllerMessage = { type: 'error', reason };
     ws.send(JSON.stringify(error));
   }
 
-  private open(ws: WebSocket, hello: HelloMessage): Session {
-    const previous = this.sessions.get(hello.nodeId);
-    if (previous) previous.ws.close(4000, 'replaced by a newer connection of the same node');
-    const now = new Date().toISOString();
-    const row = this.db.select().from(nodes).where(eq(nodes.id, hello.nodeId)).get();
-    if (row) {
-      this.db
-        .update(nodes)
-        .set({ kind: hello.kind, address: hello.address, lastHeartbeatAt: now, updatedAt: now })
-        .where(eq(nodes.id, hello.nodeId))
-        .run();
-    } else {
-      this.db
-        .insert(nodes)
-        .values({
-          id: hello.nodeId,
-          kind: hello.kind,
-          address: hello.address,
-          capacityWeight: hello.capacity,
-          appliedConfigVersion: hello.appliedVersion,
-          lastHeartbeatAt: now,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .run();
+  private open(ws: WebSocket, who: NodeIdentity, hello: HelloMessage, legacy: boolean): Session | null {
+    const previous = this.sessions.get(who.nodeId);
+    if (previous && previous.ws.readyState === previous.ws.OPEN && this.isOnline(previous, Date.now())) {
+      // One credential, one live session: a copy of it (a cloned host, a thief) does not take over a node
+      // that is still heartbeating. A node whose old connection went silent is let back in.
+      this.log.warn({ nodeId: who.nodeId }, 'second connection for a node that is still connected: refused');
+      return this.refuse(ws, 'this node is already connected');
     }
-    // Never send a version the node already has or is past.
-    this.version = Math.max(this.version, hello.appliedVersion);
+    if (previous) previous.ws.close(4000, 'replaced by a newer connection of the same node');
+    if (!touchNodeRow(this.db, who, legacy)) return this.refuse(ws, 'this node is not registered');
+    if (legacy) sendLegacyCredential(this.db, ws, who.nodeId, this.log);
+    // hello.appliedVersion is not followed: versions start from the clock at each controller start, so any
+    // version really issued is below ours, and following a claim (as this once did) let one hello of 2^53-1
+    // push every later version past the channel schema, and every node refused every config from then on.
     const session: Session = {
       ws,
-      nodeId: hello.nodeId,
-      kind: hello.kind,
-      address: hello.address,
+      nodeId: who.nodeId,
+      kind: who.kind,
+      address: who.address,
       sentVersion: null,
       sentJson: new Map(),
       sentL7Nodes: null,
@@ -294,28 +318,18 @@ export class ControlHub {
       failedLbs: new Set(),
       lastSeen: Date.now(),
     };
-    this.sessions.set(hello.nodeId, session);
-    this.rejoining.delete(hello.nodeId);
+    this.sessions.set(who.nodeId, session);
+    this.rejoining.delete(who.nodeId);
     this.log.info(
-      { nodeId: hello.nodeId, kind: hello.kind, address: hello.address, appliedVersion: hello.appliedVersion },
+      { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion },
       'node connected',
     );
     this.recompile();
     return session;
   }
 
-  private heartbeat(session: Session, load: NodeLoadReport): void {
-    const now = new Date().toISOString();
-    this.db
-      .update(nodes)
-      .set({
-        lastHeartbeatAt: now,
-        activeConnections: load.activeConnections,
-        newConnectionsPerSecond: load.newConnectionsPerSecond,
-        requestsPerSecond: load.requestsPerSecond,
-      })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+  private heartbeat(session: Session, reported: NodeLoadReport): void {
+    recordHeartbeat(this.db, session.nodeId, clampLoad(reported));
   }
 
   private ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
@@ -342,7 +356,7 @@ export class ControlHub {
             .slice(0, 5)
             .map((f) => `${f.listenerId}: ${f.reason}`)
             .join('; ')}`.slice(0, 2000);
-    this.db.update(nodes).set({ appliedConfigVersion: version, lastError }).where(eq(nodes.id, session.nodeId)).run();
+    recordApplied(this.db, session.nodeId, version, lastError);
   }
 
   private nack(session: Session, version: number, reason: string): void {
@@ -352,11 +366,7 @@ export class ControlHub {
 
   /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
   private failed(session: Session, version: number, reason: string): void {
-    this.db
-      .update(nodes)
-      .set({ lastError: `version ${version}: ${reason}` })
-      .where(eq(nodes.id, session.nodeId))
-      .run();
+    recordError(this.db, session.nodeId, `version ${version}: ${reason}`);
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;
@@ -454,7 +464,7 @@ export class ControlHub {
       return row;
     });
     for (const id of scope) this.dirty.delete(id);
-    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports)) {
+    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);
@@ -490,7 +500,7 @@ export class ControlHub {
       })
       .map((lb) => lb.id);
     this.dirty.clear();
-    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports)) {
+    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ListQuery, Node, NodePage, PathId, UpdateNode } from '@slb/model';
+import { CreateNode, ListQuery, Node, NodeJoinToken, NodePage, PathId, RegisteredNode, UpdateNode } from '@slb/model';
+import { etagOf } from '../services/common.js';
 import { toNode } from '../services/nodes.js';
-import { AUTH_PROBLEMS, IfMatchHeaders, problems, withEtag } from './shared.js';
+import { AUTH_PROBLEMS, IfMatchHeaders, NoContent, problems, withEtag } from './shared.js';
 
 const tags = ['nodes'];
 const NodeParams = Type.Object({ nodeId: PathId });
@@ -49,6 +50,55 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: (request, reply) => {
       const row = nodes.update(request.params.nodeId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, toNode(row));
+    },
+  });
+
+  app.post('/nodes', {
+    config,
+    schema: {
+      tags,
+      operationId: 'registerNode',
+      description: 'Registers a node; the join token in the answer is shown once.',
+      body: CreateNode,
+      response: { 201: RegisteredNode, ...problems(...AUTH_PROBLEMS, 403, 409, 413, 415, 422) },
+    },
+    // Not under Idempotency-Key: a replay would have to store the join token to return it again.
+    handler: (request, reply) => {
+      reply.code(201).header('etag', etagOf(1));
+      return nodes.register(request.body);
+    },
+  });
+
+  app.post('/nodes/:nodeId/credentials', {
+    config,
+    schema: {
+      tags,
+      operationId: 'rotateNodeCredential',
+      description:
+        'A new one-time join token for the node (shown once). Its current credential is revoked when the node uses it.',
+      params: NodeParams,
+      response: { 201: NodeJoinToken, ...problems(...AUTH_PROBLEMS, 403, 404) },
+    },
+    handler: (request, reply) => {
+      reply.code(201);
+      return nodes.newJoinToken(request.params.nodeId);
+    },
+  });
+
+  app.delete('/nodes/:nodeId', {
+    config,
+    schema: {
+      tags,
+      operationId: 'deleteNode',
+      description: 'Removes the node and revokes its credential; its session is closed at once.',
+      params: NodeParams,
+      headers: IfMatchHeaders,
+      response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 403, 404, 412) },
+    },
+    handler: (request, reply) => {
+      nodes.remove(request.params.nodeId, request.headers['if-match']);
+      app.controlHub.disconnect(request.params.nodeId, 'node deleted');
+      reply.code(204).send(null);
     },
   });
 };

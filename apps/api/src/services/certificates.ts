@@ -27,6 +27,8 @@ export class CertificateService {
   constructor(
     private readonly db: Db,
     private readonly quotas?: QuotaService,
+    /** Private keys are stored encrypted (secrets/secret-box.ts): never in clear in the database file. */
+    private readonly sealSecret: (plain: string) => string = (plain) => plain,
   ) {}
 
   find(scope: Scope, id: string): CertificateRow {
@@ -68,7 +70,10 @@ export class CertificateService {
     this.db.transaction(
       () => {
         this.quotas?.check(auth.tenantId, 'certificates', auth.tenantId);
-        this.db.insert(certificates).values(row).run();
+        this.db
+          .insert(certificates)
+          .values({ ...row, privateKeyPem: this.sealSecret(input.privateKey) })
+          .run();
       },
       { behavior: 'immediate' },
     );

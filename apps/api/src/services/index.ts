@@ -22,6 +22,8 @@ export function createServices(
   dnsZone: string | undefined,
   backendPolicy: BackendPolicyOptions,
   quotaDefaults?: QuotaLimits,
+  /** Encrypts a private key for storage (SecretBox.seal); identity when absent. */
+  sealSecret: (plain: string) => string = (plain) => plain,
 ) {
   const quotas = new QuotaService(db, quotaDefaults);
   const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas);
@@ -35,7 +37,7 @@ export function createServices(
     serverGroups,
     listeners,
     rules: new RuleService(db, loadBalancers, listeners, serverGroups, quotas),
-    certificates: new CertificateService(db, quotas),
+    certificates: new CertificateService(db, quotas, sealSecret),
     acls: new AclService(db, quotas),
     nodes: new NodeService(db),
     tenants: new TenantService(db, authenticator),

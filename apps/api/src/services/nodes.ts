@@ -1,7 +1,9 @@
-import { type Db, nodes } from '@slb/db';
-import type { ListQuery, Node, UpdateNode } from '@slb/model';
+import { isIP } from 'node:net';
+import { type Db, newId, nodes } from '@slb/db';
+import type { CreateNode, ListQuery, Node, NodeJoinToken, RegisteredNode, UpdateNode } from '@slb/model';
 import { and, asc, eq } from 'drizzle-orm';
-import { notFound } from '../errors.js';
+import { newJoinToken } from '../control/node-credentials.js';
+import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, nowIso, toPage } from './common.js';
 
 type NodeRow = typeof nodes.$inferSelect;
@@ -13,6 +15,7 @@ export function toNode(r: NodeRow, now = Date.now()): Node {
   const online = r.lastHeartbeatAt !== null && now - Date.parse(r.lastHeartbeatAt) <= OFFLINE_AFTER_MS;
   return {
     id: r.id,
+    name: r.name,
     kind: r.kind,
     address: r.address,
     status: online ? 'online' : 'offline',
@@ -31,7 +34,10 @@ export function toNode(r: NodeRow, now = Date.now()): Node {
   };
 }
 
-/** The fleet, cluster-wide: admin only. Nodes register themselves over the control channel. */
+/**
+ * The fleet, cluster-wide: admin only. An admin registers a node and hands it the one-time join token; the
+ * node exchanges it for its own credential (see control/node-credentials.ts).
+ */
 export class NodeService {
   constructor(private readonly db: Db) {}
 
@@ -65,6 +71,64 @@ export class NodeService {
       };
       this.db.update(nodes).set(next).where(eq(nodes.id, id)).run();
       return { ...row, ...next };
+    });
+  }
+
+  register(input: CreateNode): RegisteredNode {
+    if (isIP(input.address) === 0) throw unprocessable('/address', 'must be an IPv4 or IPv6 address');
+    return this.db.transaction(() => {
+      const clash = this.db
+        .select({ id: nodes.id })
+        .from(nodes)
+        .where(and(eq(nodes.kind, input.kind), eq(nodes.address, input.address)))
+        .get();
+      if (clash) throw new ApiError('conflict', `${input.kind} node ${clash.id} already has address ${input.address}`);
+      const now = nowIso();
+      const join = newJoinToken();
+      const row = this.db
+        .insert(nodes)
+        .values({
+          id: newId('node'),
+          name: input.name ?? null,
+          kind: input.kind,
+          address: input.address,
+          capacityWeight: input.capacityWeight ?? 100,
+          joinTokenHash: join.hash,
+          joinTokenExpiresAt: join.expiresAt,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning()
+        .get();
+      return { ...toNode(row), joinToken: join.token };
+    });
+  }
+
+  /** A new join token; the node's current credential keeps working until the node uses it. */
+  newJoinToken(id: string): NodeJoinToken {
+    return this.db.transaction(() => {
+      const row = this.find(id);
+      const join = newJoinToken();
+      this.db
+        .update(nodes)
+        .set({
+          joinTokenHash: join.hash,
+          joinTokenExpiresAt: join.expiresAt,
+          revision: row.revision + 1,
+          updatedAt: nowIso(),
+        })
+        .where(eq(nodes.id, id))
+        .run();
+      return { nodeId: id, joinToken: join.token, expiresAt: join.expiresAt };
+    });
+  }
+
+  /** Removes the node and with it its credential: the caller closes its session. */
+  remove(id: string, ifMatch?: string): void {
+    this.db.transaction(() => {
+      const row = this.find(id);
+      checkIfMatch(ifMatch, row.revision);
+      this.db.delete(nodes).where(eq(nodes.id, id)).run();
     });
   }
 }

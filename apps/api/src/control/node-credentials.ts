@@ -1,0 +1,99 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { type Db, nodes } from '@slb/db';
+import type { EnrollResponse } from '@slb/model';
+import { and, eq, gt } from 'drizzle-orm';
+
+/** Who a connection speaks for: taken from its credential, never from what it says. */
+export interface NodeIdentity {
+  nodeId: string;
+  kind: 'l4' | 'l7';
+  address: string;
+}
+
+/** How long an unused join token is accepted. */
+export const JOIN_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
+
+// Prefixes tell an operator (and a secret scanner) what a leaked string is.
+const JOIN_PREFIX = 'slbj_';
+const CREDENTIAL_PREFIX = 'slbn_';
+
+/** Only hashes are stored: a copy of the database does not let anyone act as a node. */
+export const secretHash = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+export function newJoinToken(now = Date.now()): { token: string; hash: string; expiresAt: string } {
+  const token = `${JOIN_PREFIX}${randomBytes(32).toString('base64url')}`;
+  return { token, hash: secretHash(token), expiresAt: new Date(now + JOIN_TOKEN_TTL_MS).toISOString() };
+}
+
+function newCredential(): { credential: string; hash: string } {
+  const credential = `${CREDENTIAL_PREFIX}${randomBytes(32).toString('base64url')}`;
+  return { credential, hash: secretHash(credential) };
+}
+
+/** The node a credential belongs to, or null (unknown, revoked, or replaced by a rotation). */
+export function identityOf(db: Db, credential: string): NodeIdentity | null {
+  if (!credential.startsWith(CREDENTIAL_PREFIX)) return null;
+  const row = db
+    .select({ nodeId: nodes.id, kind: nodes.kind, address: nodes.address })
+    .from(nodes)
+    .where(eq(nodes.credentialHash, secretHash(credential)))
+    .get();
+  return row ?? null;
+}
+
+/**
+ * Exchanges a join token for the node's credential, once: the token is consumed, and the credential replaces
+ * whatever the node had (a rotation revokes the old one here). Null for an unknown, used or expired token.
+ */
+export function redeemJoinToken(db: Db, joinToken: string, now = Date.now()): EnrollResponse | null {
+  if (!joinToken.startsWith(JOIN_PREFIX)) return null;
+  return db.transaction(() => {
+    const row = db
+      .select()
+      .from(nodes)
+      .where(
+        and(eq(nodes.joinTokenHash, secretHash(joinToken)), gt(nodes.joinTokenExpiresAt, new Date(now).toISOString())),
+      )
+      .get();
+    if (!row) return null;
+    const { credential, hash } = newCredential();
+    db.update(nodes)
+      .set({
+        credentialHash: hash,
+        joinTokenHash: null,
+        joinTokenExpiresAt: null,
+        updatedAt: new Date(now).toISOString(),
+      })
+      .where(eq(nodes.id, row.id))
+      .run();
+    return { nodeId: row.id, kind: row.kind, address: row.address, credential };
+  });
+}
+
+/**
+ * Migration from the shared token: a node that joined with it, and has no credential yet, gets one (bound
+ * to the id, kind and address its hello gave). Null when the node already has a credential: the shared
+ * token can never speak for an enrolled node.
+ */
+export function enrollLegacy(db: Db, nodeId: string): string | null {
+  return db.transaction(() => {
+    const row = db.select({ hash: nodes.credentialHash }).from(nodes).where(eq(nodes.id, nodeId)).get();
+    if (!row || row.hash !== null) return null;
+    const { credential, hash } = newCredential();
+    db.update(nodes).set({ credentialHash: hash }).where(eq(nodes.id, nodeId)).run();
+    return credential;
+  });
+}
+
+/**
+ * Whether a node of this id holds its own credential, or was registered by an admin and waits for its join
+ * token: then the shared token may not say hello for it (it would take over the registered identity).
+ */
+export function isEnrolled(db: Db, nodeId: string): boolean {
+  const row = db
+    .select({ hash: nodes.credentialHash, join: nodes.joinTokenHash })
+    .from(nodes)
+    .where(eq(nodes.id, nodeId))
+    .get();
+  return row !== undefined && (row.hash !== null || row.join !== null);
+}

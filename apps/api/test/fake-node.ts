@@ -1,0 +1,73 @@
+import type { TestApp } from './helpers.js';
+
+/** A node session in process: the hub's socket replaced by an object that records what it is sent. */
+export interface FakeNode {
+  sent: any[];
+  /** Versions sent and not yet acked. */
+  unacked: number[];
+  closed: { code?: number; reason?: string } | null;
+  say(message: unknown): void;
+  ack(version?: number): void;
+}
+
+export interface FakeHello {
+  nodeId: string;
+  kind: 'l4' | 'l7';
+  address: string;
+  capacity?: number;
+  appliedVersion?: number;
+}
+
+/** Attaches a fake socket to the app's hub as `identity` would after authenticating, and says hello. */
+export function connectFake(
+  t: TestApp,
+  hello: FakeHello,
+  identity?: { nodeId: string; kind: 'l4' | 'l7'; address: string },
+): FakeNode {
+  const handlers: Record<string, (...args: any[]) => void> = {};
+  const node: FakeNode = {
+    sent: [],
+    unacked: [],
+    closed: null,
+    say: (message) => handlers.message?.(Buffer.from(JSON.stringify(message)), false),
+    ack: (version) => {
+      const v = version ?? node.unacked.at(-1);
+      node.unacked = node.unacked.filter((u) => u > (v as number));
+      node.say({ type: 'ack', version: v });
+    },
+  };
+  const ws = {
+    OPEN: 1,
+    CLOSED: 3,
+    CLOSING: 2,
+    readyState: 1,
+    on: (event: string, fn: (...args: any[]) => void) => {
+      handlers[event] = fn;
+    },
+    close: (code?: number, reason?: string) => {
+      node.closed = { code, reason };
+      ws.readyState = 3;
+      handlers.close?.();
+    },
+    send: (text: string) => {
+      const m = JSON.parse(text);
+      node.sent.push(m);
+      const v = m.version ?? m.snapshot?.version;
+      if (typeof v === 'number') node.unacked.push(v);
+    },
+  };
+  (t.app.controlHub.attach as (ws: never, identity?: unknown) => void)(ws as never, identity);
+  node.say({ type: 'hello', capacity: 100, appliedVersion: 0, ...hello });
+  return node;
+}
+
+/**
+ * Lets the write's hooks and the hub's recompile (a setImmediate after the response) run: several turns
+ * of the event loop, not a fixed time, which a loaded machine can skip past in one turn.
+ */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
