@@ -12,7 +12,9 @@ import {
   freePortOn,
   isolatedHealthEnv,
   L4_MAIN,
+  LOOPBACK_BACKENDS_ENV,
   type Proc,
+  registerNode,
   startProcess,
   tcpAsk,
   tcpBackend,
@@ -23,7 +25,6 @@ import {
 // other tenant's LB in the same config is active and forwarding.
 
 const ADMIN = 'failure-admin-token-0123456789';
-const NODE_TOKEN = 'failure-node-token-0123456789';
 const NODE_ADDRESS = `127.77.${1 + Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`;
 const healthEnv = isolatedHealthEnv();
 let dir: string;
@@ -32,6 +33,7 @@ let api: Proc;
 let node: Proc;
 let backend: Backend;
 let blocker: Server;
+let nodeId: string;
 
 async function http(method: string, path: string, token: string, body?: unknown) {
   const res = await fetch(`${apiUrl}${path}`, {
@@ -51,14 +53,16 @@ beforeAll(async () => {
     PORT: String(apiPort),
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
-    SLB_NODE_TOKEN: NODE_TOKEN,
     SLB_DNS_PORT: '0',
+    ...LOOPBACK_BACKENDS_ENV,
     ...healthEnv,
   });
   await eventually('the API', async () => ((await fetch(`${apiUrl}/healthz`)).ok ? true : undefined), 30_000);
+  const registered = await registerNode(apiUrl, ADMIN, { kind: 'l4', address: NODE_ADDRESS, name: 'failure-l4' });
+  nodeId = registered.id;
   node = startProcess(L4_MAIN, {
     SLB_API_URL: apiUrl,
-    SLB_NODE_TOKEN: NODE_TOKEN,
+    SLB_NODE_JOIN_TOKEN: registered.joinToken,
     SLB_NODE_ID: 'failure-l4',
     SLB_NODE_ADDRESS: NODE_ADDRESS,
     SLB_STATE_DIR: join(dir, 'node'),
@@ -114,7 +118,7 @@ it('one unbindable listener keeps its LB provisioning; the other LB of the same 
   await eventually('the other LB active', async () => ((await status(fine)) === 'active' ? true : undefined), 30_000);
   expect(await tcpAsk(NODE_ADDRESS, free)).toBe('b');
   const shown = await eventually('the failure shown on the node', async () => {
-    const n = await http('GET', '/v1/nodes/failure-l4', ADMIN);
+    const n = await http('GET', `/v1/nodes/${nodeId}`, ADMIN);
     return n.body.lastError?.includes(blocked.listenerId) ? n.body : undefined;
   });
   expect(shown.lastError).toContain('cannot bind');
