@@ -106,7 +106,7 @@ export const ATTACKS = [
         ['::ffff:7f00:1', redis, 'Redis, hex-mapped'],
         ['0.0.0.0', redis, 'unspecified'],
         ['::', redis, 'unspecified v6'],
-        ['::1', 6379, 'v6 loopback Redis'],
+        ['::1', redis, 'Redis, v6 loopback'],
         ['169.254.169.254', 80, 'link-local metadata'],
         ['fe80::1%lo', 80, 'link-local v6 with zone'],
         ['224.0.0.1', 80, 'multicast'],
@@ -229,19 +229,18 @@ export const ATTACKS = [
   },
   {
     id: 'tls-key-size',
-    attack: 'certificates with keys that cost the shared L7 node (RSA-1024, RSA-8192, P-521)',
+    attack: 'certificates with keys that cost the shared L7 node (RSA-1024, RSA-4160, P-521)',
     expected: 'refused with 422',
     async run(ctx) {
       const out = [];
-      for (const [what, args] of [
+      // All keys first: an RSA key that large takes seconds to make, and the API's keep-alive is shorter.
+      const certs = [
         ['RSA-1024', ['-newkey', 'rsa:1024']],
-        ['RSA-8192', ['-newkey', 'rsa:8192']],
+        ['RSA-4160', ['-newkey', 'rsa:4160']],
         ['P-521', ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:secp521r1']],
-      ]) {
-        const r = await call(ctx, ctx.attacker, 'POST', '/v1/certificates', {
-          name: what.toLowerCase(),
-          ...certificate(args),
-        });
+      ].map(([what, args]) => [what, certificate(args)]);
+      for (const [what, cert] of certs) {
+        const r = await call(ctx, ctx.attacker, 'POST', '/v1/certificates', { name: what.toLowerCase(), ...cert });
         out.push(`${what} → ${r.status}`);
         if (r.body?.id) await call(ctx, ctx.attacker, 'DELETE', `/v1/certificates/${r.body.id}`);
       }
@@ -356,23 +355,36 @@ export const ATTACKS = [
     },
   },
   {
-    id: 'udp-flow-flood',
-    attack: 'one address opens 1,000 UDP flows to a backend that never answers',
-    expected: 'flows past the cap create no backend flow',
+    id: 'udp-unanswered',
+    attack: '100 UDP flows (spoofable sources) to a backend that never answers',
+    expected: 'each flow is reaped within seconds, not after the idle timeout',
     async run(ctx) {
       const sockets = [];
-      for (let i = 0; i < 1000; i++) {
+      for (let i = 0; i < 100; i++) {
         const s = createSocket('udp4');
         s.on('error', () => {});
         s.bind(0, '127.0.0.196');
         sockets.push(s);
       }
-      await sleep(300);
-      for (const s of sockets) s.send('x', ctx.attacker.udp.port, ctx.l4[0]);
-      await sleep(1500);
+      await sleep(200);
+      const round = async () => {
+        for (const [i, s] of sockets.entries()) {
+          s.send('x', ctx.attacker.udp.port, ctx.l4[0]);
+          if (i % 10 === 9) await sleep(20);
+        }
+        await sleep(500);
+      };
+      await round();
+      const first = new Set(ctx.targets.udp.sources);
+      // The node's flows toward the backend: a reaped flow comes back from a new source port.
+      await sleep(7000);
+      await round();
       for (const s of sockets) s.close();
-      const flows = ctx.targets.udp.sources.size;
-      return { ok: flows < 1000, observed: `${flows} backend flows for 1000 client flows` };
+      const renewed = [...ctx.targets.udp.sources].filter((x) => !first.has(x)).length;
+      return {
+        ok: first.size > 0 && renewed >= first.size * 0.9,
+        observed: `${first.size} flows at the backend; ${renewed} came back as new flows after 7 s idle`,
+      };
     },
   },
   {
