@@ -7,7 +7,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { keyId, parseSecretKeys } from '../src/secrets/secret-box.js';
 import { connectFake, settle } from './fake-node.js';
-import { ADMIN_TOKEN, call, makeCertificate, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+import {
+  ADMIN_TOKEN,
+  call,
+  LOCAL_BACKEND_POLICY,
+  makeCertificate,
+  newLoadBalancer,
+  newTenant,
+  type TestApp,
+} from './helpers.js';
 
 // Rotating the secret key that encrypts private keys at rest: new key first, old ones after, one restart.
 
@@ -15,7 +23,12 @@ const dir = mkdtempSync(join(tmpdir(), 'slb-keyrot-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function start(keys: Buffer[]): Promise<TestApp> {
-  const app = await buildApp({ dbPath: join(dir, 'slb.db'), adminToken: ADMIN_TOKEN, secretKeys: keys });
+  const app = await buildApp({
+    dbPath: join(dir, 'slb.db'),
+    adminToken: ADMIN_TOKEN,
+    secretKeys: keys,
+    backendPolicy: LOCAL_BACKEND_POLICY,
+  });
   await app.ready();
   return { app, dir, dbPath: join(dir, 'slb.db'), close: () => app.close() };
 }

@@ -165,7 +165,9 @@ describe('control hub: the L7 nodes learn which peers may send PROXY headers', (
     // A dropped channel is not a dead node: it may still forward, so its address stays trusted.
     l4a.close();
     expect(l4NodesOf(l7)).toEqual(['127.0.0.11', '127.0.0.12']);
-    // An L7 node that reconnects gets the list in its first snapshot.
+    // An L7 node that reconnects gets the list in its first snapshot (its first channel closed: a second
+    // one with the same credential is refused while the first lives).
+    l7.close();
     const again = connect(hub, 'l7-a', 'l7', '127.0.0.21');
     expect(l4NodesOf(again)).toEqual(['127.0.0.11', '127.0.0.12']);
   });
