@@ -5,6 +5,7 @@ import { type L7NodeSnapshot, L7NodeSnapshot as L7NodeSnapshotSchema, type NodeL
 import {
   ControlChannelClient,
   LoadSampler,
+  reportRuntime,
   type SnapshotChange,
   sessionSyncFromEnv,
   startMetricsServer,
@@ -117,6 +118,8 @@ function startWorker(): void {
 /** The app that serves the listeners, with its session sync. */
 function serve() {
   const metrics = createMetrics();
+  // Each serving process binds the listeners, so each one reports what its runtime lacks.
+  void reportRuntime(metrics.registry, logger);
   const sync = sessionSyncFromEnv(config, nodeId, logger, metrics.registry);
   const app = createL7App({
     logger,

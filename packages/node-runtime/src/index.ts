@@ -13,6 +13,15 @@ export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './nod
 export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
+  detectRuntimeCapabilities,
+  type MissingCapability,
+  missingCapabilities,
+  probeReusePort,
+  type RuntimeCapabilities,
+  reusePortByVersion,
+} from './runtime-capabilities.js';
+export { type RuntimeLogger, reportRuntime } from './runtime-report.js';
+export {
   SessionSync,
   type SessionSyncEnv,
   type SessionSyncOptions,
