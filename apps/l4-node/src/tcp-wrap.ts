@@ -85,11 +85,30 @@ const HANDLE_METHODS = [
 type Binding = (name: string) => Record<string, unknown>;
 
 /**
+ * process.binding without its deprecation warning (DEP0111, printed only under --pending-deprecation): the
+ * node uses it on purpose and checks what it gets, and the warning on stderr would break the one-line reason
+ * a refused start prints there.
+ */
+function quietBinding(): Binding | undefined {
+  const binding = (process as unknown as { binding?: Binding }).binding;
+  if (typeof binding !== 'function') return undefined;
+  return (name) => {
+    const before = process.noDeprecation;
+    process.noDeprecation = true;
+    try {
+      return binding.call(process, name);
+    } finally {
+      process.noDeprecation = before;
+    }
+  };
+}
+
+/**
  * Loads the bindings through `binding` (default `process.binding`) and checks every member the node uses;
  * throws naming the first one missing.
  */
 export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
-  const load = binding ?? (process as unknown as { binding?: Binding }).binding?.bind(process);
+  const load = binding ?? quietBinding();
   const changed = (what: string) =>
     new Error(`Node.js ${process.version} changed its internal TCP handles (the L4 node's raw TCP path): ${what}`);
   if (typeof load !== 'function') throw changed('process.binding is gone');
