@@ -1,5 +1,3 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { reusePortByVersion } from '@slb/node-runtime';
 import { describe, expect, it } from 'vitest';
 import { loadTcpWrap } from '../src/tcp-wrap.js';
@@ -53,21 +51,6 @@ describe('the TCP handle bindings on this runtime', () => {
       a.close();
       b.close();
     }
-  });
-});
-
-describe('under --pending-deprecation', () => {
-  it('loads them without a DEP0111 warning on stderr', () => {
-    const root = fileURLToPath(new URL('../../..', import.meta.url));
-    execFileSync('npx', ['tsc', '-b', 'apps/l4-node'], { cwd: root, stdio: 'inherit' });
-    const dist = new URL('../dist/tcp-wrap.js', import.meta.url).href;
-    const r = spawnSync(
-      process.execPath,
-      ['--pending-deprecation', '--input-type=module', '-e', `(await import('${dist}')).loadTcpWrap();`],
-      { encoding: 'utf8' },
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
   });
 });
 
