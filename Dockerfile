@@ -4,7 +4,7 @@
 #   | apps/l7-node/dist/main.js | scripts/demo-backend.mjs
 # Configuration is the environment variables of ARCHITECTURE.md "Entry points".
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: full install (better-sqlite3 compiles natively), tsc build of every workspace, then prune ----
 FROM ${NODE_IMAGE} AS build

@@ -13,7 +13,12 @@ export default defineConfig({
     })),
   },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'apps/*/src/**/*.test.ts',
+      'apps/*/test/**/*.test.ts',
+      'scripts/*.test.ts',
+    ],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

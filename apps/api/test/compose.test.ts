@@ -258,11 +258,11 @@ describe('Dockerfile', () => {
     c.sources.map((src) => ({ src: src.replace(/^\/app\//, ''), dest: resolvedDest(c.dest, src), from: c.from })),
   );
 
-  it('is multi-stage on node:20 bookworm: a build stage and a runtime stage', () => {
+  it('is multi-stage on node:24 (the recommended LTS) bookworm: a build stage and a runtime stage', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     for (const stage of stages) {
       const image = stage[0]!.split(/\s+/)[1]!.replace(/^\$\{?([A-Z_]+)\}?$/, (_m, v: string) => args[v] ?? '');
-      expect(image).toMatch(/^node:20-bookworm(-slim)?$/);
+      expect(image).toMatch(/^node:24-bookworm(-slim)?$/);
     }
     expect(build).toBeDefined();
     expect(runtime).not.toBe(build);

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { Limiter } from './limiter.js';
 import { BACKEND_DENIED_ERROR, failureReason, WorkerMetrics } from './metrics.js';
 import { redisOptionsFromUrl } from './redis-options.js';
+import { schedulerSlot } from './scheduler-job-id.js';
 import { runShard, type ShardRun } from './shard-run.js';
 import { TargetStateStore } from './state-store.js';
 
@@ -206,11 +207,9 @@ function consistent(job: HealthShardJob): boolean {
 }
 
 /**
- * When the shard's turn was due: a job scheduler's job id ends with its slot (`repeat:<key>:<millis>`),
- * which stays right however late the job was promoted. Other jobs are due at creation plus their delay,
- * read from the options because BullMQ zeroes `job.delay` once it promotes the job.
+ * When the shard's turn was due: a job scheduler's job carries its slot in its id. Other jobs are due at
+ * creation plus their delay, read from the options because BullMQ zeroes `job.delay` once it promotes the job.
  */
 function dueTime(job: Job): number {
-  const slot = job.repeatJobKey ? /:(\d+)$/.exec(job.id ?? '') : null;
-  return slot ? Number(slot[1]) : job.timestamp + (job.opts.delay ?? 0);
+  return schedulerSlot(job) ?? job.timestamp + (job.opts.delay ?? 0);
 }

@@ -1,7 +1,13 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { NodeSnapshot } from '@slb/model';
-import { ControlChannelClient, LoadSampler, sessionSyncFromEnv, startMetricsServer } from '@slb/node-runtime';
+import {
+  ControlChannelClient,
+  LoadSampler,
+  reportRuntime,
+  sessionSyncFromEnv,
+  startMetricsServer,
+} from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
 import { parseConfig } from './config.js';
@@ -20,6 +26,8 @@ const config = parsed.config;
 const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: process.pid } });
 const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
+// Before any listener: what this runtime lacks (SO_REUSEPORT on Node 20) is logged and exported first.
+await reportRuntime(metricsRegistry.registry, logger);
 const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
 const fileLimit = openFileLimit();
 const maxOpenFiles = fileLimit === undefined ? Number.POSITIVE_INFINITY : fdBudgetFor(fileLimit);

@@ -1,6 +1,7 @@
 import { isIPv6 } from 'node:net';
 import { getSystemErrorName } from 'node:util';
 import { ReadBuffer } from '@slb/node-runtime';
+import { loadTcpWrap, type SocketAddress, type TcpHandle as WrapHandle, type Req as WrapReq } from './tcp-wrap.js';
 
 /**
  * TCP sockets on Node's own libuv handle bindings (`tcp_wrap`, `stream_wrap`: what net.Socket is built on),
@@ -10,9 +11,8 @@ import { ReadBuffer } from '@slb/node-runtime';
  * Node proxy at about a third of HAProxy's new connections per second (bench/l4.mjs). Driving the handles
  * directly more than doubles it.
  *
- * The bindings are internal but stable across Node 12–22 (net.js uses them the same way); Node 20 is pinned,
- * and `raw-tcp.test.ts` fails if their behaviour changes. They are loaded at import, so a runtime without
- * them fails at start, not on the first connection.
+ * The bindings are internal: tcp-wrap.ts loads and checks them at start, and `raw-tcp.test.ts` fails if their
+ * behaviour changes.
  */
 
 /** What libuv passes for a read that hit the peer's FIN. */
@@ -38,85 +38,11 @@ export function spareBufferCount(): number {
   return spareBuffers.length;
 }
 
-interface Req {
-  oncomplete: (this: Req, status: number) => void;
-  handle?: TcpHandle;
-  socket?: RawSocket;
-  /** Keeps a pending write's bytes alive: libuv writes from them after the call returns (as net.js does). */
-  buffer?: Buffer;
-}
+export type { SocketAddress };
 
-/** The slice of Node's internal TCP handle (src/tcp_wrap.cc, src/stream_base.cc) used here. */
-interface TcpHandle {
-  /** Called with `this` = the handle; the byte count or error is in streamBaseState. May return the next buffer. */
-  onread: (this: TcpHandle) => Buffer | undefined;
-  onconnection: (status: number, client: TcpHandle | undefined) => void;
-  owner: RawSocket | undefined;
-  bind(addr: string, port: number): number;
-  bind6(addr: string, port: number, flags: number): number;
-  listen(backlog: number): number;
-  connect(req: Req, addr: string, port: number): number;
-  connect6(req: Req, addr: string, port: number): number;
-  getsockname(out: Partial<SocketAddress>): number;
-  getpeername(out: Partial<SocketAddress>): number;
-  setNoDelay(on: boolean): number;
-  readStart(): number;
-  readStop(): number;
-  useUserBuffer(buf: Buffer): void;
-  writeBuffer(req: Req, buf: Buffer): number;
-  shutdown(req: Req): number;
-  close(): void;
-  reset(): number;
-}
-
-interface Bindings {
-  TCP: new (type: number) => TcpHandle;
-  TCPConnectWrap: new () => Req;
-  WriteWrap: new () => Req;
-  ShutdownWrap: new () => Req;
-  SOCKET: number;
-  SERVER: number;
-  state: Int32Array;
-  kReadBytesOrError: number;
-  kLastWriteWasAsync: number;
-}
-
-function loadBindings(): Bindings {
-  const binding = (process as unknown as { binding?: (name: string) => Record<string, unknown> }).binding;
-  if (typeof binding !== 'function') throw new Error('this Node.js runtime has no process.binding (raw TCP handles)');
-  const tcp = binding('tcp_wrap') as { TCP: Bindings['TCP']; TCPConnectWrap: Bindings['TCPConnectWrap'] } & {
-    constants: { SOCKET: number; SERVER: number };
-  };
-  const stream = binding('stream_wrap') as {
-    WriteWrap: Bindings['WriteWrap'];
-    ShutdownWrap: Bindings['ShutdownWrap'];
-    streamBaseState: Int32Array;
-    kReadBytesOrError: number;
-    kLastWriteWasAsync: number;
-  };
-  for (const [name, v] of Object.entries({ ...tcp, ...stream, ...tcp.constants })) {
-    if (v === undefined) throw new Error(`node:net internals changed: tcp_wrap/stream_wrap has no ${name}`);
-  }
-  return {
-    TCP: tcp.TCP,
-    TCPConnectWrap: tcp.TCPConnectWrap,
-    WriteWrap: stream.WriteWrap,
-    ShutdownWrap: stream.ShutdownWrap,
-    SOCKET: tcp.constants.SOCKET,
-    SERVER: tcp.constants.SERVER,
-    state: stream.streamBaseState,
-    kReadBytesOrError: stream.kReadBytesOrError,
-    kLastWriteWasAsync: stream.kLastWriteWasAsync,
-  };
-}
-
-const B = loadBindings();
-
-export interface SocketAddress {
-  address: string;
-  family: string;
-  port: number;
-}
+type Req = WrapReq<RawSocket>;
+type TcpHandle = WrapHandle<RawSocket>;
+const B = loadTcpWrap<RawSocket>();
 
 /** A libuv error code as the Error Node would give, with `code` (e.g. ECONNREFUSED) and `errno`. */
 export function uvError(errno: number, syscall: string, detail?: string): NodeJS.ErrnoException {

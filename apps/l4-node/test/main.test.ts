@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { reusePortByVersion } from '@slb/node-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend, freePort, idServer, LineClient, listener, snapshot, whoAnswers } from './helpers.js';
 import { root, startNode } from './node-process.js';
@@ -35,6 +36,11 @@ describe('l4-node process (dist/main.js)', () => {
     const bad = start(['--config', file]);
     expect((await bad.exit)[0]).toBe(1);
     expect(bad.stderr()).toMatch(/^l4-node: config rejected: \/version: .*\n$/);
+    // process.binding warns under --pending-deprecation (DEP0111): tcp-wrap.ts keeps that off stderr.
+    const pending = start(['--config', file], { NODE_OPTIONS: '--pending-deprecation' });
+    expect((await pending.exit)[0]).toBe(1);
+    expect(pending.stderr()).not.toContain('DEP0111');
+    expect(pending.stderr()).toMatch(/\nl4-node: config rejected: \/version: .*\n$|^l4-node: config rejected: /);
   });
 
   it('serves, exposes metrics, keeps its last good config on a bad reload, applies a good one live', async () => {
@@ -52,6 +58,11 @@ describe('l4-node process (dist/main.js)', () => {
     expect(text).toMatch(/^slb_l4_config_version 1$/m);
     expect(text).toMatch(/slb_l4_connections_total\{listener="lsn-0+1",backend="srv-0+1"\} 1/);
     expect(text).toContain('process_cpu_seconds_total');
+    // The runtime and what it lacks (SO_REUSEPORT before Node 22.12) are logged and exported at start.
+    const reusePort = reusePortByVersion(process.version);
+    expect(text).toContain(`slb_runtime_info{node_version="${process.version}",reuse_port="${reusePort}"} 1`);
+    const runtime = await p.waitLog((l) => (l.runtime as { node?: string } | undefined)?.node === process.version);
+    expect(runtime.level).toBe(reusePort ? 30 : 40);
 
     // A broken file (SIGHUP) is rejected; the node keeps forwarding with version 1.
     writeFileSync(file, '{"version": 2,');

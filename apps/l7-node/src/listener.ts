@@ -12,6 +12,7 @@ import {
 import type { Duplex } from 'node:stream';
 import { type L7Listener, type SnapshotAcl, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
+import { startConnectionTracking, transportOf } from './node-http-internals.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
 import type { ProxySources } from './proxy-sources.js';
@@ -131,9 +132,8 @@ export class ListenerRuntime {
         code === 431 ? 'Request Header Fields Too Large' : code === 408 ? 'Request Timeout' : 'Bad Request';
       socket.end(`HTTP/1.1 ${code} ${reason}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     });
-    // The server never listens itself; 'listening' is what starts node's connection tracking, which
-    // enforces headersTimeout/requestTimeout and lets closeIdleConnections() work.
-    this.http.emit('listening');
+    // The server never listens itself: without this, headersTimeout/requestTimeout go unenforced.
+    startConnectionTracking(this.http);
     this.fast =
       options.fastPath && cfg.protocol === 'http'
         ? {
@@ -201,7 +201,7 @@ export class ListenerRuntime {
   }
 
   private clientOf(socket: Socket): ClientInfo {
-    const raw = (socket as Socket & { _parent?: Socket })._parent ?? socket;
+    const raw = transportOf(socket);
     return (
       this.clients.get(raw) ?? {
         address: unmapV4(socket.remoteAddress ?? ''),

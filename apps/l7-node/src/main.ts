@@ -10,6 +10,7 @@ import {
 import {
   ControlChannelClient,
   LoadSampler,
+  reportRuntime,
   type SnapshotChange,
   sessionSyncFromEnv,
   startMetricsServer,
@@ -123,6 +124,8 @@ function startWorker(): void {
 /** The app that serves the listeners, with its session sync. */
 function serve() {
   const metrics = createMetrics();
+  // Each serving process binds the listeners, so each one reports what its runtime lacks.
+  void reportRuntime(metrics.registry, logger);
   const sync = sessionSyncFromEnv(config, nodeId, logger, metrics.registry);
   const app = createL7App({
     logger,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { reusePortByVersion } from '@slb/node-runtime';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { id, listener, snapshot, startBackend, type TestBackend } from './helpers.js';
@@ -103,6 +104,9 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
     const text = await metrics.body.text();
     expect(text).toContain('slb_l7_requests_total{listener="');
     expect(text).toMatch(/slb_l7_config_reloads_total\{result="refused"\} [1-9]/);
+    const reusePort = reusePortByVersion(process.version);
+    expect(text).toContain(`slb_runtime_info{node_version="${process.version}",reuse_port="${reusePort}"} 1`);
+    expect(logs.some((l) => (l.runtime as { node?: string } | undefined)?.node === process.version)).toBe(true);
 
     // A change to the file is picked up without a signal; the listener keeps its ports.
     writeFileSync(file, JSON.stringify(snapshot([{ ...base, port: up.proxy, directPort: up.direct }], 4)));

@@ -133,6 +133,8 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     const metricsPort = (await node.waitLog((l) => l.msg === 'metrics-line', 'metrics line')).port;
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(text).toMatch(/slb_l7_requests_total\{[^}]*code="2xx"[^}]*\} 10\b/);
+    // One runtime, not one per worker summed.
+    expect(text).toMatch(/^slb_runtime_info\{[^}]*\} 1$/m);
 
     // Kill one worker: its sibling keeps serving, and a replacement starts from the current config.
     const victim = [...servedBy][0] as number;

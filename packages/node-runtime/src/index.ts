@@ -22,6 +22,15 @@ export {
 export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
+  detectRuntimeCapabilities,
+  type MissingCapability,
+  missingCapabilities,
+  probeReusePort,
+  type RuntimeCapabilities,
+  reusePortByVersion,
+} from './runtime-capabilities.js';
+export { type RuntimeLogger, reportRuntime } from './runtime-report.js';
+export {
   SessionSync,
   type SessionSyncEnv,
   type SessionSyncOptions,
