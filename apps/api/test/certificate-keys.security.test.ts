@@ -1,43 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, dumpDatabase, makeApp, type TestApp } from './helpers.js';
+import { ADMIN_TOKEN, call, dumpDatabase, makeApp, makeCertificate, type TestApp } from './helpers.js';
 
 // One tenant's certificate key sets the cost of every TLS handshake on a shared L7 node: only RSA
 // 2048–4096 and ECDSA P-256/P-384 are accepted, anything else is a 422 that stores nothing.
 
 /** A self-signed certificate made by openssl for a key of this algorithm (`-newkey` syntax). */
-function certificateWithKey(newkey: string[]): { certificate: string; privateKey: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'slb-keytest-'));
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        ...newkey,
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '30',
-        '-subj',
-        '/CN=keys.example',
-      ],
-      { stdio: 'ignore' },
-    );
-    return {
-      certificate: readFileSync(join(dir, 'cert.pem'), 'utf8'),
-      privateKey: readFileSync(join(dir, 'key.pem'), 'utf8'),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const certificateWithKey = (newkey: string[]) => makeCertificate('keys.example', ['keys.example'], newkey);
 
 const rsa = (bits: number) => ['-newkey', `rsa:${bits}`];
 const ec = (curve: string) => ['-newkey', 'ec', '-pkeyopt', `ec_paramgen_curve:${curve}`];

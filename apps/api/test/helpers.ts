@@ -103,8 +103,15 @@ export function dumpDatabase(app: FastifyInstance): string {
   return JSON.stringify(dump);
 }
 
-/** A self-signed EC certificate and its key, made by openssl for the test. */
-export function makeCertificate(cn: string, sans: string[] = [cn]): { certificate: string; privateKey: string } {
+/** EC P-256, the key makeCertificate uses unless told otherwise (openssl `-newkey` arguments). */
+export const P256_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'];
+
+/** A self-signed certificate and its key (P-256 unless `newkey` says otherwise), made by openssl for the test. */
+export function makeCertificate(
+  cn: string,
+  sans: string[] = [cn],
+  newkey: string[] = P256_KEY,
+): { certificate: string; privateKey: string } {
   const dir = mkdtempSync(join(tmpdir(), 'slb-cert-'));
   try {
     execFileSync(
@@ -112,10 +119,7 @@ export function makeCertificate(cn: string, sans: string[] = [cn]): { certificat
       [
         'req',
         '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
+        ...newkey,
         '-nodes',
         '-keyout',
         join(dir, 'key.pem'),

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { connectFake, type FakeNode, settle } from './fake-node.js';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
 /**
@@ -6,56 +7,8 @@ import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpe
  * node is sent after a write, and when the LB counts as converged. (The channel's socket is replaced by an
  * object that records messages; the WebSocket path itself is covered by control-channel.e2e.test.ts.)
  */
-interface FakeNode {
-  sent: any[];
-  /** Messages not yet acked. */
-  unacked: number[];
-  say(message: unknown): void;
-  ack(version?: number): void;
-}
-
-function connect(t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): FakeNode {
-  const handlers: Record<string, (...args: any[]) => void> = {};
-  const node: FakeNode = {
-    sent: [],
-    unacked: [],
-    say: (message) => handlers.message?.(Buffer.from(JSON.stringify(message)), false),
-    ack: (version) => {
-      const v = version ?? node.unacked.at(-1);
-      node.unacked = node.unacked.filter((u) => u > (v as number));
-      node.say({ type: 'ack', version: v });
-    },
-  };
-  const ws = {
-    OPEN: 1,
-    CLOSED: 3,
-    readyState: 1,
-    on: (event: string, fn: (...args: any[]) => void) => {
-      handlers[event] = fn;
-    },
-    close: () => undefined,
-    send: (text: string) => {
-      const m = JSON.parse(text);
-      node.sent.push(m);
-      const v = m.version ?? m.snapshot?.version;
-      if (typeof v === 'number') node.unacked.push(v);
-    },
-  };
-  t.app.controlHub.attach(ws as never);
-  node.say({ type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 });
-  return node;
-}
-
-/**
- * Lets the write's hooks and the hub's recompile (a setImmediate after the response) run: several turns
- * of the event loop, not a fixed time, which a loaded machine can skip past in one turn.
- */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) {
-    await new Promise((r) => setImmediate(r));
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const connect = (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): FakeNode =>
+  connectFake(t, { nodeId, kind, address });
 
 describe('control hub: per-node diffs', () => {
   let t: TestApp;
