@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Value } from '@sinclair/typebox/value';
 import { type Db, listeners, serverHealth, servers } from '@slb/db';
@@ -20,11 +21,15 @@ export interface TransitionConsumerOptions {
   keyPrefix?: string;
   /** Consumer group; every API instance shares it, so each message is stored once. Default: `api`. */
   group?: string;
-  /** This consumer's name, stable across restarts so its own unacked entries are found again. Default: host name. */
+  /**
+   * This consumer's name. Default: host, pid and a random part, unique per process: two API processes under
+   * one name would take each other's deliveries as their own. A crashed process's unacked entries are
+   * claimed by the others after `claimIdleMs`.
+   */
   consumer?: string;
   /** Called after a message is stored (not for skipped or invalid ones); errors are logged, never retried. */
   onTransition?: (message: HealthTransitionMessage) => void | Promise<void>;
-  /** Entries of another consumer unacked for this long are taken over at start, ms. Default: 30,000. */
+  /** Entries of another consumer unacked for this long are taken over (at start and as often), ms. Default: 30,000. */
   claimIdleMs?: number;
   /** XREADGROUP block time, ms; bounds how long close() waits. Default: 1,000. */
   blockMs?: number;
@@ -61,6 +66,7 @@ export class TransitionConsumer {
   private readonly consumer: string;
   private loop: Promise<void> | null = null;
   private closed = false;
+  private lastClaimAt = 0;
 
   constructor(private readonly options: TransitionConsumerOptions) {
     // Its own connection: XREADGROUP BLOCK holds it.
@@ -68,7 +74,7 @@ export class TransitionConsumer {
     this.redis.on('error', (err) => this.options.logger?.warn({ err: err.message }, 'transition stream redis error'));
     this.stream = healthTransitionsStream(options.keyPrefix ?? HEALTH_KEY_PREFIX_DEFAULT);
     this.group = options.group ?? 'api';
-    this.consumer = options.consumer ?? hostname();
+    this.consumer = options.consumer ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
   /** Creates the group if needed, handles what was left pending, then consumes in the background. */
@@ -86,6 +92,16 @@ export class TransitionConsumer {
   async close(): Promise<void> {
     this.closed = true;
     await this.loop;
+    // Names are per process, so a cleanly stopped one leaves no consumer behind (it has nothing pending:
+    // every read entry was acked); after a crash the name stays until Redis or an operator drops it.
+    if (this.loop) {
+      const pending = (await this.redis.xpending(this.stream, this.group).catch(() => null)) as
+        | [number, string | null, string | null, Array<[string, string]> | null]
+        | null;
+      const mine = pending?.[3]?.find(([name]) => name === this.consumer);
+      if (pending && !mine)
+        await this.redis.xgroup('DELCONSUMER', this.stream, this.group, this.consumer).catch(() => 0);
+    }
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
@@ -106,6 +122,16 @@ export class TransitionConsumer {
       if (entries.length === 0) break;
       await this.handle(entries);
     }
+    await this.claimStale();
+  }
+
+  /**
+   * Takes over entries another consumer read and left unacked for claimIdleMs (a process that died mid-batch).
+   * Run at start and then every claimIdleMs: names are per process, so a crashed API's entries are never
+   * "our own" after its restart, and must be claimed by whichever process runs.
+   */
+  private async claimStale(): Promise<void> {
+    this.lastClaimAt = Date.now();
     let cursor = '0-0';
     for (let round = 0; round < 10_000; round++) {
       const [next, entries] = (await this.redis.xautoclaim(
@@ -126,6 +152,7 @@ export class TransitionConsumer {
   private async run(): Promise<void> {
     while (!this.closed) {
       try {
+        if (Date.now() - this.lastClaimAt >= (this.options.claimIdleMs ?? 30_000)) await this.claimStale();
         const read = (await this.redis.xreadgroup(
           'GROUP',
           this.group,
@@ -164,6 +191,15 @@ export class TransitionConsumer {
       } else {
         const outcome = this.store(message, id);
         this.stats[outcome]++;
+        if (outcome === 'skipped') {
+          // A listener or server deleted while its check was in flight, normally. Kept visible (and counted in
+          // the metric): with per-deployment namespaces another deployment's reports never reach this stream,
+          // so a run of these points at a worker writing to the wrong namespace.
+          this.options.logger?.info(
+            { id, listenerId: message.listenerId, serverId: message.serverId, stream: this.stream },
+            'health transition for an unknown listener or server skipped',
+          );
+        }
         if (outcome === 'stored') {
           try {
             await this.options.onTransition?.(message);
