@@ -196,6 +196,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('services', services);
   // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.
   hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
+  // And the deployment's session-sync prefix, so nodes of two deployments on one Redis never share keys.
+  hub.setSessionSyncPrefix(namespace.sessionSyncPrefix);
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));
