@@ -153,4 +153,29 @@ describe('TransitionConsumer names', () => {
     await until('the orphaned entry stored', () => consumer!.stats.stored === 1, 3000);
     expect(t.db.select().from(serverHealth).all()[0]?.status).toBe('abnormal');
   });
+
+  it('removes consumers of processes long gone that hold nothing, keeps those with pending entries', async () => {
+    const g = t.group();
+    const s = t.server(g, '127.0.0.1', 80);
+    const l = t.listener({ serverGroupId: g, port: 80 });
+    const stream = healthTransitionsStream(prefix);
+    await redis.xgroup('CREATE', stream, 'api', '0', 'MKSTREAM');
+    await redis.xgroup('CREATECONSUMER', stream, 'api', 'gone-idle');
+    await add({ listenerId: l, serverId: s, status: 'normal', since: new Date().toISOString(), lastError: null });
+    await redis.xreadgroup('GROUP', 'api', 'gone-with-work', 'COUNT', 10, 'STREAMS', stream, '>');
+    await new Promise((r) => setTimeout(r, 250));
+    // claimIdleMs above the wait, so the pending entry is still gone-with-work's when consumers are judged.
+    consumer = new TransitionConsumer({
+      db: t.db,
+      redisUrl: REDIS_URL,
+      keyPrefix: prefix,
+      consumer: 'me',
+      blockMs: 50,
+      claimIdleMs: 60_000,
+      forgetIdleMs: 200,
+    });
+    await consumer.start();
+    const names = ((await redis.xinfo('CONSUMERS', stream, 'api')) as unknown[][]).map((c) => String(c[1])).sort();
+    expect(names).toEqual(['gone-with-work', 'me']);
+  });
 });

@@ -31,6 +31,11 @@ export interface TransitionConsumerOptions {
   onTransition?: (message: HealthTransitionMessage) => void | Promise<void>;
   /** Entries of another consumer unacked for this long are taken over (at start and as often), ms. Default: 30,000. */
   claimIdleMs?: number;
+  /**
+   * Another consumer with nothing pending and idle this long is removed from the group, ms: names are per
+   * process, so every crashed or killed API would otherwise leave one behind forever. Default: 600,000.
+   */
+  forgetIdleMs?: number;
   /** XREADGROUP block time, ms; bounds how long close() waits. Default: 1,000. */
   blockMs?: number;
   /** Entries per read. Default: 100. */
@@ -146,6 +151,22 @@ export class TransitionConsumer {
       await this.handle(entries.filter((e) => Array.isArray(e[1])));
       cursor = next;
       if (cursor === '0-0') break;
+    }
+    await this.forgetGone();
+  }
+
+  /** Drops consumers of processes long gone that hold nothing (a name with pending entries is kept). */
+  private async forgetGone(): Promise<void> {
+    const forgetIdleMs = this.options.forgetIdleMs ?? 600_000;
+    const consumers = (await this.redis.xinfo('CONSUMERS', this.stream, this.group)) as unknown[][];
+    for (const fields of consumers) {
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+      const name = String(info.get('name'));
+      if (name === this.consumer || Number(info.get('pending')) !== 0) continue;
+      if (Number(info.get('idle')) < forgetIdleMs) continue;
+      await this.redis.xgroup('DELCONSUMER', this.stream, this.group, name);
+      this.options.logger?.info({ consumer: name }, 'idle health transition consumer removed');
     }
   }
 
