@@ -57,7 +57,8 @@ export function localCloudServices(c) {
       name: `health-worker-${i}`,
       kind: 'health-worker',
       script: `${c.root}/apps/health-worker/dist/main.js`,
-      env: { REDIS_URL: c.redisUrl, SLB_METRICS_PORT: String(metricsBase + 20 + i), ...health },
+      // The worker asks this API for the deployment's queue and key prefix (unless `health` sets them).
+      env: { REDIS_URL: c.redisUrl, SLB_API_URL: apiUrl, SLB_METRICS_PORT: String(metricsBase + 20 + i), ...health },
     });
   }
   const node = (kind, i, address, portBase) => ({

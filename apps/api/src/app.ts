@@ -1,13 +1,19 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
-import { DEFAULT_BACKEND_NETWORKS, type QuotaLimits } from '@slb/model';
+import { ensureClusterId, type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import {
+  DEFAULT_BACKEND_NETWORKS,
+  type DeploymentNamespace,
+  namespaceWithOverrides,
+  type QuotaLimits,
+} from '@slb/model';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { installChannelServer } from './control/channel-server.js';
 import { installEnrollRoute } from './control/enroll-route.js';
 import { ControlHub } from './control/hub.js';
+import { installNamespaceRoute } from './control/namespace-route.js';
 import { UpgradeGuard, type UpgradeGuardOptions } from './control/upgrade-guard.js';
 import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
@@ -55,8 +61,11 @@ export interface AppOptions {
   rateLimit?: { rps: number; burst: number };
   /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default slb.internal. */
   dnsZone?: string;
-  /** With redisUrl: schedule health checks on this BullMQ queue and read transitions under this key prefix. */
-  health?: { queue?: string; keyPrefix?: string };
+  /**
+   * Explicit Redis names (SLB_HEALTH_QUEUE, SLB_HEALTH_KEY_PREFIX, SLB_SESSION_SYNC_PREFIX) in place of the
+   * ones derived from the deployment's cluster id; absent: all derived (see namespaceOf in @slb/model).
+   */
+  namespaceOverrides?: { healthQueue?: string; healthKeyPrefix?: string; sessionSyncPrefix?: string };
   /**
    * Backend address policy: the default networks of tenants without their own, and the deny set (the
    * cloud's own endpoints and the operator's extras; node addresses are added from the nodes table).
@@ -81,6 +90,8 @@ declare module 'fastify' {
     authenticator: Authenticator;
     idempotency: IdempotencyStore;
     metricsRegistry: Registry;
+    /** This deployment's Redis names: from its cluster id in the database, or the operator's overrides. */
+    namespace: DeploymentNamespace;
   }
   interface FastifyRequest {
     auth: AuthContext;
@@ -113,6 +124,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const store = openDatabase(options.dbPath);
   let generatedToken: string | null;
   let box: SecretBox;
+  let namespace: DeploymentNamespace;
   try {
     const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
     app.log.info({ applied }, 'database migrations checked');
@@ -125,11 +137,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
     }
     ({ generatedToken } = bootstrapAdmin(store.db, options.adminToken));
+    namespace = namespaceWithOverrides(ensureClusterId(store.db), options.namespaceOverrides ?? {});
   } catch (err) {
     store.close();
     throw err;
   }
   if (generatedToken) options.onAdminTokenGenerated?.(generatedToken);
+  app.log.info(namespace, 'deployment namespace');
+  app.decorate('namespace', namespace);
 
   const redis = options.redisUrl
     ? new Redis(options.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
@@ -139,13 +154,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const hub = new ControlHub(store.db, app.log, Date.now(), { openKey: (stored) => box.open(stored) });
   // The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed.
   const healthScheduler = options.redisUrl
-    ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: options.health?.queue, logger: app.log })
+    ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: namespace.healthQueue, logger: app.log })
     : null;
   const transitions = options.redisUrl
     ? new TransitionConsumer({
         db: store.db,
         redisUrl: options.redisUrl,
-        keyPrefix: options.health?.keyPrefix,
+        keyPrefix: namespace.healthKeyPrefix,
         logger: app.log,
         onTransition: (message) => hub.healthChanged(message.listenerId),
       })
@@ -181,6 +196,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('services', services);
   // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.
   hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
+  // And the deployment's session-sync prefix, so nodes of two deployments on one Redis never share keys.
+  hub.setSessionSyncPrefix(namespace.sessionSyncPrefix);
   app.decorate('authenticator', new Authenticator(store.db));
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));
@@ -308,6 +325,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const guard = new UpgradeGuard(app.log, options.nodeConnectLimits);
   installChannelServer(app, hub, { legacyToken: options.nodeToken, guard });
   installEnrollRoute(app, hub, guard);
+  installNamespaceRoute(app, namespace);
   app.addSchema(ProblemSchema);
   await app.register(registerRoutes, { prefix: '/v1' });
   return app;

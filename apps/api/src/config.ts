@@ -33,9 +33,15 @@ const Env = Type.Object({
     pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$',
     default: 'slb.internal',
   }),
-  /** BullMQ queue health checks are scheduled on, and the key prefix of the fleet's state (as the workers'). */
-  SLB_HEALTH_QUEUE: Type.String({ minLength: 1, maxLength: 100, default: 'slb-health' }),
-  SLB_HEALTH_KEY_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:health' }),
+  /**
+   * Overrides of the deployment's Redis names, which are otherwise derived from its cluster id (made at the
+   * first start and kept in the database), so deployments sharing a Redis never collide: the BullMQ queue
+   * health checks are scheduled on, the prefix of the fleet's keys and transition stream, and the nodes'
+   * session-sync prefix. The workers and nodes learn them from the API.
+   */
+  SLB_HEALTH_QUEUE: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$' })),
+  SLB_HEALTH_KEY_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
+  SLB_SESSION_SYNC_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
   /** Per-token request rate (and burst) before 429 with Retry-After; 0 turns limiting off. */
   SLB_RATE_LIMIT_RPS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 200 }),
   SLB_RATE_LIMIT_BURST: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 400 }),

@@ -70,7 +70,11 @@ try {
     rateLimit: { rps: config.SLB_RATE_LIMIT_RPS, burst: config.SLB_RATE_LIMIT_BURST },
     dnsZone: config.SLB_DNS_ZONE,
     quotaDefaults: config.quotaDefaults,
-    health: { queue: config.SLB_HEALTH_QUEUE, keyPrefix: config.SLB_HEALTH_KEY_PREFIX },
+    namespaceOverrides: {
+      healthQueue: config.SLB_HEALTH_QUEUE,
+      healthKeyPrefix: config.SLB_HEALTH_KEY_PREFIX,
+      sessionSyncPrefix: config.SLB_SESSION_SYNC_PREFIX,
+    },
     logger,
     httpLimits: {
       headersTimeoutMs: config.SLB_HTTP_HEADERS_TIMEOUT * 1000,

@@ -157,6 +157,7 @@ describe('docker-compose.yml', () => {
       for (const name of ['SLB_NODE_TOKEN', 'SLB_ADMIN_TOKEN']) {
         if (name in s.env) expect(e[name], `${s.name} ${name}`).toBe(`<${name}>`);
       }
+      if (s.env.SLB_API_URL) expect(e.SLB_API_URL, s.name).toBe(`http://api:${apiPort}`);
       if (s.kind !== 'l4-node' && s.kind !== 'l7-node') continue;
       expect(e.SLB_API_URL, s.name).toBe(`http://api:${apiPort}`);
       expect(e.SLB_NODE_ID, s.name).toBe(s.name);

@@ -13,6 +13,7 @@ import { createConnection, createServer, type Server as NetServer, type Socket }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { DeploymentNamespace } from '@slb/model';
 import dnsPacket from 'dns-packet';
 import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 
@@ -131,6 +132,8 @@ export interface LocalCloud {
   pidOf(name: string): number | undefined;
   /** SIGKILLs one of its children by service name; resolves once the process is gone. */
   kill(name: string): Promise<number>;
+  /** With `ownNamespace`: the Redis names its API derived (from GET /control/v1/namespace). */
+  namespace?: DeploymentNamespace;
   /** Stops the local cloud (SIGTERM, then SIGKILL of its whole process group) and removes its data. */
   stop(): Promise<void>;
 }
@@ -147,6 +150,12 @@ export interface LocalCloudOptions {
   keepData?: boolean;
   /** Default: a new one. */
   adminToken?: string;
+  /**
+   * Run as a real deployment does: no Redis names set, so the API derives them from its cluster id and the
+   * workers and nodes learn them from it (stop() then deletes the keys of that namespace). Default false:
+   * names of the test's own (`test-<uuid>`).
+   */
+  ownNamespace?: boolean;
 }
 
 const alive = (pid: number) => {
@@ -221,6 +230,9 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
   const dnsPort = await freePortOn(['127.0.0.1']); // the DNS responder binds it for UDP and TCP
   const adminToken = options.adminToken ?? `local-cloud-admin-${randomUUID()}`;
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const names: Record<string, string> = options.ownNamespace
+    ? {}
+    : { SLB_HEALTH_QUEUE: id, SLB_HEALTH_KEY_PREFIX: `${id}:health`, SLB_SESSION_SYNC_PREFIX: `${id}:sync` };
   const env: Record<string, string> = {
     SLB_DATA_DIR: dataDir,
     PORT: String(apiPort),
@@ -228,15 +240,14 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     SLB_L4_ADDRESSES: options.l4.join(','),
     SLB_L7_ADDRESSES: options.l7.join(','),
     SLB_METRICS_PORT_BASE: String(await freeMetricsBase()),
-    SLB_HEALTH_QUEUE: id,
-    SLB_HEALTH_KEY_PREFIX: `${id}:health`,
-    SLB_SESSION_SYNC_PREFIX: `${id}:sync`,
+    ...names,
     SLB_ADMIN_TOKEN: adminToken,
     REDIS_URL: redisUrl,
     LOG_LEVEL: 'warn',
   };
+  const { SLB_HEALTH_QUEUE: _q, SLB_HEALTH_KEY_PREFIX: _p, SLB_SESSION_SYNC_PREFIX: _s, ...inherited } = process.env;
   const child = spawn(process.execPath, [LOCAL_CLOUD, ...(options.args ?? [])], {
-    env: { ...process.env, ...env },
+    env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group, so a failed stop can still reach every child
   });
@@ -255,6 +266,7 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     );
     return c?.pid;
   };
+  let namespace: DeploymentNamespace | undefined;
   const stop = async () => {
     if (!gone()) {
       child.kill('SIGTERM');
@@ -266,6 +278,13 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
       // none left
     }
     await deleteRedisKeys(redisUrl, [`bull:${id}:*`, `${id}:*`]);
+    if (namespace) {
+      await deleteRedisKeys(redisUrl, [
+        `bull:${namespace.healthQueue}:*`,
+        `${namespace.healthKeyPrefix}:*`,
+        `${namespace.sessionSyncPrefix}:*`,
+      ]);
+    }
     if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
   };
   const proc: Proc = {
@@ -283,8 +302,13 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  if (options.ownNamespace) {
+    const res = await fetch(`http://127.0.0.1:${apiPort}/control/v1/namespace`);
+    namespace = (await res.json()) as DeploymentNamespace;
+  }
   return {
     proc,
+    namespace,
     apiUrl: `http://127.0.0.1:${apiPort}`,
     adminToken,
     dnsPort,

@@ -40,9 +40,9 @@ const payloadChecks = new Map(
 export interface HealthWorkerOptions {
   /** Redis of the queue, the target states and the transition stream. */
   redisUrl: string;
-  /** BullMQ queue name. Default: `slb-health`. */
+  /** BullMQ queue name: the deployment's, from its API or SLB_HEALTH_QUEUE (see namespace-source.ts). */
   queue: string;
-  /** Prefix of target-state keys and the transition stream. Default: `slb:health`. */
+  /** Prefix of target-state keys and the transition stream: the deployment's, as the queue. */
   keyPrefix: string;
   /** Probes in flight at once, over every shard job the process holds. Default: 200. */
   concurrency?: number;

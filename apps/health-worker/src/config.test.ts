@@ -7,8 +7,7 @@ it('applies defaults', () => {
     ok: true,
     config: {
       REDIS_URL: 'redis://127.0.0.1:6379',
-      SLB_HEALTH_QUEUE: 'slb-health',
-      SLB_HEALTH_KEY_PREFIX: 'slb:health',
+      SLB_API_URL: 'http://127.0.0.1:8080',
       SLB_HEALTH_CONCURRENCY: 200,
       SLB_METRICS_PORT: 9110,
       SLB_METRICS_HOST: '127.0.0.1',
@@ -25,6 +24,7 @@ it.each([
   [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ SLB_HEALTH_QUEUE: 'a:b' }, 'SLB_HEALTH_QUEUE'],
+  [{ SLB_API_URL: 'redis://x' }, 'SLB_API_URL'],
   [{ SLB_BACKEND_DENY: '10.0.0.5:5432,redis:6379' }, 'SLB_BACKEND_DENY'],
 ])('rejects %j with one line naming the variable', (env, name) => {
   const r = parseConfig(env);

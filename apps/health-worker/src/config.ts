@@ -1,19 +1,16 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { HEALTH_KEY_PREFIX_DEFAULT, HEALTH_QUEUE_DEFAULT, parseDenyRule } from '@slb/model';
+import { parseDenyRule } from '@slb/model';
 
 const Env = Type.Object({
   // The Redis that carries the BullMQ queue, the target states and the transition stream.
   REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  // BullMQ queue the control plane schedules checks on; must match the API's.
-  SLB_HEALTH_QUEUE: Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$', default: HEALTH_QUEUE_DEFAULT }),
-  // Prefix of target-state keys and the transition stream; must match the API's (tests isolate with it).
-  SLB_HEALTH_KEY_PREFIX: Type.String({
-    minLength: 1,
-    maxLength: 100,
-    pattern: '^\\S+$',
-    default: HEALTH_KEY_PREFIX_DEFAULT,
-  }),
+  // Where the deployment's API answers: unless both names below are set, the worker asks it for the
+  // deployment's namespace (GET /control/v1/namespace), so it joins its own deployment's queue and stream.
+  SLB_API_URL: Type.String({ pattern: '^https?://', default: 'http://127.0.0.1:8080' }),
+  // Overrides of the names the API derives from its cluster id; when set they must match the API's.
+  SLB_HEALTH_QUEUE: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$' })),
+  SLB_HEALTH_KEY_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
   // Checks in flight per process; probes wait on sockets, not CPU, so this is high.
   SLB_HEALTH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 5000, default: 200 }),
   // Where Prometheus scrapes this worker; 0 picks a free port (tests), logged at start.

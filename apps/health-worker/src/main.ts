@@ -3,6 +3,7 @@ import { startMetricsServer } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { HealthWorker } from './app.js';
 import { backendDenyList, parseConfig } from './config.js';
+import { healthNames } from './namespace-source.js';
 import { ownEndpointDeny, redisHostName } from './own-endpoints.js';
 
 const parsed = parseConfig(process.env);
@@ -22,11 +23,28 @@ if (redisName !== null) {
     found.map((a) => a.address),
   );
 }
+// Until the names are known nothing is open: a stop while waiting for the API just exits.
+const waiting = new AbortController();
+const stopWaiting = () => {
+  waiting.abort();
+  process.exit(0);
+};
+process.once('SIGTERM', stopWaiting);
+process.once('SIGINT', stopWaiting);
+const names = await healthNames({
+  apiUrl: config.SLB_API_URL,
+  queue: config.SLB_HEALTH_QUEUE,
+  keyPrefix: config.SLB_HEALTH_KEY_PREFIX,
+  signal: waiting.signal,
+  logger,
+});
+process.off('SIGTERM', stopWaiting);
+process.off('SIGINT', stopWaiting);
 const worker = new HealthWorker({
   backendDeny: [...ownEndpointDeny(config.REDIS_URL, resolved), ...backendDenyList(config)],
   redisUrl: config.REDIS_URL,
-  queue: config.SLB_HEALTH_QUEUE,
-  keyPrefix: config.SLB_HEALTH_KEY_PREFIX,
+  queue: names.queue,
+  keyPrefix: names.keyPrefix,
   concurrency: config.SLB_HEALTH_CONCURRENCY,
   logger,
 });
@@ -37,7 +55,9 @@ worker.addBackendDeny(
 await worker.start();
 logger.info(
   {
-    queue: config.SLB_HEALTH_QUEUE,
+    queue: names.queue,
+    keyPrefix: names.keyPrefix,
+    clusterId: names.clusterId,
     concurrency: config.SLB_HEALTH_CONCURRENCY,
     metricsHost: metrics.address.address,
     metricsPort: metrics.address.port,

@@ -152,6 +152,7 @@ export class L4Node {
   }
 
   private async applyNow(s: NodeSnapshot, change?: SnapshotChange): Promise<ListenerFailure[]> {
+    this.options.sync?.usePrefix(s.sessionSyncPrefix); // before any listener of this snapshot attaches
     const failed: ListenerFailure[] = [];
     const log = this.options.logger;
     // After a delta only the listeners it names are looked at: a weight change on a node with thousands of

@@ -39,8 +39,14 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const sessionSync of [true, false]) {
-    it(`sync ${sessionSync ? 'on: the moved flow and client keep their backend' : 'off: they move (control)'}`, async () => {
+  // The prefix comes from the node's env (an operator's override) or, as in a deployment, from the snapshot.
+  for (const [sessionSync, via] of [
+    [true, 'env'],
+    [true, 'snapshot'],
+    [false, 'env'],
+  ] as const) {
+    const title = sessionSync ? 'on: the moved flow and client keep their backend' : 'off: they move (control)';
+    it(`sync ${title}, prefix from the ${via}`, async () => {
       const prefix = `test-${randomUUID()}`;
       prefixes.push(prefix);
       const ports = { udpA: await freePort(), udpB: await freePort(), tcpA: await freePort(), tcpB: await freePort() };
@@ -67,10 +73,11 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
       const write = (node: 'A' | 'B', version: number) => {
         const [u, t] = node === 'A' ? [ports.udpA, ports.tcpA] : [ports.udpB, ports.tcpB];
         const file = join(dir, `${prefix}-${node}.json`);
-        writeFileSync(file, JSON.stringify(snapshot(version, listeners(version, u, t))));
+        const s = snapshot(version, listeners(version, u, t));
+        writeFileSync(file, JSON.stringify(via === 'snapshot' ? { ...s, sessionSyncPrefix: prefix } : s));
         return file;
       };
-      const env = { SLB_SESSION_SYNC_PREFIX: prefix, SLB_NODE_ID: 'node' };
+      const env = via === 'env' ? { SLB_SESSION_SYNC_PREFIX: prefix } : {};
       const a = startNode(['--config', write('A', 1)], { ...env, SLB_NODE_ID: 'node-a' });
       const b = startNode(['--config', write('B', 1)], { ...env, SLB_NODE_ID: 'node-b' });
       nodes.push(a, b);
@@ -105,6 +112,7 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
         : [udp[ids.indexOf(client.picks)]!.name, tcp[ids.indexOf(client.picks)]!.name];
       expect([viaB, tcpViaB]).toEqual(expected);
       expect(client.picks).not.toBe(ids[0]); // a node without the entries would not choose a/x
+      if (sessionSync) expect(await redis.keys(`${prefix}:*`)).not.toHaveLength(0);
       if (!sessionSync) expect(await b.metric('slb_session_sync_applied_total')).toBe(0);
       else expect(await a.metric('slb_session_sync_published_total')).toBeGreaterThanOrEqual(2);
       c.close();

@@ -233,6 +233,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   }
 
   async function applyNow(sent: L7NodeSnapshot): Promise<ListenerFailure[]> {
+    options.sync?.usePrefix(sent.sessionSyncPrefix); // before any listener of this snapshot attaches
     listenerOptions.proxySources.update(sent.l4Nodes);
     guard = guardOf(sent);
     const failed: ListenerFailure[] = [];

@@ -1,3 +1,4 @@
+export { ensureClusterId } from './cluster-id.js';
 export { newId } from './ids.js';
 export { DEFAULT_MIGRATIONS_FOLDER, runMigrations, SchemaTooNewError } from './migrate.js';
 export { type Db, type OpenDatabase, openDatabase } from './open.js';

@@ -8,9 +8,12 @@ import { HealthCheckType, HttpCodeClass } from './listener.js';
  * these schemas, so a payload written by one version and read by another is validated, never trusted.
  */
 
-/** Default BullMQ queue name (`SLB_HEALTH_QUEUE`). */
+/**
+ * The queue name of a scheduler or consumer built without one (library default, tests). A deployment never
+ * uses it: its names come from its cluster id (namespace.ts), so deployments on one Redis stay apart.
+ */
 export const HEALTH_QUEUE_DEFAULT = 'slb-health';
-/** Default prefix of the fleet's own Redis keys: target state and the transition stream. */
+/** The key prefix of a fleet built without one; as HEALTH_QUEUE_DEFAULT, never a deployment's. */
 export const HEALTH_KEY_PREFIX_DEFAULT = 'slb:health';
 
 /** Per-target threshold state, one key per (listener, server), shared by every worker. */

@@ -12,6 +12,7 @@ export * from './l7-snapshot.js';
 export * from './limits.js';
 export * from './listener.js';
 export * from './load-balancer.js';
+export * from './namespace.js';
 export * from './node.js';
 export * from './quota.js';
 export * from './rule.js';

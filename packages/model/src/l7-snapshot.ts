@@ -180,6 +180,16 @@ export const L7NodeSnapshot = StrictObject(
     ),
 
     backendDeny: Type.Optional(SnapshotBackendDenyList),
+    sessionSyncPrefix: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: '^\\S+$',
+        description:
+          "the deployment's session-sync key prefix (from its cluster id), unless the node's own " +
+          'SLB_SESSION_SYNC_PREFIX is set; absent: slb:sync',
+      }),
+    ),
   },
   { title: 'L7NodeSnapshot' },
 );

@@ -140,6 +140,16 @@ export const NodeSnapshot = StrictObject(
       description: 'the L7 pool http/https listeners are spread across (PROXY v2)',
     }),
     backendDeny: Type.Optional(SnapshotBackendDenyList),
+    sessionSyncPrefix: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: '^\\S+$',
+        description:
+          "the deployment's session-sync key prefix (from its cluster id), unless the node's own " +
+          'SLB_SESSION_SYNC_PREFIX is set; absent: slb:sync',
+      }),
+    ),
   },
   { title: 'NodeSnapshot' },
 );

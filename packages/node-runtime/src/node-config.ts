@@ -23,8 +23,9 @@ export const NodeEnvProperties = {
     Type.String({ pattern: '^(rediss?://.+|off)$', description: "'off' disables sync" }),
   ),
   REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  // Key prefix of the sync streams, so tests (and several fleets on one Redis) stay apart.
-  SLB_SESSION_SYNC_PREFIX: Type.String({ minLength: 1, maxLength: 100, default: 'slb:sync' }),
+  // Key prefix of the sync streams. Unset: the deployment's, from the API's snapshot (its cluster id), so
+  // fleets of several deployments on one Redis stay apart without anyone choosing names; set: this one.
+  SLB_SESSION_SYNC_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
 };
 
 export type NodeConfigResult<T> =

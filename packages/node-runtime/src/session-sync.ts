@@ -44,8 +44,13 @@ export interface SyncTarget {
 export interface SessionSyncOptions {
   /** Redis URL, e.g. redis://127.0.0.1:6379. */
   readonly url: string;
-  /** Prefix of every key, so deployments and tests share a Redis without meeting. Default 'slb:sync'. */
+  /**
+   * Prefix of every key, so deployments and tests share a Redis without meeting. Default 'slb:sync' until
+   * {@link SessionSync.usePrefix} gives the deployment's.
+   */
   readonly prefix?: string;
+  /** The prefix was set by the operator: the deployment's from the snapshot does not replace it. Default false. */
+  readonly prefixPinned?: boolean;
   /** This node's id; its own messages are recognised by it (plus a per-process instance suffix). */
   readonly nodeId: string;
   readonly logger: SyncLogger;
@@ -172,7 +177,9 @@ export class SessionSync {
   readonly refreshMs: number;
   /** `nodeId#instance`: ignores its own stream messages but learns from its previous incarnation's. */
   readonly origin: string;
-  private readonly prefix: string;
+  private prefix: string;
+  private readonly prefixPinned: boolean;
+  private prefixWarned = false;
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
@@ -200,6 +207,7 @@ export class SessionSync {
 
   constructor(options: SessionSyncOptions) {
     this.prefix = options.prefix ?? 'slb:sync';
+    this.prefixPinned = options.prefixPinned ?? false;
     this.origin = `${options.nodeId}#${randomBytes(4).toString('hex')}`;
     this.log = options.logger;
     this.now = options.now ?? Date.now;
@@ -229,6 +237,31 @@ export class SessionSync {
     for (const r of [this.cmd, this.reader]) r.on('error', () => undefined); // state changes are logged below
     this.cmd.on('ready', () => this.onReady());
     this.cmd.on('close', () => this.onDown());
+  }
+
+  /**
+   * Takes the deployment's prefix from a snapshot, before the snapshot's listeners attach. A prefix the
+   * operator set wins; once scopes are attached the prefix stays (their streams are open) and a change is
+   * logged, to take effect at the next start.
+   */
+  usePrefix(prefix: string | undefined): void {
+    if (prefix === undefined || prefix === this.prefix || this.prefixPinned) return;
+    if (this.scopes.size > 0) {
+      if (!this.prefixWarned) {
+        this.log.warn(
+          { current: this.prefix, wanted: prefix },
+          'session sync prefix changed; used from the next start',
+        );
+        this.prefixWarned = true;
+      }
+      return;
+    }
+    this.prefix = prefix;
+  }
+
+  /** The key prefix in use. */
+  get keyPrefix(): string {
+    return this.prefix;
   }
 
   /**
@@ -593,7 +626,7 @@ export class SessionSync {
 export interface SessionSyncEnv {
   readonly SLB_SESSION_SYNC_REDIS_URL?: string;
   readonly REDIS_URL: string;
-  readonly SLB_SESSION_SYNC_PREFIX: string;
+  readonly SLB_SESSION_SYNC_PREFIX?: string;
 }
 
 /**
@@ -611,6 +644,7 @@ export function sessionSyncFromEnv(
   return new SessionSync({
     url,
     prefix: env.SLB_SESSION_SYNC_PREFIX,
+    prefixPinned: env.SLB_SESSION_SYNC_PREFIX !== undefined,
     nodeId,
     logger: logger.child({ component: 'session-sync' }),
     registry,

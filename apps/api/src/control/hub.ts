@@ -139,6 +139,12 @@ export class ControlHub {
   setBackendDeny(read: () => SnapshotBackendDeny[]): void {
     this.backendDeny = read;
   }
+
+  /** The deployment's session-sync prefix, sent in every first snapshot (the nodes' default namespace). */
+  private sessionSyncPrefix: string | undefined;
+  setSessionSyncPrefix(prefix: string): void {
+    this.sessionSyncPrefix = prefix;
+  }
   private readonly openKey: (stored: string) => string;
 
   constructor(
@@ -710,6 +716,7 @@ export class ControlHub {
                 listeners: upserted,
                 l7Nodes: l7Pool ?? [],
                 backendDeny: this.backendDeny(),
+                ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
               } as NodeSnapshot,
             }
           : {
@@ -721,6 +728,7 @@ export class ControlHub {
                 listeners: upserted,
                 l4Nodes: this.l4Addresses,
                 backendDeny: this.backendDeny(),
+                ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
               } as L7NodeSnapshot,
             };
     } else if (session.kind === 'l4') {

@@ -114,3 +114,68 @@ describe('TransitionConsumer', () => {
     expect(t.db.select().from(serverHealth).all()[0]?.status).toBe('normal');
   });
 });
+
+describe('TransitionConsumer names', () => {
+  it('gives every process its own consumer name by default, and a clean stop leaves none behind', async () => {
+    // Two API processes of one deployment (or of two, before namespaces) on one host: under one consumer
+    // name each would take the other's deliveries for its own pending entries.
+    const a = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
+    const b = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
+    await a.start();
+    await b.start();
+    const stream = healthTransitionsStream(prefix);
+    const names = async () => ((await redis.xinfo('CONSUMERS', stream, 'api')) as unknown[][]).map((c) => String(c[1]));
+    expect(new Set(await names()).size).toBe(2);
+    await a.close();
+    await b.close();
+    expect(await names()).toEqual([]);
+  });
+
+  it('takes over what a crashed process left unacked while running, not only at start', async () => {
+    const g = t.group();
+    const s = t.server(g, '127.0.0.1', 80);
+    const l = t.listener({ serverGroupId: g, port: 80 });
+    const stream = healthTransitionsStream(prefix);
+    await redis.xgroup('CREATE', stream, 'api', '0', 'MKSTREAM');
+    await add({ listenerId: l, serverId: s, status: 'abnormal', since: new Date().toISOString(), lastError: 'x' });
+    // Another process of the deployment read it and died just before this one started: at start the entry
+    // is not idle long enough to claim, so only a claim while running stores it.
+    await redis.xreadgroup('GROUP', 'api', 'crashed-process', 'COUNT', 10, 'STREAMS', stream, '>');
+    consumer = new TransitionConsumer({
+      db: t.db,
+      redisUrl: REDIS_URL,
+      keyPrefix: prefix,
+      blockMs: 50,
+      claimIdleMs: 300,
+    });
+    await consumer.start();
+    expect(consumer.stats.stored).toBe(0);
+    await until('the orphaned entry stored', () => consumer!.stats.stored === 1, 3000);
+    expect(t.db.select().from(serverHealth).all()[0]?.status).toBe('abnormal');
+  });
+
+  it('removes consumers of processes long gone that hold nothing, keeps those with pending entries', async () => {
+    const g = t.group();
+    const s = t.server(g, '127.0.0.1', 80);
+    const l = t.listener({ serverGroupId: g, port: 80 });
+    const stream = healthTransitionsStream(prefix);
+    await redis.xgroup('CREATE', stream, 'api', '0', 'MKSTREAM');
+    await redis.xgroup('CREATECONSUMER', stream, 'api', 'gone-idle');
+    await add({ listenerId: l, serverId: s, status: 'normal', since: new Date().toISOString(), lastError: null });
+    await redis.xreadgroup('GROUP', 'api', 'gone-with-work', 'COUNT', 10, 'STREAMS', stream, '>');
+    await new Promise((r) => setTimeout(r, 250));
+    // claimIdleMs above the wait, so the pending entry is still gone-with-work's when consumers are judged.
+    consumer = new TransitionConsumer({
+      db: t.db,
+      redisUrl: REDIS_URL,
+      keyPrefix: prefix,
+      consumer: 'me',
+      blockMs: 50,
+      claimIdleMs: 60_000,
+      forgetIdleMs: 200,
+    });
+    await consumer.start();
+    const names = ((await redis.xinfo('CONSUMERS', stream, 'api')) as unknown[][]).map((c) => String(c[1])).sort();
+    expect(names).toEqual(['gone-with-work', 'me']);
+  });
+});

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Value } from '@sinclair/typebox/value';
 import { type Db, listeners, serverHealth, servers } from '@slb/db';
@@ -20,12 +21,21 @@ export interface TransitionConsumerOptions {
   keyPrefix?: string;
   /** Consumer group; every API instance shares it, so each message is stored once. Default: `api`. */
   group?: string;
-  /** This consumer's name, stable across restarts so its own unacked entries are found again. Default: host name. */
+  /**
+   * This consumer's name. Default: host, pid and a random part, unique per process: two API processes under
+   * one name would take each other's deliveries as their own. A crashed process's unacked entries are
+   * claimed by the others after `claimIdleMs`.
+   */
   consumer?: string;
   /** Called after a message is stored (not for skipped or invalid ones); errors are logged, never retried. */
   onTransition?: (message: HealthTransitionMessage) => void | Promise<void>;
-  /** Entries of another consumer unacked for this long are taken over at start, ms. Default: 30,000. */
+  /** Entries of another consumer unacked for this long are taken over (at start and as often), ms. Default: 30,000. */
   claimIdleMs?: number;
+  /**
+   * Another consumer with nothing pending and idle this long is removed from the group, ms: names are per
+   * process, so every crashed or killed API would otherwise leave one behind forever. Default: 600,000.
+   */
+  forgetIdleMs?: number;
   /** XREADGROUP block time, ms; bounds how long close() waits. Default: 1,000. */
   blockMs?: number;
   /** Entries per read. Default: 100. */
@@ -61,6 +71,7 @@ export class TransitionConsumer {
   private readonly consumer: string;
   private loop: Promise<void> | null = null;
   private closed = false;
+  private lastClaimAt = 0;
 
   constructor(private readonly options: TransitionConsumerOptions) {
     // Its own connection: XREADGROUP BLOCK holds it.
@@ -68,7 +79,7 @@ export class TransitionConsumer {
     this.redis.on('error', (err) => this.options.logger?.warn({ err: err.message }, 'transition stream redis error'));
     this.stream = healthTransitionsStream(options.keyPrefix ?? HEALTH_KEY_PREFIX_DEFAULT);
     this.group = options.group ?? 'api';
-    this.consumer = options.consumer ?? hostname();
+    this.consumer = options.consumer ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
   /** Creates the group if needed, handles what was left pending, then consumes in the background. */
@@ -86,6 +97,16 @@ export class TransitionConsumer {
   async close(): Promise<void> {
     this.closed = true;
     await this.loop;
+    // Names are per process, so a cleanly stopped one leaves no consumer behind (it has nothing pending:
+    // every read entry was acked); after a crash the name stays until Redis or an operator drops it.
+    if (this.loop) {
+      const pending = (await this.redis.xpending(this.stream, this.group).catch(() => null)) as
+        | [number, string | null, string | null, Array<[string, string]> | null]
+        | null;
+      const mine = pending?.[3]?.find(([name]) => name === this.consumer);
+      if (pending && !mine)
+        await this.redis.xgroup('DELCONSUMER', this.stream, this.group, this.consumer).catch(() => 0);
+    }
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
@@ -106,6 +127,16 @@ export class TransitionConsumer {
       if (entries.length === 0) break;
       await this.handle(entries);
     }
+    await this.claimStale();
+  }
+
+  /**
+   * Takes over entries another consumer read and left unacked for claimIdleMs (a process that died mid-batch).
+   * Run at start and then every claimIdleMs: names are per process, so a crashed API's entries are never
+   * "our own" after its restart, and must be claimed by whichever process runs.
+   */
+  private async claimStale(): Promise<void> {
+    this.lastClaimAt = Date.now();
     let cursor = '0-0';
     for (let round = 0; round < 10_000; round++) {
       const [next, entries] = (await this.redis.xautoclaim(
@@ -121,11 +152,28 @@ export class TransitionConsumer {
       cursor = next;
       if (cursor === '0-0') break;
     }
+    await this.forgetGone();
+  }
+
+  /** Drops consumers of processes long gone that hold nothing (a name with pending entries is kept). */
+  private async forgetGone(): Promise<void> {
+    const forgetIdleMs = this.options.forgetIdleMs ?? 600_000;
+    const consumers = (await this.redis.xinfo('CONSUMERS', this.stream, this.group)) as unknown[][];
+    for (const fields of consumers) {
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+      const name = String(info.get('name'));
+      if (name === this.consumer || Number(info.get('pending')) !== 0) continue;
+      if (Number(info.get('idle')) < forgetIdleMs) continue;
+      await this.redis.xgroup('DELCONSUMER', this.stream, this.group, name);
+      this.options.logger?.info({ consumer: name }, 'idle health transition consumer removed');
+    }
   }
 
   private async run(): Promise<void> {
     while (!this.closed) {
       try {
+        if (Date.now() - this.lastClaimAt >= (this.options.claimIdleMs ?? 30_000)) await this.claimStale();
         const read = (await this.redis.xreadgroup(
           'GROUP',
           this.group,
@@ -164,6 +212,15 @@ export class TransitionConsumer {
       } else {
         const outcome = this.store(message, id);
         this.stats[outcome]++;
+        if (outcome === 'skipped') {
+          // A listener or server deleted while its check was in flight, normally. Kept visible (and counted in
+          // the metric): with per-deployment namespaces another deployment's reports never reach this stream,
+          // so a run of these points at a worker writing to the wrong namespace.
+          this.options.logger?.info(
+            { id, listenerId: message.listenerId, serverId: message.serverId, stream: this.stream },
+            'health transition for an unknown listener or server skipped',
+          );
+        }
         if (outcome === 'stored') {
           try {
             await this.options.onTransition?.(message);

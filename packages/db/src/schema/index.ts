@@ -1,5 +1,6 @@
 export * from './acls.js';
 export * from './certificates.js';
+export * from './cluster.js';
 export * from './idempotency-keys.js';
 export * from './listeners.js';
 export * from './load-balancers.js';
