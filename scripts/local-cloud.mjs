@@ -90,9 +90,8 @@ function prefixLines(stream, out, name) {
 
 /** Starts a process and keeps it running: a crash is restarted after 0.5 s, doubling to 10 s. */
 function supervise(name, command, args, env, attempt = 0) {
-  // Node children get the parent watch preloaded; redis-server is stopped through its process group.
-  const argv = command === process.execPath ? ['--import', EXIT_WITH_PARENT, ...args] : args;
-  const child = spawn(command, argv, {
+  // Every child is Node (redis-server runs under scripts/run-with-parent.mjs) with the parent watch preloaded.
+  const child = spawn(command, ['--import', EXIT_WITH_PARENT, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true, // its own process group: the terminal's SIGINT is not delivered to it besides our SIGTERM
@@ -225,10 +224,22 @@ if (!(await canConnect(redis.hostname, Number(redis.port || 6379)))) {
   }
   say(`no Redis at ${redisUrl}: starting our own on 127.0.0.1:${own} (data in ${dataDir}/redis)`);
   mkdirSync(`${dataDir}/redis`, { recursive: true });
+  // Through a small Node wrapper, which gets the parent watch: redis-server cannot poll its parent itself.
   supervise(
     'redis',
-    binary,
-    ['--bind', '127.0.0.1', '--port', String(own), '--dir', `${dataDir}/redis`, '--save', '60 1'],
+    process.execPath,
+    [
+      `${root}/scripts/run-with-parent.mjs`,
+      binary,
+      '--bind',
+      '127.0.0.1',
+      '--port',
+      String(own),
+      '--dir',
+      `${dataDir}/redis`,
+      '--save',
+      '60 1',
+    ],
     {},
   );
   redisUrl = `redis://127.0.0.1:${own}`;

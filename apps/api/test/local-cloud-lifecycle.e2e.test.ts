@@ -134,10 +134,16 @@ describe('the local cloud leaves nothing behind', () => {
     expect(await noneLeft(dataDir, 15_000)).toEqual([]);
   }, 90_000);
 
-  it('SIGKILL of the supervisor leaves no child within a couple of seconds', async () => {
-    const cloud = await startLocalCloud({ l4: ['127.0.0.247'], l7: ['127.0.0.248'], args: ['--no-restart'] });
+  it('SIGKILL of the supervisor leaves no child within a couple of seconds, its own redis-server included', async () => {
+    // No Redis on that port: the local cloud starts its own, which must go too.
+    const redisUrl = `redis://127.0.0.1:${await freePort()}`;
+    const cloud = await startLocalCloud({ l4: ['127.0.0.247'], l7: ['127.0.0.248'], args: ['--no-restart'], redisUrl });
     cleanups.push(() => cloud.stop());
-    expect(processesOf(cloud.dataDir).length).toBeGreaterThanOrEqual(6);
+    const started = processesOf(cloud.dataDir).map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    expect(started.some((argv) => argv.startsWith('/usr/bin/redis-server') || argv.includes('redis-server\0'))).toBe(
+      true,
+    );
+    expect(started.length).toBeGreaterThanOrEqual(7);
     process.kill(cloud.proc.child.pid!, 'SIGKILL');
     expect(await noneLeft(cloud.dataDir, 3_000)).toEqual([]);
   }, 90_000);
