@@ -116,7 +116,7 @@ function supervise(name, command, args, env, attempt = 0) {
 async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
-  say('stopping');
+  say(`stopping: open connections get up to ${STOP_GRACE_MS / 1000} s to finish`);
   const live = [...children.values()].filter(running);
   const exits = live.map((c) => new Promise((r) => c.once('exit', r)));
   for (const c of live) signalGroup(c, 'SIGTERM');

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -156,5 +156,52 @@ describe('the local cloud leaves nothing behind', () => {
     await exited;
     expect(await noneLeft(cloud.dataDir, 3_000)).toEqual([]);
     expect(cloud.proc.output.filter((l) => l.includes('second signal'))).toEqual([]);
+  }, 90_000);
+
+  it('a stop with an open connection says whom it waits for and for how long', async () => {
+    const l4 = '127.0.0.236';
+    const cloud = await startLocalCloud({ l4: [l4], l7: ['127.0.0.237'], args: ['--no-restart'] });
+    cleanups.push(() => cloud.stop());
+    const held = createServer((s) => s.write('hi\n')); // answers, then keeps the connection open
+    await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => held.close(() => r())));
+    const api = async (path: string, body: unknown) => {
+      const res = await fetch(`${cloud.apiUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${cloud.adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { id: string };
+    };
+    const lb = await api('/v1/load-balancers', { name: 'held' });
+    const sg = await api(`/v1/load-balancers/${lb.id}/server-groups`, {
+      name: 'held',
+      servers: [{ address: '127.0.0.1', port: (held.address() as { port: number }).port }],
+    });
+    const port = await freePortOn([l4]);
+    await api(`/v1/load-balancers/${lb.id}/listeners`, { protocol: 'tcp', port, serverGroupId: sg.id });
+    let client: ReturnType<typeof createConnection> | undefined;
+    for (const until = Date.now() + 10_000; !client && Date.now() < until; ) {
+      client = await new Promise<ReturnType<typeof createConnection> | undefined>((resolve) => {
+        const c = createConnection({ host: l4, port });
+        c.once('data', () => resolve(c));
+        c.once('error', () => resolve(undefined));
+        c.once('close', () => resolve(undefined));
+      });
+      if (!client) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(client).toBeDefined();
+    cleanups.push(() => void client?.destroy());
+    client?.on('error', () => {});
+    const exited = new Promise((r) => cloud.proc.child.once('exit', r));
+    cloud.proc.child.kill('SIGTERM');
+    await exited;
+    const said = cloud.proc.output.filter((l) => l.startsWith('[local-cloud]'));
+    expect(said).toContainEqual('[local-cloud] stopping: open connections get up to 12 s to finish');
+    expect(said).toContainEqual(
+      expect.stringMatching(/^\[local-cloud\] waiting for l4-node-1 to finish open connections; killing in \d+ s$/),
+    );
+    expect(await noneLeft(cloud.dataDir, 3_000)).toEqual([]);
   }, 90_000);
 });
