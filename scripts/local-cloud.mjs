@@ -211,6 +211,19 @@ if (taken.length > 0) {
   process.exit(1);
 }
 
+// The demo backends first: a demo LB kept from an earlier start is health-checked as soon as the workers run.
+for (const [i, port] of (demo ? demoPorts : []).entries()) {
+  const server = createHttpServer((req, res) =>
+    res.end(`hello from demo backend ${i + 1} (${req.method} ${req.url})\n`),
+  );
+  // Checked free above; taken since, it is named and the cloud stops rather than throw.
+  server.once('error', (err) => {
+    say(`demo backend ${i + 1} cannot listen on 127.0.0.1:${port}: ${err.code ?? err.message}`);
+    void stop(1);
+  });
+  server.listen(port, '127.0.0.1');
+}
+
 // Redis: the one given, a local one, or one of our own.
 let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new URL(redisUrl);
@@ -328,17 +341,6 @@ if (!ready) {
 let demoLine = '';
 if (demo) {
   const ports = demoPorts;
-  for (const [i, port] of ports.entries()) {
-    const server = createHttpServer((req, res) =>
-      res.end(`hello from demo backend ${i + 1} (${req.method} ${req.url})\n`),
-    );
-    // Checked free before the start; taken since, it is named and the cloud stops rather than throw.
-    server.once('error', (err) => {
-      say(`demo backend ${i + 1} cannot listen on 127.0.0.1:${port}: ${err.code ?? err.message}`);
-      void stop(1);
-    });
-    server.listen(port, '127.0.0.1');
-  }
   const existing = await api('GET', '/v1/load-balancers?limit=500');
   let lb = existing.items.find((l) => l.name === 'demo');
   if (!lb) {
