@@ -7,8 +7,11 @@
 // No path leaves a child behind: a taken port stops the start before anything runs (scripts/port-holders.mjs);
 // each child runs in its own process group (the terminal's Ctrl-C reaches only this supervisor, which signals
 // each child once) and exits by itself when this supervisor is gone (scripts/exit-with-parent.mjs); and this
-// supervisor stops when its own parent goes (`npm run` killed with SIGTERM kills only the shell between us).
-import { spawn } from 'node:child_process';
+// supervisor stops when its own parent goes (whatever started it was killed).
+// `npm run local-cloud` is `exec node scripts/local-cloud.mjs --build`: the shell npm runs a script in is
+// replaced by this process, so the SIGINT and SIGTERM npm passes on reach us (a shell waiting on a child
+// defers SIGINT, and dies of SIGTERM leaving the child); `--build` runs `npm run build` first.
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
@@ -19,6 +22,10 @@ import { takenPorts } from './port-holders.mjs';
 import { L4_ADDRESSES, L7_ADDRESSES, localCloudServices } from './topology.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+if (process.argv.includes('--build')) {
+  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
 const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
 const demo = process.argv.includes('--demo');
 const noRestart = process.argv.includes('--no-restart') || process.env.SLB_NO_RESTART === '1';

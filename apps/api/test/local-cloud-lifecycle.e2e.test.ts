@@ -122,17 +122,24 @@ describe('the local cloud leaves nothing behind', () => {
     expect(processesOf(dataDir)).toEqual([]);
   }, 30_000);
 
-  it('SIGTERM to `npm run local-cloud` stops the supervisor and every child', async () => {
-    const { dataDir, env } = await cloudEnv('127.0.0.245', '127.0.0.246');
-    const npm = run('npm', ['run', 'local-cloud', '--silent', '--', '--no-restart'], env);
-    await untilReady(npm.output, npm.child);
-    // The API that answered is the one this start launched: it echoes the supervisor's nonce.
-    const res = await fetch(`http://127.0.0.1:${env.PORT}/healthz`);
-    expect(res.headers.get('slb-instance')).toMatch(/^[0-9a-f-]{36}$/);
-    expect(processesOf(dataDir).length).toBeGreaterThanOrEqual(7);
-    npm.child.kill('SIGTERM');
-    expect(await noneLeft(dataDir, 15_000)).toEqual([]);
-  }, 90_000);
+  it.each([
+    ['SIGTERM', '127.0.0.245', '127.0.0.246'],
+    ['SIGINT', '127.0.0.238', '127.0.0.239'],
+  ] as const)(
+    '%s to `npm run local-cloud` stops the supervisor and every child',
+    async (signal, l4, l7) => {
+      const { dataDir, env } = await cloudEnv(l4, l7);
+      const npm = run('npm', ['run', 'local-cloud', '--silent', '--', '--no-restart'], env);
+      await untilReady(npm.output, npm.child);
+      // The API that answered is the one this start launched: it echoes the supervisor's nonce.
+      const res = await fetch(`http://127.0.0.1:${env.PORT}/healthz`);
+      expect(res.headers.get('slb-instance')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(processesOf(dataDir).length).toBeGreaterThanOrEqual(7);
+      npm.child.kill(signal);
+      expect(await noneLeft(dataDir, 15_000)).toEqual([]);
+    },
+    90_000,
+  );
 
   it('SIGKILL of the supervisor leaves no child within a couple of seconds, its own redis-server included', async () => {
     // No Redis on that port: the local cloud starts its own, which must go too.
