@@ -214,7 +214,7 @@ const bindings = [
 const taken = await takenPorts(/** @type {any} */ (bindings));
 if (taken.length > 0) {
   for (const line of taken) say(line);
-  say('nothing was started; free the port(s) above or choose others (see "Local cloud" in README.md)');
+  say('nothing was started; free the port(s) above or choose others (see "Quick start" in README.md)');
   process.exit(1);
 }
 
