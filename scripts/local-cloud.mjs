@@ -126,7 +126,8 @@ async function stop(code = 0) {
   say(`stopping: open connections get up to ${STOP_GRACE_MS / 1000} s to finish`);
   const live = [...children.values()].filter(running);
   const exits = live.map((c) => new Promise((r) => c.once('exit', r)));
-  for (const c of live) signalGroup(c, 'SIGTERM');
+  // The child alone: it stops what it started itself (an L7 primary its workers); only the force takes groups.
+  for (const c of live) c.kill('SIGTERM');
   // Say what the stop waits for (nodes draining open connections) and until when, rather than hang silently.
   const deadline = Date.now() + STOP_GRACE_MS;
   const report = setInterval(() => {
@@ -148,7 +149,7 @@ process.on('SIGTERM', () => void stop(0));
 process.on('SIGHUP', () => void stop(0));
 // A crash of the supervisor itself: the children are told now, and their parent watch covers the rest.
 process.on('exit', () => {
-  for (const c of children.values()) if (running(c)) signalGroup(c, 'SIGTERM');
+  for (const c of children.values()) if (running(c)) c.kill('SIGTERM');
 });
 process.on('uncaughtException', (err) => {
   if (stopping) return; // a request of the start cut off by the stop under way, which exits by itself
