@@ -4,16 +4,28 @@
 //   npm run local-cloud -- --demo    also starts three demo backends and an LB in front of them
 // Ctrl-C stops everything. A crashed process is restarted with backoff; `--no-restart` (or SLB_NO_RESTART=1)
 // leaves it down instead, for tests that kill a process and watch the rest of the cloud react.
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+// No path leaves a child behind: a taken port stops the start before anything runs (scripts/port-holders.mjs);
+// each child runs in its own process group (the terminal's Ctrl-C reaches only this supervisor, which signals
+// each child once) and exits by itself when this supervisor is gone (scripts/exit-with-parent.mjs); and this
+// supervisor stops when its own parent goes (whatever started it was killed).
+// `npm run local-cloud` is `exec node scripts/local-cloud.mjs --build`: the shell npm runs a script in is
+// replaced by this process, so the SIGINT and SIGTERM npm passes on reach us (a shell waiting on a child
+// defers SIGINT, and dies of SIGTERM leaving the child); `--build` runs `npm run build` first.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createConnection, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { enrollNodes } from './enroll-nodes.mjs';
+import { takenPorts } from './port-holders.mjs';
 import { L4_ADDRESSES, L7_ADDRESSES, localCloudServices } from './topology.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+if (process.argv.includes('--build')) {
+  const build = spawnSync('npm', ['run', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+}
 const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
 const demo = process.argv.includes('--demo');
 const noRestart = process.argv.includes('--no-restart') || process.env.SLB_NO_RESTART === '1';
@@ -54,12 +66,28 @@ const freePort = () =>
   });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+const EXIT_WITH_PARENT = `${root}/scripts/exit-with-parent.mjs`;
+/** How long children may take to stop (L4 nodes drain open connections) before they are killed. */
+const STOP_GRACE_MS = 12_000;
+/** @type {Map<string, import('node:child_process').ChildProcess>} */
 const children = new Map();
 let stopping = false;
+const running = (c) => c.exitCode === null && c.signalCode === null; // a child killed by a signal has no exit code
+/** Signals a child's whole process group (what it started too); a group already gone is fine. */
+const signalGroup = (c, signal) => {
+  try {
+    if (c.pid) process.kill(-c.pid, signal);
+  } catch {
+    // already exited
+  }
+};
 
+/** When a child last wrote a line: the ready banner waits for the start-up lines to settle. */
+let lastOutputAt = Date.now();
 function prefixLines(stream, out, name) {
   let buffered = '';
   stream.on('data', (chunk) => {
+    lastOutputAt = Date.now();
     buffered += chunk.toString();
     const lines = buffered.split('\n');
     buffered = lines.pop() ?? '';
@@ -69,7 +97,12 @@ function prefixLines(stream, out, name) {
 
 /** Starts a process and keeps it running: a crash is restarted after 0.5 s, doubling to 10 s. */
 function supervise(name, command, args, env, attempt = 0) {
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Every child is Node (redis-server runs under scripts/run-with-parent.mjs) with the parent watch preloaded.
+  const child = spawn(command, ['--import', EXIT_WITH_PARENT, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // its own process group: the terminal's SIGINT is not delivered to it besides our SIGTERM
+  });
   prefixLines(child.stdout, process.stdout, name);
   prefixLines(child.stderr, process.stderr, name);
   const startedAt = Date.now();
@@ -90,43 +123,45 @@ function supervise(name, command, args, env, attempt = 0) {
 async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
-  say('stopping');
-  const exits = [...children.values()]
-    .filter((c) => c.exitCode === null && c.signalCode === null) // a child killed by a signal has no exit code
-    .map((c) => new Promise((r) => c.once('exit', r)));
-  for (const c of children.values()) c.kill('SIGTERM');
+  say(`stopping: open connections get up to ${STOP_GRACE_MS / 1000} s to finish`);
+  const live = [...children.values()].filter(running);
+  const exits = live.map((c) => new Promise((r) => c.once('exit', r)));
+  // The child alone: it stops what it started itself (an L7 primary its workers); only the force takes groups.
+  for (const c of live) c.kill('SIGTERM');
+  // Say what the stop waits for (nodes draining open connections) and until when, rather than hang silently.
+  const deadline = Date.now() + STOP_GRACE_MS;
+  const report = setInterval(() => {
+    const waiting = [...children.entries()].filter(([, c]) => running(c)).map(([n]) => n);
+    if (waiting.length === 0) return;
+    const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+    say(`waiting for ${waiting.join(', ')} to finish open connections; killing in ${left} s`);
+  }, 2_000);
   const force = setTimeout(() => {
-    for (const c of children.values()) c.kill('SIGKILL');
-  }, 12_000);
+    for (const c of children.values()) signalGroup(c, 'SIGKILL');
+  }, STOP_GRACE_MS);
   await Promise.all(exits);
+  clearInterval(report);
   clearTimeout(force);
   process.exit(code);
 }
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
-
-// Redis: the one given, a local one, or one of our own.
-let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const redis = new URL(redisUrl);
-if (!(await canConnect(redis.hostname, Number(redis.port || 6379)))) {
-  const own = await freePort();
-  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server'].find(existsSync);
-  if (!binary) {
-    say(`no Redis answers at ${redisUrl} and redis-server is not installed.`);
-    say('install one (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL to a running Redis.');
-    process.exit(1);
-  }
-  say(`no Redis at ${redisUrl}: starting our own on 127.0.0.1:${own} (data in ${dataDir}/redis)`);
-  mkdirSync(`${dataDir}/redis`, { recursive: true });
-  supervise(
-    'redis',
-    binary,
-    ['--bind', '127.0.0.1', '--port', String(own), '--dir', `${dataDir}/redis`, '--save', '60 1'],
-    {},
-  );
-  redisUrl = `redis://127.0.0.1:${own}`;
-  for (let i = 0; i < 50 && !(await canConnect('127.0.0.1', own)); i++) await sleep(100);
-}
+process.on('SIGHUP', () => void stop(0));
+// A crash of the supervisor itself: the children are told now, and their parent watch covers the rest.
+process.on('exit', () => {
+  for (const c of children.values()) if (running(c)) c.kill('SIGTERM');
+});
+process.on('uncaughtException', (err) => {
+  if (stopping) return; // a request of the start cut off by the stop under way, which exits by itself
+  say(`supervisor crashed: ${err.stack ?? err}`);
+  process.exit(1);
+});
+// `npm run local-cloud` runs us under a shell that npm kills on SIGTERM without killing us: a new parent
+// (re-parented to init or a subreaper) means whoever started us is gone, so stop.
+const startedBy = process.ppid;
+setInterval(() => {
+  if (process.ppid !== startedBy) void stop(1);
+}, 200).unref();
 
 const apiHost = process.env.HOST ?? '127.0.0.1';
 const apiPort = Number(process.env.PORT ?? 8080);
@@ -144,7 +179,7 @@ const services = localCloudServices({
   apiHost,
   apiPort,
   dnsPort,
-  redisUrl,
+  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', // set below, once Redis is found or started
   adminToken,
   l4Addresses,
   l7Addresses,
@@ -154,19 +189,106 @@ const services = localCloudServices({
   syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
 });
 const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
-for (const s of services.filter((s) => !isNode(s))) supervise(s.name, process.execPath, [s.script], s.env);
+// The demo's backends: 9001-9003, or SLB_DEMO_PORTS (comma-separated) when those are taken.
+const demoPorts = (list(process.env.SLB_DEMO_PORTS) ?? ['9001', '9002', '9003']).map(Number);
+
+// Every fixed address this start binds, tried before anything runs: a taken one stops here, named.
+/** @type {import('./port-holders.mjs').Binding[]} */
+const bindings = [
+  { host: apiHost, port: apiPort, protocol: 'tcp', what: 'API' },
+  { host: apiHost, port: dnsPort, protocol: 'tcp', what: 'DNS' },
+  { host: apiHost, port: dnsPort, protocol: 'udp', what: 'DNS' },
+  ...services
+    .filter((s) => s.env.SLB_METRICS_PORT)
+    .map((s) => ({
+      host: '127.0.0.1',
+      port: Number(s.env.SLB_METRICS_PORT),
+      protocol: 'tcp',
+      what: `${s.name} metrics`,
+    })),
+  // Port 0: only that the node's loopback address exists here (listener ports come later, from the API).
+  ...services.filter(isNode).map((s) => ({ host: s.address, port: 0, protocol: 'tcp', what: `${s.name} address` })),
+  ...(demo
+    ? demoPorts.map((port, i) => ({ host: '127.0.0.1', port, protocol: 'tcp', what: `demo backend ${i + 1}` }))
+    : []),
+];
+const taken = await takenPorts(/** @type {any} */ (bindings));
+if (taken.length > 0) {
+  for (const line of taken) say(line);
+  say('nothing was started; free the port(s) above or choose others (see "Quick start" in README.md)');
+  process.exit(1);
+}
+
+// The demo backends first: a demo LB kept from an earlier start is health-checked as soon as the workers run.
+for (const [i, port] of (demo ? demoPorts : []).entries()) {
+  const server = createHttpServer((req, res) =>
+    res.end(`hello from demo backend ${i + 1} (${req.method} ${req.url})\n`),
+  );
+  // Checked free above; taken since, it is named and the cloud stops rather than throw.
+  server.once('error', (err) => {
+    say(`demo backend ${i + 1} cannot listen on 127.0.0.1:${port}: ${err.code ?? err.message}`);
+    void stop(1);
+  });
+  server.listen(port, '127.0.0.1');
+}
+
+// Redis: the one given, a local one, or one of our own.
+let redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redis = new URL(redisUrl);
+if (!(await canConnect(redis.hostname, Number(redis.port || 6379)))) {
+  const own = await freePort();
+  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server'].find(existsSync);
+  if (!binary) {
+    say(`no Redis answers at ${redisUrl} and redis-server is not installed.`);
+    say('install one (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL to a running Redis.');
+    process.exit(1);
+  }
+  say(`no Redis at ${redisUrl}: starting our own on 127.0.0.1:${own} (data in ${dataDir}/redis)`);
+  mkdirSync(`${dataDir}/redis`, { recursive: true });
+  // Through a small Node wrapper, which gets the parent watch: redis-server cannot poll its parent itself.
+  supervise(
+    'redis',
+    process.execPath,
+    [
+      `${root}/scripts/run-with-parent.mjs`,
+      binary,
+      '--bind',
+      '127.0.0.1',
+      '--port',
+      String(own),
+      '--dir',
+      `${dataDir}/redis`,
+      '--save',
+      '60 1',
+    ],
+    {},
+  );
+  redisUrl = `redis://127.0.0.1:${own}`;
+  for (let i = 0; i < 50 && !(await canConnect('127.0.0.1', own)); i++) await sleep(100);
+}
+
+for (const s of services) if (s.env.REDIS_URL) s.env.REDIS_URL = redisUrl;
+
+// The API first, with a nonce it echoes on /healthz: readiness must come from this API, not from another
+// process (an earlier local cloud's orphan) answering on the same port.
+const instance = randomUUID();
+const apiService = services.find((s) => s.kind === 'api');
+if (apiService)
+  supervise(apiService.name, process.execPath, [apiService.script], { ...apiService.env, SLB_INSTANCE_ID: instance });
+const ourApi = () =>
+  fetch(`${apiUrl}/healthz`).then(
+    (r) => r.ok && r.headers.get('slb-instance') === instance,
+    () => false,
+  );
+for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; await sleep(100)) {
+  if (await ourApi()) break;
+}
+// The workers after it, so their first connections find it.
+for (const s of services.filter((s) => s.kind === 'health-worker'))
+  supervise(s.name, process.execPath, [s.script], s.env);
 
 // Nodes join with their own credentials: once the API answers, register each (or find it registered) and
 // start it with a one-time join token; a node that enrolled before uses the credential in its state dir.
-for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; await sleep(100)) {
-  if (
-    await fetch(`${apiUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    )
-  )
-    break;
-}
 let joinTokens = new Map();
 try {
   joinTokens = await enrollNodes({
@@ -200,10 +322,12 @@ const api = async (method, path, body) => {
 const expectedNodes = services.filter((s) => s.kind === 'l4-node' || s.kind === 'l7-node').length;
 let ready = false;
 for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; ) {
-  const readyz = await fetch(`${apiUrl}/readyz`).then(
-    (r) => r.ok,
-    () => false,
-  );
+  const readyz =
+    (await ourApi()) &&
+    (await fetch(`${apiUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    ));
   const online = readyz
     ? await api('GET', '/v1/nodes').then(
         (p) => p.items.filter((n) => n.status === 'online').length,
@@ -224,13 +348,7 @@ if (!ready) {
 
 let demoLine = '';
 if (demo) {
-  const ports = [9001, 9002, 9003];
-  for (const [i, port] of ports.entries()) {
-    const server = createHttpServer((req, res) =>
-      res.end(`hello from demo backend ${i + 1} (${req.method} ${req.url})\n`),
-    );
-    server.listen(port, '127.0.0.1');
-  }
+  const ports = demoPorts;
   const existing = await api('GET', '/v1/load-balancers?limit=500');
   let lb = existing.items.find((l) => l.name === 'demo');
   if (!lb) {
@@ -261,10 +379,14 @@ if (demo) {
   ].join('\n');
 }
 
+// The banner last, once the children's start-up lines have settled (at most 3 s), so it does not scroll away.
+const readyAt = Date.now();
+for (const until = Date.now() + 3_000; Date.now() < until && Date.now() - lastOutputAt < 500; ) await sleep(100);
+const readyIn = ((readyAt - started) / 1000).toFixed(1);
 process.stdout.write(
   `${[
     '',
-    `local cloud ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `local cloud ready in ${readyIn} s`,
     `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
     `  admin token   ${adminToken}   (also in ${dataDir}/admin-token)`,
     `  DNS           127.0.0.1:${dnsPort} (UDP and TCP), zone slb.internal`,

@@ -45,6 +45,8 @@ export interface AppOptions {
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
   adminToken?: string;
   onAdminTokenGenerated?: (token: string) => void;
+  /** Echoed as the `slb-instance` header of /healthz (the local cloud's readiness check); default: none. */
+  instanceId?: string;
   /**
    * The legacy shared node token, accepted (and its nodes enrolled) only while migrating to per-node
    * credentials; nodes normally join with a join token from POST /v1/nodes.
@@ -297,7 +299,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
-  app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { hide: true } }, (_request, reply) => {
+    if (options.instanceId) void reply.header('slb-instance', options.instanceId);
+    return { status: 'ok' };
+  });
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     const checks: Record<string, string> = {};
     try {

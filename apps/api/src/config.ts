@@ -64,6 +64,9 @@ const Env = Type.Object({
    */
   SLB_BACKEND_DENY: Type.String({ maxLength: 100_000, default: '' }),
 
+  /** Echoed as the `slb-instance` header of /healthz: a supervisor checks that the API answering is the one it started. */
+  SLB_INSTANCE_ID: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+
   /** Per-tenant quota defaults for the whole deployment, `name=limit,…` over the built-in ones (README). */
   SLB_QUOTA_DEFAULTS: Type.String({ maxLength: 2000, default: '' }),
   LOG_LEVEL: Type.Union(

@@ -64,6 +64,7 @@ try {
       deny: [...deny, ...listOf(config.SLB_BACKEND_DENY)],
     },
     dbPath: config.SLB_DB_PATH,
+    instanceId: config.SLB_INSTANCE_ID,
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,

@@ -193,7 +193,7 @@ export function childProcesses(ppid: number): { pid: number; argv: string[]; env
 }
 
 /** Ports base … base+30 all free on 127.0.0.1 (the local cloud's metrics ports). */
-async function freeMetricsBase(): Promise<number> {
+export async function freeMetricsBase(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 20_000);
     const free = await Promise.all(

@@ -238,7 +238,9 @@ export class L4Node {
     });
     this.current = s;
     this.metrics.configVersion.set(s.version);
-    log.info({ version: s.version, listeners: this.listeners.size, failed: failed.length }, 'config applied');
+    // 'config applied' is said once per version by whoever applied it: the control channel (with its apply
+    // time) or file mode (main.ts); saying it here too logged every version twice.
+    log.debug({ version: s.version, listeners: this.listeners.size, failed: failed.length }, 'listeners reconciled');
     return failed;
   }
 

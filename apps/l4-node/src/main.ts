@@ -84,6 +84,13 @@ if (config.configPath !== undefined) {
   }
 }
 
+/** A snapshot from the file applied, and said once (the control channel says it for its own). */
+async function applyFile(snapshot: NodeSnapshot): Promise<void> {
+  node.metrics.reloads.inc({ result: 'applied' });
+  const failed = await node.apply(snapshot);
+  logger.info({ version: snapshot.version, listeners: node.listeners.size, failed: failed.length }, 'config applied');
+}
+
 /** File mode: serve `--config`, reload it on SIGHUP and when it changes. */
 async function runFromFile(configPath: string): Promise<void> {
   const first = await loadSnapshotFile(configPath);
@@ -92,8 +99,7 @@ async function runFromFile(configPath: string): Promise<void> {
     process.stderr.write(`l4-node: config rejected: ${first.reason}\n`);
     process.exit(1);
   }
-  node.metrics.reloads.inc({ result: 'applied' });
-  await node.apply(first.snapshot);
+  await applyFile(first.snapshot);
 
   let lastText = '';
   /** Re-reads the file; a bad file is reported and the last good config keeps serving. */
@@ -110,8 +116,7 @@ async function runFromFile(configPath: string): Promise<void> {
     const text = JSON.stringify(r.snapshot);
     if (trigger === 'poll' && text === lastText) return;
     lastText = text;
-    node.metrics.reloads.inc({ result: 'applied' });
-    await node.apply(r.snapshot);
+    await applyFile(r.snapshot);
   }
   lastText = JSON.stringify(first.snapshot);
 

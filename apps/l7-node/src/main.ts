@@ -139,8 +139,7 @@ function serve() {
 
 async function startMetrics(registry: Parameters<typeof startMetricsServer>[0]) {
   const { server, address } = await startMetricsServer(registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
-  logger.info({ port: address.port }, 'metrics listening');
-  process.stdout.write(`l7-node metrics on ${address.address}:${address.port}\n`);
+  logger.info({ host: address.address, port: address.port }, 'metrics listening');
   return server;
 }
 
