@@ -52,7 +52,8 @@ describe('probeTcp', () => {
     // A reset, not a FIN: the server side reads ECONNRESET.
     expect(tracked.errors).toEqual(['ECONNRESET']);
     expect(await new Promise((resolve) => server.getConnections((_, n) => resolve(n)))).toBe(0);
-    if (canReadTcpTable()) expect(tcpStatesOnPort(port)).toEqual([]);
+    expect(tracked.peerPorts).toHaveLength(1);
+    if (canReadTcpTable()) expect(tcpStatesOnPort(port, tracked.peerPorts[0])).toEqual([]);
   });
 
   it.runIf(canReadTcpTable())('the TCP table check does see TIME_WAIT after a graceful close (control)', async () => {
@@ -61,11 +62,12 @@ describe('probeTcp', () => {
     const accepted = once(server, 'connection');
     const client = net.connect({ host: '127.0.0.1', port });
     await once(client, 'connect');
+    const clientPort = client.localPort;
     await within(accepted, 2000, 'accept');
     client.end();
     tracked.sockets[0]?.end();
     await within(once(client, 'close'), 2000, 'client close');
-    expect(tcpStatesOnPort(port)).toContain('TIME_WAIT');
+    expect(tcpStatesOnPort(port, clientPort)).toContain('TIME_WAIT');
   });
 
   it('times out on the injected clock and closes its socket', async () => {

@@ -56,10 +56,19 @@ export function trackConnections(server: NetServer): {
   sockets: Socket[];
   closed: Promise<void>[];
   errors: string[];
+  /** Each accepted connection's client port, as it was on accept. */
+  peerPorts: number[];
 } {
-  const tracked = { sockets: [] as Socket[], closed: [] as Promise<void>[], errors: [] as string[] };
+  const tracked = {
+    sockets: [] as Socket[],
+    closed: [] as Promise<void>[],
+    errors: [] as string[],
+    peerPorts: [] as number[],
+  };
   server.on('connection', (socket: Socket) => {
     tracked.sockets.push(socket);
+    // Read now: a socket that has closed no longer knows its peer.
+    if (socket.remotePort !== undefined) tracked.peerPorts.push(socket.remotePort);
     socket.on('error', (err: NodeJS.ErrnoException) => tracked.errors.push(err.code ?? err.message));
     // Not events.once: it would reject on the 'error' that precedes 'close' after a reset.
     tracked.closed.push(new Promise<void>((resolve) => socket.once('close', () => resolve())));
@@ -100,9 +109,14 @@ export function canReadTcpTable(): boolean {
   }
 }
 
-/** States of every IPv4 TCP socket with `port` at either end, except the listener itself. */
-export function tcpStatesOnPort(port: number): string[] {
+/**
+ * States of every IPv4 TCP socket with `port` at either end, except the listener itself; with `peerPort`,
+ * only the connection between the two ports. A port handed out by listen(0) may have been some other
+ * connection's source port a moment ago, and its TIME_WAIT entries would otherwise count here.
+ */
+export function tcpStatesOnPort(port: number, peerPort?: number): string[] {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const peerHex = peerPort?.toString(16).toUpperCase().padStart(4, '0');
   const states: string[] = [];
   for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
     const fields = line.trim().split(/\s+/);
@@ -111,6 +125,7 @@ export function tcpStatesOnPort(port: number): string[] {
     const state = fields[3];
     if (local === undefined || remote === undefined || state === undefined) continue;
     if (!local.endsWith(`:${hex}`) && !remote.endsWith(`:${hex}`)) continue;
+    if (peerHex !== undefined && !local.endsWith(`:${peerHex}`) && !remote.endsWith(`:${peerHex}`)) continue;
     const name = TCP_STATES[state] ?? state;
     if (name !== 'LISTEN') states.push(name);
   }
