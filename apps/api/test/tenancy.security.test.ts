@@ -76,8 +76,11 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   getTenantQuotas: 'tenant',
   updateTenantQuotas: 'admin',
 };
-/** Routes outside the document that answer without a token. */
-const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics'];
+/**
+ * Routes outside the document that answer without a token. `/control/v1/namespace` gives health workers the
+ * deployment's Redis names (no secret: a queue name and two key prefixes).
+ */
+const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics', '/control/v1/namespace'];
 /** Routes outside the document for nodes, which present a join token instead (and get 401 without one). */
 const NODE_ROUTES = ['/control/v1/enroll'];
 
