@@ -16,6 +16,7 @@ import { writeChangesHealthTargets } from './health/write-routes.js';
 import { installDrain } from './plugins/drain.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
+import { installJsonBody } from './plugins/json-body.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installRequestIdHeader, requestId } from './plugins/request-id.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
@@ -193,6 +194,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // JSON only: a text/plain body is 415, not a string that fails validation.
   app.removeContentTypeParser('text/plain');
+  installJsonBody(app);
   installValidation(app);
   installErrorHandling(app);
   installSecurityHeaders(app);
