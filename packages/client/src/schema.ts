@@ -1019,7 +1019,7 @@ export interface components {
         };
         /** Node */
         Node: {
-            /** @description node- id */
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
             id: string;
             name: string | null;
             /** @enum {string} */
@@ -1050,7 +1050,7 @@ export interface components {
         };
         /** NodeJoinToken */
         NodeJoinToken: {
-            /** @description node- id */
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
             nodeId: string;
             /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
             joinToken: string;
@@ -1114,7 +1114,7 @@ export interface components {
         };
         /** RegisteredNode */
         RegisteredNode: {
-            /** @description node- id */
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
             id: string;
             name: string | null;
             /** @enum {string} */
