@@ -19,9 +19,12 @@ import { ApiError } from './errors.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
+import { describeRoute, finishDocument } from './openapi/document.js';
+import { TAGS } from './openapi/operations.js';
 import { installDrain } from './plugins/drain.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
+import { installJsonBody } from './plugins/json-body.js';
 import { installMetrics } from './plugins/metrics.js';
 import { installRequestIdHeader, requestId } from './plugins/request-id.js';
 import { installSecurityHeaders } from './plugins/security-headers.js';
@@ -212,6 +215,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // JSON only: a text/plain body is 415, not a string that fails validation.
   app.removeContentTypeParser('text/plain');
+  installJsonBody(app);
   installValidation(app);
   installErrorHandling(app);
   installSecurityHeaders(app);
@@ -285,13 +289,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(swagger, {
     // Shared schemas become components named by their $id.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: describeRoute,
+    transformObject: finishDocument,
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'SLB control plane API',
         version: '1.0.0',
         description: 'Load balancers, listeners, server groups, certificates, ACLs, nodes and tenants.',
+        // No license yet: the project has not chosen one (see redocly.yaml).
+        contact: { name: 'SLB maintainers' },
       },
+      tags: TAGS.map((tag) => ({ ...tag })),
       servers: [{ url: 'http://127.0.0.1:8080' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],

@@ -48,6 +48,23 @@ export interface Operation {
 
 interface OpenApiDocument {
   paths: Record<string, Record<string, any>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+
+/**
+ * The schema with every local `#/components/schemas/…` reference replaced by what it names: the
+ * document names its resources' schemas once and refers to them; the fuzzer walks plain schemas.
+ */
+function inlined(schema: unknown, document: OpenApiDocument): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => inlined(s, document));
+  if (!schema || typeof schema !== 'object') return schema;
+  const { $ref, ...rest } = schema as { $ref?: unknown };
+  if (typeof $ref === 'string' && $ref.startsWith('#/components/schemas/')) {
+    const named = document.components?.schemas?.[$ref.slice('#/components/schemas/'.length)];
+    if (named === undefined) throw new Error(`unresolved ${$ref}`);
+    return inlined({ ...(named as object), ...rest }, document);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlined(v, document)]));
 }
 
 /** Every operation of the document, in document order. */
@@ -57,7 +74,8 @@ export function operationsOf(document: OpenApiDocument): Operation[] {
       .filter((m) => ops[m])
       .map((m) => {
         const op = ops[m];
-        const body = op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
+        const raw = op.requestBody?.content?.['application/json']?.schema;
+        const body = raw === undefined ? undefined : (inlined(raw, document) as Schema);
         return {
           method: m.toUpperCase() as Method,
           path,

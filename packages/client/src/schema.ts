@@ -11,8 +11,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List load balancers
+         * @description The caller's load balancers (an admin's: every tenant's), oldest first, paginated with `limit` and `cursor`.
+         */
         get: operations["listLoadBalancers"];
         put?: never;
+        /**
+         * Create a load balancer
+         * @description Allocates a VIP and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.
+         */
         post: operations["createLoadBalancer"];
         delete?: never;
         options?: never;
@@ -27,12 +35,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a load balancer
+         * @description Its status, addresses and the nodes serving it; the ETag is for `If-Match` on update and delete.
+         */
         get: operations["getLoadBalancer"];
         put?: never;
         post?: never;
+        /**
+         * Delete a load balancer
+         * @description Deletes it with its listeners, rules and server groups. 409 while `deletionProtection` is on.
+         */
         delete: operations["deleteLoadBalancer"];
         options?: never;
         head?: never;
+        /**
+         * Update a load balancer
+         * @description Changes its name, placement, tags or deletion protection; `If-Match` makes the change conditional.
+         */
         patch: operations["updateLoadBalancer"];
         trace?: never;
     };
@@ -43,6 +63,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get backend health
+         * @description The health of every server behind every listener: `normal`, `abnormal` or `unavailable`, since when, and the last error.
+         */
         get: operations["getLoadBalancerHealth"];
         put?: never;
         post?: never;
@@ -59,8 +83,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List server groups
+         * @description The load balancer's server groups with their servers, paginated.
+         */
         get: operations["listServerGroups"];
         put?: never;
+        /**
+         * Create a server group
+         * @description A named set of backends (`address:port`, weight). A server appears once per group: the same one twice in the body is 422.
+         */
         post: operations["createServerGroup"];
         delete?: never;
         options?: never;
@@ -75,12 +107,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a server group
+         * @description The group and its servers.
+         */
         get: operations["getServerGroup"];
         put?: never;
         post?: never;
+        /**
+         * Delete a server group
+         * @description Deletes the group and its servers. 409 while a listener or rule uses it.
+         */
         delete: operations["deleteServerGroup"];
         options?: never;
         head?: never;
+        /**
+         * Rename a server group
+         * @description Changes its name; servers are added and removed through `…/servers`.
+         */
         patch: operations["updateServerGroup"];
         trace?: never;
     };
@@ -93,6 +137,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Add servers to a group
+         * @description Adds one or more servers at once; all or none are added. One already in the group is 409, one repeated in the body 422.
+         */
         post: operations["addServers"];
         delete?: never;
         options?: never;
@@ -107,12 +155,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a server
+         * @description One backend server of the group.
+         */
         get: operations["getServer"];
         put?: never;
         post?: never;
+        /**
+         * Remove a server
+         * @description Removes the server from the group; existing connections drain.
+         */
         delete: operations["deleteServer"];
         options?: never;
         head?: never;
+        /**
+         * Update a server
+         * @description Changes its weight (0 drains it: no new connections) or its description.
+         */
         patch: operations["updateServer"];
         trace?: never;
     };
@@ -123,8 +183,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List listeners
+         * @description The load balancer's listeners, paginated.
+         */
         get: operations["listListeners"];
         put?: never;
+        /**
+         * Create a listener
+         * @description A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport, on any load balancer, is 409.
+         */
         post: operations["createListener"];
         delete?: never;
         options?: never;
@@ -139,12 +207,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a listener
+         * @description The listener, its status and its settings.
+         */
         get: operations["getListener"];
         put?: never;
         post?: never;
+        /**
+         * Delete a listener
+         * @description Deletes the listener and its rules; the port is released.
+         */
         delete: operations["deleteListener"];
         options?: never;
         head?: never;
+        /**
+         * Update a listener
+         * @description Changes its settings; `If-Match` makes the change conditional.
+         */
         patch: operations["updateListener"];
         trace?: never;
     };
@@ -157,6 +237,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Start a listener
+         * @description Starts serving on the port again. Takes no body.
+         */
         post: operations["startListener"];
         delete?: never;
         options?: never;
@@ -173,6 +257,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Stop a listener
+         * @description Stops serving on the port, keeping the configuration. Takes no body.
+         */
         post: operations["stopListener"];
         delete?: never;
         options?: never;
@@ -187,8 +275,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List forwarding rules
+         * @description The HTTP/HTTPS listener's host and path rules, paginated.
+         */
         get: operations["listRules"];
         put?: never;
+        /**
+         * Create a forwarding rule
+         * @description Routes requests by domain and/or path to a server group (HTTP and HTTPS listeners only).
+         */
         post: operations["createRule"];
         delete?: never;
         options?: never;
@@ -203,12 +299,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a forwarding rule
+         * @description One host and path rule.
+         */
         get: operations["getRule"];
         put?: never;
         post?: never;
+        /**
+         * Delete a forwarding rule
+         * @description Requests it matched go to the listener’s own server group again.
+         */
         delete: operations["deleteRule"];
         options?: never;
         head?: never;
+        /**
+         * Update a forwarding rule
+         * @description Changes its match, target group or priority.
+         */
         patch: operations["updateRule"];
         trace?: never;
     };
@@ -219,8 +327,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List certificates
+         * @description The tenant's certificates, paginated; private keys are never returned.
+         */
         get: operations["listCertificates"];
         put?: never;
+        /**
+         * Upload a certificate
+         * @description A PEM certificate chain and its private key, for HTTPS listeners. The key is stored encrypted and never returned.
+         */
         post: operations["createCertificate"];
         delete?: never;
         options?: never;
@@ -235,9 +351,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a certificate
+         * @description Its fingerprint, subject, SANs and expiry.
+         */
         get: operations["getCertificate"];
         put?: never;
         post?: never;
+        /**
+         * Delete a certificate
+         * @description Deletes it. 409 while a listener uses it.
+         */
         delete: operations["deleteCertificate"];
         options?: never;
         head?: never;
@@ -251,8 +375,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List access control lists
+         * @description The tenant's ACLs, paginated.
+         */
         get: operations["listAcls"];
         put?: never;
+        /**
+         * Create an access control list
+         * @description A named set of IPv4 and IPv6 CIDRs that listeners allow or deny.
+         */
         post: operations["createAcl"];
         delete?: never;
         options?: never;
@@ -267,12 +399,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get an access control list
+         * @description The ACL and its entries.
+         */
         get: operations["getAcl"];
         put?: never;
         post?: never;
+        /**
+         * Delete an access control list
+         * @description Deletes it. 409 while a listener uses it.
+         */
         delete: operations["deleteAcl"];
         options?: never;
         head?: never;
+        /**
+         * Update an access control list
+         * @description Changes its name or replaces its entries.
+         */
         patch: operations["updateAcl"];
         trace?: never;
     };
@@ -283,9 +427,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List nodes (admin)
+         * @description The L4 and L7 forwarding nodes: status, applied configuration version, last heartbeat and load.
+         */
         get: operations["listNodes"];
         put?: never;
-        /** @description Registers a node; the join token in the answer is shown once. */
+        /**
+         * Register a node (admin)
+         * @description Registers a node; the join token in the answer is shown once.
+         */
         post: operations["registerNode"];
         delete?: never;
         options?: never;
@@ -300,13 +451,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a node (admin)
+         * @description One forwarding node.
+         */
         get: operations["getNode"];
         put?: never;
         post?: never;
-        /** @description Removes the node and revokes its credential; its session is closed at once. */
+        /**
+         * Delete a node (admin)
+         * @description Removes the node and revokes its credential; its session is closed at once.
+         */
         delete: operations["deleteNode"];
         options?: never;
         head?: never;
+        /**
+         * Update a node (admin)
+         * @description Changes its capacity weight or drains it.
+         */
         patch: operations["updateNode"];
         trace?: never;
     };
@@ -319,7 +481,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A new one-time join token for the node (shown once). Its current credential is revoked when the node uses it. */
+        /**
+         * Rotate a node credential (admin)
+         * @description A new one-time join token for the node (shown once). Its current credential is revoked when the node uses it.
+         */
         post: operations["rotateNodeCredential"];
         delete?: never;
         options?: never;
@@ -334,8 +499,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List tenants (admin)
+         * @description Every tenant, paginated.
+         */
         get: operations["listTenants"];
         put?: never;
+        /**
+         * Create a tenant (admin)
+         * @description A tenant owns load balancers, certificates and ACLs.
+         */
         post: operations["createTenant"];
         delete?: never;
         options?: never;
@@ -350,6 +523,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a tenant (admin)
+         * @description One tenant.
+         */
         get: operations["getTenant"];
         put?: never;
         post?: never;
@@ -366,8 +543,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List API tokens (admin)
+         * @description The tenant's tokens; their values are never returned.
+         */
         get: operations["listTokens"];
         put?: never;
+        /**
+         * Create an API token (admin)
+         * @description A bearer token for the tenant, with role `member` or `admin`. The value is in this answer only.
+         */
         post: operations["createToken"];
         delete?: never;
         options?: never;
@@ -385,6 +570,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
+        /**
+         * Revoke an API token (admin)
+         * @description The token stops working at once.
+         */
         delete: operations["deleteToken"];
         options?: never;
         head?: never;
@@ -398,7 +587,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Get a tenant's backend networks (admin)
+         * @description The networks the tenant's servers may be in; absent an override, the deployment default.
+         */
         get: operations["getTenantBackendNetworks"];
+        /**
+         * Set a tenant's backend networks (admin)
+         * @description Replaces the networks the tenant's servers may be in.
+         */
         put: operations["putTenantBackendNetworks"];
         post?: never;
         delete?: never;
@@ -414,7 +611,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's own tenant's quotas: limit and usage of each */
+        /**
+         * The caller's own tenant's quotas: limit and usage of each
+         * @description The caller's own tenant's quotas.
+         */
         get: operations["getQuotas"];
         put?: never;
         post?: never;
@@ -431,14 +631,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A tenant's quotas: limit and usage of each (admin, or a member for its own tenant) */
+        /**
+         * A tenant's quotas: limit and usage of each (admin, or a member for its own tenant)
+         * @description Admin, or a member for its own tenant.
+         */
         get: operations["getTenantQuotas"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Overrides a tenant's quotas (admin only); null puts one back to the deployment default */
+        /**
+         * Overrides a tenant's quotas (admin only); null puts one back to the deployment default
+         * @description Admin only.
+         */
         patch: operations["updateTenantQuotas"];
         trace?: never;
     };
@@ -446,6 +652,416 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** Acl */
+        Acl: {
+            /** @description acl- id */
+            id: string;
+            name: string;
+            entries: {
+                cidr: string;
+                description: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** AclPage */
+        AclPage: {
+            items: components["schemas"]["Acl"][];
+            nextCursor: string | null;
+        };
+        /** AddedServers */
+        AddedServers: {
+            items: components["schemas"]["Server"][];
+        };
+        /** AddServers */
+        AddServers: {
+            servers: components["schemas"]["ServerInput"][];
+        };
+        /** BackendNetworks */
+        BackendNetworks: {
+            /** @description tnt- id */
+            tenantId: string;
+            /** @description CIDRs the tenant may put servers in */
+            networks: string[];
+            /** @description true: the tenant has no list of its own and follows the cloud's default */
+            isDefault: boolean;
+            updatedAt: string | null;
+            /** @description the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused */
+            serversOutside: number;
+        };
+        /**
+         * Certificate
+         * @description The private key is stored for the nodes and never returned.
+         */
+        Certificate: {
+            /** @description cert- id */
+            id: string;
+            name: string;
+            subject: string;
+            issuer: string;
+            /** @description DNS and IP subject alternative names */
+            sans: string[];
+            /** Format: date-time */
+            notBefore: string;
+            /** Format: date-time */
+            notAfter: string;
+            /** @description SHA-256 of the DER certificate, colon-separated hex */
+            fingerprint: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** CertificatePage */
+        CertificatePage: {
+            items: components["schemas"]["Certificate"][];
+            nextCursor: string | null;
+        };
+        /** CreateAcl */
+        CreateAcl: {
+            name: string;
+            entries?: {
+                /** @description IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32 */
+                cidr: string;
+                description?: string;
+            }[];
+        };
+        /** CreateCertificate */
+        CreateCertificate: {
+            name: string;
+            /** @description PEM: leaf first, then chain */
+            certificate: string;
+            /** @description PEM, unencrypted */
+            privateKey: string;
+        };
+        /** CreatedToken */
+        CreatedToken: {
+            /** @description tok- id */
+            id: string;
+            /** @description tnt- id */
+            tenantId: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+            /** @description the bearer token; shown only in this response */
+            token: string;
+        };
+        /** CreateListener */
+        CreateListener: {
+            /** @enum {string} */
+            protocol: "tcp" | "udp" | "http" | "https";
+            port: number;
+            serverGroupId: string;
+            backendPort?: number;
+            /** @enum {string} */
+            scheduler?: "wrr" | "wlc" | "rr" | "sch" | "tch";
+            /** @description tcp/udp: seconds a client IP keeps its server */
+            persistenceTimeout?: number;
+            stickySession?: components["schemas"]["StickySession"] | null;
+            healthCheck?: components["schemas"]["HealthCheckInput"];
+            /** @enum {string} */
+            proxyProtocol?: "off" | "v1" | "v2";
+            xForwardedFor?: boolean;
+            /**
+             * @description http/https: replace (default) or append to the client X-Forwarded-For
+             * @enum {string}
+             */
+            xForwardedForMode?: "replace" | "append";
+            /** @description seconds */
+            idleTimeout?: number;
+            /** @description http/https, seconds */
+            requestTimeout?: number;
+            /** @description seconds */
+            connectionDrainTimeout?: number;
+            certificateId?: string | null;
+            additionalCertificateIds?: string[];
+            acl?: {
+                aclId: string;
+                /** @enum {string} */
+                mode: "allow" | "deny";
+            } | null;
+            description?: string;
+            /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
+            maxConnections?: number;
+        };
+        /** CreateLoadBalancer */
+        CreateLoadBalancer: {
+            name: string;
+            /** @enum {string} */
+            addressType?: "internet" | "intranet";
+            placement?: {
+                /** @enum {string} */
+                mode: "all" | "spread";
+                /** @description with mode spread only */
+                nodeCount?: number;
+            };
+            deletionProtection?: boolean;
+            /** @description free key/value labels */
+            tags?: {
+                [key: string]: string;
+            };
+        };
+        /** CreateNode */
+        CreateNode: {
+            /** @enum {string} */
+            kind: "l4" | "l7";
+            /** @description the address its listeners bind and clients reach (IPv4 or IPv6) */
+            address: string;
+            name?: string;
+            /** @description 100 = normal; placement points scale with it */
+            capacityWeight?: number;
+        };
+        /** CreateRule */
+        CreateRule: {
+            /** @description exact host or *.example.com wildcard */
+            domain?: string;
+            path?: string;
+            serverGroupId: string;
+            /** @description lower is evaluated first among equals */
+            priority?: number;
+        };
+        /** CreateServerGroup */
+        CreateServerGroup: {
+            name: string;
+            servers?: components["schemas"]["ServerInput"][];
+        };
+        /** CreateTenant */
+        CreateTenant: {
+            name: string;
+        };
+        /** CreateToken */
+        CreateToken: {
+            name?: string;
+            /** @enum {string} */
+            role?: "admin" | "member";
+        };
+        /** HealthCheck */
+        HealthCheck: {
+            enabled: boolean;
+            /** @enum {string} */
+            type: "tcp" | "http" | "udp";
+            port: number | null;
+            /** @enum {string} */
+            method: "HEAD" | "GET";
+            path: string;
+            domain: string | null;
+            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
+            timeout: number;
+            interval: number;
+            healthyThreshold: number;
+            unhealthyThreshold: number;
+            udpRequest: string | null;
+            udpExpect: string | null;
+        };
+        /** HealthCheckInput */
+        HealthCheckInput: {
+            /** @default true */
+            enabled: boolean;
+            /** @enum {string} */
+            type?: "tcp" | "http" | "udp";
+            port?: number;
+            /** @enum {string} */
+            method?: "HEAD" | "GET";
+            path?: string;
+            domain?: string;
+            httpCodes?: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
+            /** @description seconds, default 5 */
+            timeout?: number;
+            /** @description seconds, default 2 */
+            interval?: number;
+            /** @description default 3 */
+            healthyThreshold?: number;
+            /** @description default 3 */
+            unhealthyThreshold?: number;
+            udpRequest?: string;
+            udpExpect?: string;
+        };
+        /** Listener */
+        Listener: {
+            /** @description lsn- id */
+            id: string;
+            /** @description lb- id */
+            loadBalancerId: string;
+            /** @enum {string} */
+            protocol: "tcp" | "udp" | "http" | "https";
+            port: number;
+            backendPort: number | null;
+            /** @description sg- id */
+            serverGroupId: string;
+            /** @enum {string} */
+            scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
+            persistenceTimeout: number;
+            stickySession: {
+                /** @enum {string} */
+                mode: "insert" | "server";
+                cookieName: string;
+                cookieTimeout: number | null;
+            } | null;
+            healthCheck: components["schemas"]["HealthCheck"];
+            /** @enum {string} */
+            proxyProtocol: "off" | "v1" | "v2";
+            xForwardedFor: boolean;
+            /**
+             * @description http/https: replace (default) or append to the client X-Forwarded-For
+             * @enum {string}
+             */
+            xForwardedForMode: "replace" | "append";
+            idleTimeout: number;
+            requestTimeout: number | null;
+            connectionDrainTimeout: number;
+            certificateId: string | null;
+            additionalCertificateIds: string[];
+            acl: {
+                aclId: string;
+                /** @enum {string} */
+                mode: "allow" | "deny";
+            } | null;
+            description: string;
+            /** @description concurrent connections or flows per node */
+            maxConnections: number;
+            /** @enum {string} */
+            status: "running" | "stopped";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** ListenerPage */
+        ListenerPage: {
+            items: components["schemas"]["Listener"][];
+            nextCursor: string | null;
+        };
+        /** LoadBalancer */
+        LoadBalancer: {
+            /** @description lb- id */
+            id: string;
+            /** @description tnt- id */
+            tenantId: string;
+            name: string;
+            /** @enum {string} */
+            addressType: "internet" | "intranet";
+            placement: {
+                /** @enum {string} */
+                mode: "all" | "spread";
+                nodeCount: number | null;
+            };
+            deletionProtection: boolean;
+            tags: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            status: "provisioning" | "active";
+            /** @description bumped by every change to the LB or anything under it */
+            configVersion: number;
+            /** @description addresses of the L4 nodes hosting it */
+            addresses: string[];
+            /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
+            nodes: {
+                nodeId: string;
+                /** @enum {string} */
+                kind: "l4" | "l7";
+                address: string;
+                online: boolean;
+                /** @description the node acked a config carrying this configVersion */
+                converged: boolean;
+            }[];
+            dnsName: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** LoadBalancerHealth */
+        LoadBalancerHealth: {
+            items: components["schemas"]["ServerHealth"][];
+        };
+        /** LoadBalancerPage */
+        LoadBalancerPage: {
+            items: components["schemas"]["LoadBalancer"][];
+            nextCursor: string | null;
+        };
+        /** Node */
+        Node: {
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
+            id: string;
+            name: string | null;
+            /** @enum {string} */
+            kind: "l4" | "l7";
+            address: string;
+            /** @enum {string} */
+            status: "online" | "offline";
+            capacityWeight: number;
+            drain: boolean;
+            appliedConfigVersion: number;
+            lastHeartbeatAt: string | null;
+            lastError: string | null;
+            load: {
+                activeConnections: number;
+                newConnectionsPerSecond: number;
+                requestsPerSecond: number;
+            };
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** NodeJoinToken */
+        NodeJoinToken: {
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
+            nodeId: string;
+            /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
+            joinToken: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /** NodePage */
+        NodePage: {
+            items: components["schemas"]["Node"][];
+            nextCursor: string | null;
+        };
         /** Problem */
         Problem: {
             type: string;
@@ -462,19 +1078,433 @@ export interface components {
             }[];
             /** @description on 5xx: the request id, also in the x-request-id header and the server log */
             requestId?: string;
-            /** QuotaExceeded */
-            quota?: {
-                /** @description the quota, as GET /v1/quotas names it */
-                name: string;
-                limit: number;
-                /** @description usage before the refused request */
-                usage: number;
-                /** @description how many the refused request would have added */
-                requested: number;
+            quota?: components["schemas"]["QuotaExceeded"];
+        };
+        /** PutBackendNetworks */
+        PutBackendNetworks: {
+            networks: string[] | null;
+        };
+        /** QuotaExceeded */
+        QuotaExceeded: {
+            /** @description the quota, as GET /v1/quotas names it */
+            name: string;
+            limit: number;
+            /** @description usage before the refused request */
+            usage: number;
+            /** @description how many the refused request would have added */
+            requested: number;
+        };
+        /** QuotaUsage */
+        QuotaUsage: {
+            /** @description the quota, e.g. loadBalancers */
+            name: string;
+            description: string;
+            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
+            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
+            /** @description the limit in force for this tenant */
+            limit: number;
+            /** @description the deployment's default */
+            default: number;
+            /** @description an admin set this limit for this tenant */
+            overridden: boolean;
+            /** @description the highest an override may go (for node limits, what a node runs) */
+            ceiling: number;
+            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
+            usage: number;
+        };
+        /** RegisteredNode */
+        RegisteredNode: {
+            /** @description node- id, or the id a node that joined on the legacy shared token brought */
+            id: string;
+            name: string | null;
+            /** @enum {string} */
+            kind: "l4" | "l7";
+            address: string;
+            /** @enum {string} */
+            status: "online" | "offline";
+            capacityWeight: number;
+            drain: boolean;
+            appliedConfigVersion: number;
+            lastHeartbeatAt: string | null;
+            lastError: string | null;
+            load: {
+                activeConnections: number;
+                newConnectionsPerSecond: number;
+                requestsPerSecond: number;
+            };
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+            /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
+            joinToken: string;
+        };
+        /** Rule */
+        Rule: {
+            /** @description rule- id */
+            id: string;
+            /** @description lsn- id */
+            listenerId: string;
+            domain: string | null;
+            path: string | null;
+            /** @description sg- id */
+            serverGroupId: string;
+            priority: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** RulePage */
+        RulePage: {
+            items: components["schemas"]["Rule"][];
+            nextCursor: string | null;
+        };
+        /** Server */
+        Server: {
+            /** @description srv- id */
+            id: string;
+            /** @description sg- id */
+            serverGroupId: string;
+            address: string;
+            port: number;
+            weight: number;
+            description: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** ServerGroup */
+        ServerGroup: {
+            /** @description sg- id */
+            id: string;
+            /** @description lb- id */
+            loadBalancerId: string;
+            name: string;
+            servers: components["schemas"]["Server"][];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** ServerGroupPage */
+        ServerGroupPage: {
+            items: components["schemas"]["ServerGroup"][];
+            nextCursor: string | null;
+        };
+        /** ServerHealth */
+        ServerHealth: {
+            /** @description lsn- id */
+            listenerId: string;
+            /** @description sg- id */
+            serverGroupId: string;
+            /** @description srv- id */
+            serverId: string;
+            address: string;
+            port: number;
+            /** @enum {string} */
+            status: "normal" | "abnormal" | "unavailable";
+            /** Format: date-time */
+            since: string;
+            lastError?: ("timeout" | "failed") | null;
+        };
+        /** ServerInput */
+        ServerInput: {
+            /** @description IPv4 or IPv6 address */
+            address: string;
+            port: number;
+            /** @description 0 takes no new connections (drain) */
+            weight?: number;
+            description?: string;
+        };
+        /** StickySession */
+        StickySession: {
+            /** @enum {string} */
+            mode: "insert" | "server";
+            cookieName?: string;
+            /** @description seconds, insert mode */
+            cookieTimeout?: number;
+        };
+        /** Tenant */
+        Tenant: {
+            /** @description tnt- id */
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** TenantPage */
+        TenantPage: {
+            items: components["schemas"]["Tenant"][];
+            nextCursor: string | null;
+        };
+        /** TenantQuotas */
+        TenantQuotas: {
+            /** @description tnt- id */
+            tenantId: string;
+            items: components["schemas"]["QuotaUsage"][];
+        };
+        /** Token */
+        Token: {
+            /** @description tok- id */
+            id: string;
+            /** @description tnt- id */
+            tenantId: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** TokenPage */
+        TokenPage: {
+            items: components["schemas"]["Token"][];
+            nextCursor: string | null;
+        };
+        /** UpdateAcl */
+        UpdateAcl: {
+            name?: string;
+            entries?: {
+                /** @description IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32 */
+                cidr: string;
+                description?: string;
+            }[];
+        };
+        /** UpdateListener */
+        UpdateListener: {
+            serverGroupId?: string;
+            backendPort?: number;
+            /** @enum {string} */
+            scheduler?: "wrr" | "wlc" | "rr" | "sch" | "tch";
+            /** @description tcp/udp: seconds a client IP keeps its server */
+            persistenceTimeout?: number;
+            stickySession?: components["schemas"]["StickySession"] | null;
+            healthCheck?: components["schemas"]["HealthCheckInput"];
+            /** @enum {string} */
+            proxyProtocol?: "off" | "v1" | "v2";
+            xForwardedFor?: boolean;
+            /**
+             * @description http/https: replace (default) or append to the client X-Forwarded-For
+             * @enum {string}
+             */
+            xForwardedForMode?: "replace" | "append";
+            /** @description seconds */
+            idleTimeout?: number;
+            /** @description http/https, seconds */
+            requestTimeout?: number;
+            /** @description seconds */
+            connectionDrainTimeout?: number;
+            certificateId?: string | null;
+            additionalCertificateIds?: string[];
+            acl?: {
+                aclId: string;
+                /** @enum {string} */
+                mode: "allow" | "deny";
+            } | null;
+            description?: string;
+            /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
+            maxConnections?: number;
+        };
+        /** UpdateLoadBalancer */
+        UpdateLoadBalancer: {
+            name?: string;
+            placement?: {
+                /** @enum {string} */
+                mode: "all" | "spread";
+                /** @description with mode spread only */
+                nodeCount?: number;
+            };
+            deletionProtection?: boolean;
+            /** @description free key/value labels */
+            tags?: {
+                [key: string]: string;
+            };
+        };
+        /** UpdateNode */
+        UpdateNode: {
+            /** @description 100 = normal; placement points scale with it */
+            capacityWeight?: number;
+            /** @description take no new load balancers, move the ones it has */
+            drain?: boolean;
+        };
+        /** UpdateRule */
+        UpdateRule: {
+            domain?: string | null;
+            path?: string | null;
+            serverGroupId?: string;
+            /** @description lower is evaluated first among equals */
+            priority?: number;
+        };
+        /** UpdateServer */
+        UpdateServer: {
+            /** @description 0 takes no new connections (drain) */
+            weight?: number;
+            description?: string;
+        };
+        /** UpdateServerGroup */
+        UpdateServerGroup: {
+            name: string;
+        };
+        /** UpdateTenantQuotas */
+        UpdateTenantQuotas: {
+            /** @description load balancers; null: back to the default */
+            loadBalancers?: number | null;
+            /** @description listeners of one load balancer; null: back to the default */
+            listenersPerLoadBalancer?: number | null;
+            /** @description listeners of all load balancers; null: back to the default */
+            listeners?: number | null;
+            /** @description server groups of one load balancer; null: back to the default */
+            serverGroupsPerLoadBalancer?: number | null;
+            /** @description servers in one server group; null: back to the default */
+            serversPerServerGroup?: number | null;
+            /** @description servers in all server groups; null: back to the default */
+            servers?: number | null;
+            /** @description backends the nodes hold: for each listener, the servers of its default and rule groups; null: back to the default */
+            backends?: number | null;
+            /** @description forwarding rules of one listener; null: back to the default */
+            rulesPerListener?: number | null;
+            /** @description certificates; null: back to the default */
+            certificates?: number | null;
+            /** @description ACLs; null: back to the default */
+            acls?: number | null;
+            /** @description entries of one ACL; null: back to the default */
+            entriesPerAcl?: number | null;
+        };
+    };
+    responses: {
+        /** @description The body, a parameter or a header is invalid; `errors` names each field. */
+        BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No valid bearer token. */
+        Unauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Rate limited: `retry-after` says in how many seconds to retry. */
+        TooManyRequests: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Conflicts with the current state: a port or address taken, a resource in use, deletion protection, a quota. */
+        Conflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body is over 1 MiB. */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body is not `application/json`. */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Well-formed but not acceptable; `errors` names the field. */
+        UnprocessableEntity: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such resource (another tenant's resources are not found either). */
+        NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `If-Match` does not match the current ETag. */
+        PreconditionFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The operation needs an admin token. */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
             };
         };
     };
-    responses: never;
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -494,89 +1524,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of load balancers */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description lb- id */
-                            id: string;
-                            /** @description tnt- id */
-                            tenantId: string;
-                            name: string;
-                            /** @enum {string} */
-                            addressType: "internet" | "intranet";
-                            placement: {
-                                /** @enum {string} */
-                                mode: "all" | "spread";
-                                nodeCount: number | null;
-                            };
-                            deletionProtection: boolean;
-                            tags: {
-                                [key: string]: string;
-                            };
-                            /** @enum {string} */
-                            status: "provisioning" | "active";
-                            /** @description bumped by every change to the LB or anything under it */
-                            configVersion: number;
-                            /** @description addresses of the L4 nodes hosting it */
-                            addresses: string[];
-                            /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
-                            nodes: {
-                                nodeId: string;
-                                /** @enum {string} */
-                                kind: "l4" | "l7";
-                                address: string;
-                                online: boolean;
-                                /** @description the node acked a config carrying this configVersion */
-                                converged: boolean;
-                            }[];
-                            dnsName: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["LoadBalancerPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createLoadBalancer: {
@@ -591,141 +1550,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @enum {string} */
-                    addressType?: "internet" | "intranet";
-                    placement?: {
-                        /** @enum {string} */
-                        mode: "all" | "spread";
-                        /** @description with mode spread only */
-                        nodeCount?: number;
-                    };
-                    deletionProtection?: boolean;
-                    /** @description free key/value labels */
-                    tags?: {
-                        [key: string]: string;
-                    };
-                };
+                "application/json": components["schemas"]["CreateLoadBalancer"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The load balancer */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lb- id */
-                        id: string;
-                        /** @description tnt- id */
-                        tenantId: string;
-                        name: string;
-                        /** @enum {string} */
-                        addressType: "internet" | "intranet";
-                        placement: {
-                            /** @enum {string} */
-                            mode: "all" | "spread";
-                            nodeCount: number | null;
-                        };
-                        deletionProtection: boolean;
-                        tags: {
-                            [key: string]: string;
-                        };
-                        /** @enum {string} */
-                        status: "provisioning" | "active";
-                        /** @description bumped by every change to the LB or anything under it */
-                        configVersion: number;
-                        /** @description addresses of the L4 nodes hosting it */
-                        addresses: string[];
-                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
-                        nodes: {
-                            nodeId: string;
-                            /** @enum {string} */
-                            kind: "l4" | "l7";
-                            address: string;
-                            online: boolean;
-                            /** @description the node acked a config carrying this configVersion */
-                            converged: boolean;
-                        }[];
-                        dnsName: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["LoadBalancer"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getLoadBalancer: {
@@ -739,95 +1583,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The load balancer */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lb- id */
-                        id: string;
-                        /** @description tnt- id */
-                        tenantId: string;
-                        name: string;
-                        /** @enum {string} */
-                        addressType: "internet" | "intranet";
-                        placement: {
-                            /** @enum {string} */
-                            mode: "all" | "spread";
-                            nodeCount: number | null;
-                        };
-                        deletionProtection: boolean;
-                        tags: {
-                            [key: string]: string;
-                        };
-                        /** @enum {string} */
-                        status: "provisioning" | "active";
-                        /** @description bumped by every change to the LB or anything under it */
-                        configVersion: number;
-                        /** @description addresses of the L4 nodes hosting it */
-                        addresses: string[];
-                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
-                        nodes: {
-                            nodeId: string;
-                            /** @enum {string} */
-                            kind: "l4" | "l7";
-                            address: string;
-                            online: boolean;
-                            /** @description the node acked a config carrying this configVersion */
-                            converged: boolean;
-                        }[];
-                        dnsName: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["LoadBalancer"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteLoadBalancer: {
@@ -851,60 +1619,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateLoadBalancer: {
@@ -921,148 +1641,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    placement?: {
-                        /** @enum {string} */
-                        mode: "all" | "spread";
-                        /** @description with mode spread only */
-                        nodeCount?: number;
-                    };
-                    deletionProtection?: boolean;
-                    /** @description free key/value labels */
-                    tags?: {
-                        [key: string]: string;
-                    };
-                };
+                "application/json": components["schemas"]["UpdateLoadBalancer"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The load balancer */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lb- id */
-                        id: string;
-                        /** @description tnt- id */
-                        tenantId: string;
-                        name: string;
-                        /** @enum {string} */
-                        addressType: "internet" | "intranet";
-                        placement: {
-                            /** @enum {string} */
-                            mode: "all" | "spread";
-                            nodeCount: number | null;
-                        };
-                        deletionProtection: boolean;
-                        tags: {
-                            [key: string]: string;
-                        };
-                        /** @enum {string} */
-                        status: "provisioning" | "active";
-                        /** @description bumped by every change to the LB or anything under it */
-                        configVersion: number;
-                        /** @description addresses of the L4 nodes hosting it */
-                        addresses: string[];
-                        /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
-                        nodes: {
-                            nodeId: string;
-                            /** @enum {string} */
-                            kind: "l4" | "l7";
-                            address: string;
-                            online: boolean;
-                            /** @description the node acked a config carrying this configVersion */
-                            converged: boolean;
-                        }[];
-                        dnsName: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["LoadBalancer"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getLoadBalancerHealth: {
@@ -1076,67 +1675,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The load balancer health */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description lsn- id */
-                            listenerId: string;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            /** @description srv- id */
-                            serverId: string;
-                            address: string;
-                            port: number;
-                            /** @enum {string} */
-                            status: "normal" | "abnormal" | "unavailable";
-                            /** Format: date-time */
-                            since: string;
-                            lastError?: ("timeout" | "failed") | null;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["LoadBalancerHealth"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listServerGroups: {
@@ -1153,90 +1704,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of server groups */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description sg- id */
-                            id: string;
-                            /** @description lb- id */
-                            loadBalancerId: string;
-                            name: string;
-                            servers: {
-                                /** @description srv- id */
-                                id: string;
-                                /** @description sg- id */
-                                serverGroupId: string;
-                                address: string;
-                                port: number;
-                                weight: number;
-                                description: string;
-                                /**
-                                 * Format: date-time
-                                 * @description RFC 3339 UTC timestamp
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @description RFC 3339 UTC timestamp
-                                 */
-                                updatedAt: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ServerGroupPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createServerGroup: {
@@ -1253,137 +1733,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    servers?: {
-                        /** @description IPv4 or IPv6 address */
-                        address: string;
-                        port: number;
-                        /** @description 0 takes no new connections (drain) */
-                        weight?: number;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CreateServerGroup"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The server group */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description sg- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        name: string;
-                        servers: {
-                            /** @description srv- id */
-                            id: string;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            address: string;
-                            port: number;
-                            weight: number;
-                            description: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["ServerGroup"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getServerGroup: {
@@ -1398,87 +1768,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The server group */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description sg- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        name: string;
-                        servers: {
-                            /** @description srv- id */
-                            id: string;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            address: string;
-                            port: number;
-                            weight: number;
-                            description: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["ServerGroup"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteServerGroup: {
@@ -1503,60 +1805,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateServerGroup: {
@@ -1574,120 +1828,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["UpdateServerGroup"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The server group */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description sg- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        name: string;
-                        servers: {
-                            /** @description srv- id */
-                            id: string;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            address: string;
-                            port: number;
-                            weight: number;
-                            description: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["ServerGroup"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     addServers: {
@@ -1705,121 +1865,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    servers: {
-                        /** @description IPv4 or IPv6 address */
-                        address: string;
-                        port: number;
-                        /** @description 0 takes no new connections (drain) */
-                        weight?: number;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["AddServers"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The added servers */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description srv- id */
-                            id: string;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            address: string;
-                            port: number;
-                            weight: number;
-                            description: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["AddedServers"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getServer: {
@@ -1835,70 +1901,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The server */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description srv- id */
-                        id: string;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        address: string;
-                        port: number;
-                        weight: number;
-                        description: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Server"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteServer: {
@@ -1924,51 +1939,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateServer: {
@@ -1987,114 +1962,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description 0 takes no new connections (drain) */
-                    weight?: number;
-                    description?: string;
-                };
+                "application/json": components["schemas"]["UpdateServer"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The server */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description srv- id */
-                        id: string;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        address: string;
-                        port: number;
-                        weight: number;
-                        description: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Server"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listListeners: {
@@ -2111,125 +1999,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of listeners */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description lsn- id */
-                            id: string;
-                            /** @description lb- id */
-                            loadBalancerId: string;
-                            /** @enum {string} */
-                            protocol: "tcp" | "udp" | "http" | "https";
-                            port: number;
-                            backendPort: number | null;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            /** @enum {string} */
-                            scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                            persistenceTimeout: number;
-                            stickySession: {
-                                /** @enum {string} */
-                                mode: "insert" | "server";
-                                cookieName: string;
-                                cookieTimeout: number | null;
-                            } | null;
-                            /** HealthCheck */
-                            healthCheck: {
-                                enabled: boolean;
-                                /** @enum {string} */
-                                type: "tcp" | "http" | "udp";
-                                port: number | null;
-                                /** @enum {string} */
-                                method: "HEAD" | "GET";
-                                path: string;
-                                domain: string | null;
-                                httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                                timeout: number;
-                                interval: number;
-                                healthyThreshold: number;
-                                unhealthyThreshold: number;
-                                udpRequest: string | null;
-                                udpExpect: string | null;
-                            };
-                            /** @enum {string} */
-                            proxyProtocol: "off" | "v1" | "v2";
-                            xForwardedFor: boolean;
-                            /**
-                             * @description http/https: replace (default) or append to the client X-Forwarded-For
-                             * @enum {string}
-                             */
-                            xForwardedForMode: "replace" | "append";
-                            idleTimeout: number;
-                            requestTimeout: number | null;
-                            connectionDrainTimeout: number;
-                            certificateId: string | null;
-                            additionalCertificateIds: string[];
-                            acl: {
-                                aclId: string;
-                                /** @enum {string} */
-                                mode: "allow" | "deny";
-                            } | null;
-                            description: string;
-                            /** @description concurrent connections or flows per node */
-                            maxConnections: number;
-                            /** @enum {string} */
-                            status: "running" | "stopped";
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ListenerPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createListener: {
@@ -2246,226 +2028,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    protocol: "tcp" | "udp" | "http" | "https";
-                    port: number;
-                    serverGroupId: string;
-                    backendPort?: number;
-                    /** @enum {string} */
-                    scheduler?: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                    /** @description tcp/udp: seconds a client IP keeps its server */
-                    persistenceTimeout?: number;
-                    stickySession?: {
-                        /** @enum {string} */
-                        mode: "insert" | "server";
-                        cookieName?: string;
-                        /** @description seconds, insert mode */
-                        cookieTimeout?: number;
-                    } | null;
-                    /** HealthCheckInput */
-                    healthCheck?: {
-                        /** @default true */
-                        enabled?: boolean;
-                        /** @enum {string} */
-                        type?: "tcp" | "http" | "udp";
-                        port?: number;
-                        /** @enum {string} */
-                        method?: "HEAD" | "GET";
-                        path?: string;
-                        domain?: string;
-                        httpCodes?: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                        /** @description seconds, default 5 */
-                        timeout?: number;
-                        /** @description seconds, default 2 */
-                        interval?: number;
-                        /** @description default 3 */
-                        healthyThreshold?: number;
-                        /** @description default 3 */
-                        unhealthyThreshold?: number;
-                        udpRequest?: string;
-                        udpExpect?: string;
-                    };
-                    /** @enum {string} */
-                    proxyProtocol?: "off" | "v1" | "v2";
-                    xForwardedFor?: boolean;
-                    /**
-                     * @description http/https: replace (default) or append to the client X-Forwarded-For
-                     * @enum {string}
-                     */
-                    xForwardedForMode?: "replace" | "append";
-                    /** @description seconds */
-                    idleTimeout?: number;
-                    /** @description http/https, seconds */
-                    requestTimeout?: number;
-                    /** @description seconds */
-                    connectionDrainTimeout?: number;
-                    certificateId?: string | null;
-                    additionalCertificateIds?: string[];
-                    acl?: {
-                        aclId: string;
-                        /** @enum {string} */
-                        mode: "allow" | "deny";
-                    } | null;
-                    description?: string;
-                    /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
-                    maxConnections?: number;
-                };
+                "application/json": components["schemas"]["CreateListener"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The listener */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lsn- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        /** @enum {string} */
-                        protocol: "tcp" | "udp" | "http" | "https";
-                        port: number;
-                        backendPort: number | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        /** @enum {string} */
-                        scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                        persistenceTimeout: number;
-                        stickySession: {
-                            /** @enum {string} */
-                            mode: "insert" | "server";
-                            cookieName: string;
-                            cookieTimeout: number | null;
-                        } | null;
-                        /** HealthCheck */
-                        healthCheck: {
-                            enabled: boolean;
-                            /** @enum {string} */
-                            type: "tcp" | "http" | "udp";
-                            port: number | null;
-                            /** @enum {string} */
-                            method: "HEAD" | "GET";
-                            path: string;
-                            domain: string | null;
-                            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                            timeout: number;
-                            interval: number;
-                            healthyThreshold: number;
-                            unhealthyThreshold: number;
-                            udpRequest: string | null;
-                            udpExpect: string | null;
-                        };
-                        /** @enum {string} */
-                        proxyProtocol: "off" | "v1" | "v2";
-                        xForwardedFor: boolean;
-                        /**
-                         * @description http/https: replace (default) or append to the client X-Forwarded-For
-                         * @enum {string}
-                         */
-                        xForwardedForMode: "replace" | "append";
-                        idleTimeout: number;
-                        requestTimeout: number | null;
-                        connectionDrainTimeout: number;
-                        certificateId: string | null;
-                        additionalCertificateIds: string[];
-                        acl: {
-                            aclId: string;
-                            /** @enum {string} */
-                            mode: "allow" | "deny";
-                        } | null;
-                        description: string;
-                        /** @description concurrent connections or flows per node */
-                        maxConnections: number;
-                        /** @enum {string} */
-                        status: "running" | "stopped";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Listener"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getListener: {
@@ -2480,122 +2063,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The listener */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lsn- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        /** @enum {string} */
-                        protocol: "tcp" | "udp" | "http" | "https";
-                        port: number;
-                        backendPort: number | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        /** @enum {string} */
-                        scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                        persistenceTimeout: number;
-                        stickySession: {
-                            /** @enum {string} */
-                            mode: "insert" | "server";
-                            cookieName: string;
-                            cookieTimeout: number | null;
-                        } | null;
-                        /** HealthCheck */
-                        healthCheck: {
-                            enabled: boolean;
-                            /** @enum {string} */
-                            type: "tcp" | "http" | "udp";
-                            port: number | null;
-                            /** @enum {string} */
-                            method: "HEAD" | "GET";
-                            path: string;
-                            domain: string | null;
-                            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                            timeout: number;
-                            interval: number;
-                            healthyThreshold: number;
-                            unhealthyThreshold: number;
-                            udpRequest: string | null;
-                            udpExpect: string | null;
-                        };
-                        /** @enum {string} */
-                        proxyProtocol: "off" | "v1" | "v2";
-                        xForwardedFor: boolean;
-                        /**
-                         * @description http/https: replace (default) or append to the client X-Forwarded-For
-                         * @enum {string}
-                         */
-                        xForwardedForMode: "replace" | "append";
-                        idleTimeout: number;
-                        requestTimeout: number | null;
-                        connectionDrainTimeout: number;
-                        certificateId: string | null;
-                        additionalCertificateIds: string[];
-                        acl: {
-                            aclId: string;
-                            /** @enum {string} */
-                            mode: "allow" | "deny";
-                        } | null;
-                        description: string;
-                        /** @description concurrent connections or flows per node */
-                        maxConnections: number;
-                        /** @enum {string} */
-                        status: "running" | "stopped";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Listener"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteListener: {
@@ -2620,51 +2100,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateListener: {
@@ -2682,232 +2122,28 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    serverGroupId?: string;
-                    backendPort?: number;
-                    /** @enum {string} */
-                    scheduler?: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                    /** @description tcp/udp: seconds a client IP keeps its server */
-                    persistenceTimeout?: number;
-                    stickySession?: {
-                        /** @enum {string} */
-                        mode: "insert" | "server";
-                        cookieName?: string;
-                        /** @description seconds, insert mode */
-                        cookieTimeout?: number;
-                    } | null;
-                    /** HealthCheckInput */
-                    healthCheck?: {
-                        /** @default true */
-                        enabled?: boolean;
-                        /** @enum {string} */
-                        type?: "tcp" | "http" | "udp";
-                        port?: number;
-                        /** @enum {string} */
-                        method?: "HEAD" | "GET";
-                        path?: string;
-                        domain?: string;
-                        httpCodes?: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                        /** @description seconds, default 5 */
-                        timeout?: number;
-                        /** @description seconds, default 2 */
-                        interval?: number;
-                        /** @description default 3 */
-                        healthyThreshold?: number;
-                        /** @description default 3 */
-                        unhealthyThreshold?: number;
-                        udpRequest?: string;
-                        udpExpect?: string;
-                    };
-                    /** @enum {string} */
-                    proxyProtocol?: "off" | "v1" | "v2";
-                    xForwardedFor?: boolean;
-                    /**
-                     * @description http/https: replace (default) or append to the client X-Forwarded-For
-                     * @enum {string}
-                     */
-                    xForwardedForMode?: "replace" | "append";
-                    /** @description seconds */
-                    idleTimeout?: number;
-                    /** @description http/https, seconds */
-                    requestTimeout?: number;
-                    /** @description seconds */
-                    connectionDrainTimeout?: number;
-                    certificateId?: string | null;
-                    additionalCertificateIds?: string[];
-                    acl?: {
-                        aclId: string;
-                        /** @enum {string} */
-                        mode: "allow" | "deny";
-                    } | null;
-                    description?: string;
-                    /** @description concurrent connections (tcp, http, https) or flows (udp) per node; default 16384 */
-                    maxConnections?: number;
-                };
+                "application/json": components["schemas"]["UpdateListener"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The listener */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lsn- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        /** @enum {string} */
-                        protocol: "tcp" | "udp" | "http" | "https";
-                        port: number;
-                        backendPort: number | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        /** @enum {string} */
-                        scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                        persistenceTimeout: number;
-                        stickySession: {
-                            /** @enum {string} */
-                            mode: "insert" | "server";
-                            cookieName: string;
-                            cookieTimeout: number | null;
-                        } | null;
-                        /** HealthCheck */
-                        healthCheck: {
-                            enabled: boolean;
-                            /** @enum {string} */
-                            type: "tcp" | "http" | "udp";
-                            port: number | null;
-                            /** @enum {string} */
-                            method: "HEAD" | "GET";
-                            path: string;
-                            domain: string | null;
-                            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                            timeout: number;
-                            interval: number;
-                            healthyThreshold: number;
-                            unhealthyThreshold: number;
-                            udpRequest: string | null;
-                            udpExpect: string | null;
-                        };
-                        /** @enum {string} */
-                        proxyProtocol: "off" | "v1" | "v2";
-                        xForwardedFor: boolean;
-                        /**
-                         * @description http/https: replace (default) or append to the client X-Forwarded-For
-                         * @enum {string}
-                         */
-                        xForwardedForMode: "replace" | "append";
-                        idleTimeout: number;
-                        requestTimeout: number | null;
-                        connectionDrainTimeout: number;
-                        certificateId: string | null;
-                        additionalCertificateIds: string[];
-                        acl: {
-                            aclId: string;
-                            /** @enum {string} */
-                            mode: "allow" | "deny";
-                        } | null;
-                        description: string;
-                        /** @description concurrent connections or flows per node */
-                        maxConnections: number;
-                        /** @enum {string} */
-                        status: "running" | "stopped";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Listener"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     startListener: {
@@ -2922,122 +2158,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The listener */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lsn- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        /** @enum {string} */
-                        protocol: "tcp" | "udp" | "http" | "https";
-                        port: number;
-                        backendPort: number | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        /** @enum {string} */
-                        scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                        persistenceTimeout: number;
-                        stickySession: {
-                            /** @enum {string} */
-                            mode: "insert" | "server";
-                            cookieName: string;
-                            cookieTimeout: number | null;
-                        } | null;
-                        /** HealthCheck */
-                        healthCheck: {
-                            enabled: boolean;
-                            /** @enum {string} */
-                            type: "tcp" | "http" | "udp";
-                            port: number | null;
-                            /** @enum {string} */
-                            method: "HEAD" | "GET";
-                            path: string;
-                            domain: string | null;
-                            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                            timeout: number;
-                            interval: number;
-                            healthyThreshold: number;
-                            unhealthyThreshold: number;
-                            udpRequest: string | null;
-                            udpExpect: string | null;
-                        };
-                        /** @enum {string} */
-                        proxyProtocol: "off" | "v1" | "v2";
-                        xForwardedFor: boolean;
-                        /**
-                         * @description http/https: replace (default) or append to the client X-Forwarded-For
-                         * @enum {string}
-                         */
-                        xForwardedForMode: "replace" | "append";
-                        idleTimeout: number;
-                        requestTimeout: number | null;
-                        connectionDrainTimeout: number;
-                        certificateId: string | null;
-                        additionalCertificateIds: string[];
-                        acl: {
-                            aclId: string;
-                            /** @enum {string} */
-                            mode: "allow" | "deny";
-                        } | null;
-                        description: string;
-                        /** @description concurrent connections or flows per node */
-                        maxConnections: number;
-                        /** @enum {string} */
-                        status: "running" | "stopped";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Listener"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     stopListener: {
@@ -3052,122 +2185,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The listener */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description lsn- id */
-                        id: string;
-                        /** @description lb- id */
-                        loadBalancerId: string;
-                        /** @enum {string} */
-                        protocol: "tcp" | "udp" | "http" | "https";
-                        port: number;
-                        backendPort: number | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        /** @enum {string} */
-                        scheduler: "wrr" | "wlc" | "rr" | "sch" | "tch";
-                        persistenceTimeout: number;
-                        stickySession: {
-                            /** @enum {string} */
-                            mode: "insert" | "server";
-                            cookieName: string;
-                            cookieTimeout: number | null;
-                        } | null;
-                        /** HealthCheck */
-                        healthCheck: {
-                            enabled: boolean;
-                            /** @enum {string} */
-                            type: "tcp" | "http" | "udp";
-                            port: number | null;
-                            /** @enum {string} */
-                            method: "HEAD" | "GET";
-                            path: string;
-                            domain: string | null;
-                            httpCodes: ("http_2xx" | "http_3xx" | "http_4xx" | "http_5xx")[];
-                            timeout: number;
-                            interval: number;
-                            healthyThreshold: number;
-                            unhealthyThreshold: number;
-                            udpRequest: string | null;
-                            udpExpect: string | null;
-                        };
-                        /** @enum {string} */
-                        proxyProtocol: "off" | "v1" | "v2";
-                        xForwardedFor: boolean;
-                        /**
-                         * @description http/https: replace (default) or append to the client X-Forwarded-For
-                         * @enum {string}
-                         */
-                        xForwardedForMode: "replace" | "append";
-                        idleTimeout: number;
-                        requestTimeout: number | null;
-                        connectionDrainTimeout: number;
-                        certificateId: string | null;
-                        additionalCertificateIds: string[];
-                        acl: {
-                            aclId: string;
-                            /** @enum {string} */
-                            mode: "allow" | "deny";
-                        } | null;
-                        description: string;
-                        /** @description concurrent connections or flows per node */
-                        maxConnections: number;
-                        /** @enum {string} */
-                        status: "running" | "stopped";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Listener"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listRules: {
@@ -3185,74 +2215,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of rules */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description rule- id */
-                            id: string;
-                            /** @description lsn- id */
-                            listenerId: string;
-                            domain: string | null;
-                            path: string | null;
-                            /** @description sg- id */
-                            serverGroupId: string;
-                            priority: number;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["RulePage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createRule: {
@@ -3270,118 +2245,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description exact host or *.example.com wildcard */
-                    domain?: string;
-                    path?: string;
-                    serverGroupId: string;
-                    /** @description lower is evaluated first among equals */
-                    priority?: number;
-                };
+                "application/json": components["schemas"]["CreateRule"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The rule */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description rule- id */
-                        id: string;
-                        /** @description lsn- id */
-                        listenerId: string;
-                        domain: string | null;
-                        path: string | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        priority: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getRule: {
@@ -3397,71 +2281,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The rule */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description rule- id */
-                        id: string;
-                        /** @description lsn- id */
-                        listenerId: string;
-                        domain: string | null;
-                        path: string | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        priority: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteRule: {
@@ -3487,51 +2319,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateRule: {
@@ -3550,126 +2342,28 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    domain?: string | null;
-                    path?: string | null;
-                    serverGroupId?: string;
-                    /** @description lower is evaluated first among equals */
-                    priority?: number;
-                };
+                "application/json": components["schemas"]["UpdateRule"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The rule */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description rule- id */
-                        id: string;
-                        /** @description lsn- id */
-                        listenerId: string;
-                        domain: string | null;
-                        path: string | null;
-                        /** @description sg- id */
-                        serverGroupId: string;
-                        priority: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Rule"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listCertificates: {
@@ -3684,69 +2378,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of certificates */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description cert- id */
-                            id: string;
-                            name: string;
-                            subject: string;
-                            issuer: string;
-                            /** @description DNS and IP subject alternative names */
-                            sans: string[];
-                            /** Format: date-time */
-                            notBefore: string;
-                            /** Format: date-time */
-                            notAfter: string;
-                            /** @description SHA-256 of the DER certificate, colon-separated hex */
-                            fingerprint: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["CertificatePage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createCertificate: {
@@ -3761,112 +2404,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description PEM: leaf first, then chain */
-                    certificate: string;
-                    /** @description PEM, unencrypted */
-                    privateKey: string;
-                };
+                "application/json": components["schemas"]["CreateCertificate"];
             };
         };
         responses: {
-            /** @description The private key is stored for the nodes and never returned. */
+            /** @description Created: The certificate */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description cert- id */
-                        id: string;
-                        name: string;
-                        subject: string;
-                        issuer: string;
-                        /** @description DNS and IP subject alternative names */
-                        sans: string[];
-                        /** Format: date-time */
-                        notBefore: string;
-                        /** Format: date-time */
-                        notAfter: string;
-                        /** @description SHA-256 of the DER certificate, colon-separated hex */
-                        fingerprint: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Certificate"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getCertificate: {
@@ -3880,75 +2437,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The private key is stored for the nodes and never returned. */
+            /** @description The certificate */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description cert- id */
-                        id: string;
-                        name: string;
-                        subject: string;
-                        issuer: string;
-                        /** @description DNS and IP subject alternative names */
-                        sans: string[];
-                        /** Format: date-time */
-                        notBefore: string;
-                        /** Format: date-time */
-                        notAfter: string;
-                        /** @description SHA-256 of the DER certificate, colon-separated hex */
-                        fingerprint: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Certificate"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteCertificate: {
@@ -3972,60 +2473,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listAcls: {
@@ -4040,63 +2493,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of acls */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description acl- id */
-                            id: string;
-                            name: string;
-                            entries: {
-                                cidr: string;
-                                description: string;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["AclPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createAcl: {
@@ -4111,107 +2519,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    entries?: {
-                        /** @description IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32 */
-                        cidr: string;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CreateAcl"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The acl */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description acl- id */
-                        id: string;
-                        name: string;
-                        entries: {
-                            cidr: string;
-                            description: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Acl"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getAcl: {
@@ -4225,69 +2552,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The acl */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description acl- id */
-                        id: string;
-                        name: string;
-                        entries: {
-                            cidr: string;
-                            description: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Acl"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteAcl: {
@@ -4311,60 +2588,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateAcl: {
@@ -4381,125 +2610,28 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    entries?: {
-                        /** @description IPv4 or IPv6 CIDR, e.g. 10.0.0.0/8, 2001:db8::/32 */
-                        cidr: string;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["UpdateAcl"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The acl */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description acl- id */
-                        id: string;
-                        name: string;
-                        entries: {
-                            cidr: string;
-                            description: string;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Acl"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listNodes: {
@@ -4514,83 +2646,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of nodes */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description node- id */
-                            id: string;
-                            name: string | null;
-                            /** @enum {string} */
-                            kind: "l4" | "l7";
-                            address: string;
-                            /** @enum {string} */
-                            status: "online" | "offline";
-                            capacityWeight: number;
-                            drain: boolean;
-                            appliedConfigVersion: number;
-                            lastHeartbeatAt: string | null;
-                            lastError: string | null;
-                            load: {
-                                activeConnections: number;
-                                newConnectionsPerSecond: number;
-                                requestsPerSecond: number;
-                            };
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["NodePage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     registerNode: {
@@ -4602,130 +2670,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    kind: "l4" | "l7";
-                    /** @description the address its listeners bind and clients reach (IPv4 or IPv6) */
-                    address: string;
-                    name?: string;
-                    /** @description 100 = normal; placement points scale with it */
-                    capacityWeight?: number;
-                };
+                "application/json": components["schemas"]["CreateNode"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The registered node */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description node- id */
-                        id: string;
-                        name: string | null;
-                        /** @enum {string} */
-                        kind: "l4" | "l7";
-                        address: string;
-                        /** @enum {string} */
-                        status: "online" | "offline";
-                        capacityWeight: number;
-                        drain: boolean;
-                        appliedConfigVersion: number;
-                        lastHeartbeatAt: string | null;
-                        lastError: string | null;
-                        load: {
-                            activeConnections: number;
-                            newConnectionsPerSecond: number;
-                            requestsPerSecond: number;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                        /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
-                        joinToken: string;
-                    };
+                    "application/json": components["schemas"]["RegisteredNode"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getNode: {
@@ -4739,89 +2704,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The node */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description node- id */
-                        id: string;
-                        name: string | null;
-                        /** @enum {string} */
-                        kind: "l4" | "l7";
-                        address: string;
-                        /** @enum {string} */
-                        status: "online" | "offline";
-                        capacityWeight: number;
-                        drain: boolean;
-                        appliedConfigVersion: number;
-                        lastHeartbeatAt: string | null;
-                        lastError: string | null;
-                        load: {
-                            activeConnections: number;
-                            newConnectionsPerSecond: number;
-                            requestsPerSecond: number;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Node"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteNode: {
@@ -4845,60 +2741,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateNode: {
@@ -4915,125 +2763,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description 100 = normal; placement points scale with it */
-                    capacityWeight?: number;
-                    /** @description take no new load balancers, move the ones it has */
-                    drain?: boolean;
-                };
+                "application/json": components["schemas"]["UpdateNode"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The node */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description node- id */
-                        id: string;
-                        name: string | null;
-                        /** @enum {string} */
-                        kind: "l4" | "l7";
-                        address: string;
-                        /** @enum {string} */
-                        status: "online" | "offline";
-                        capacityWeight: number;
-                        drain: boolean;
-                        appliedConfigVersion: number;
-                        lastHeartbeatAt: string | null;
-                        lastError: string | null;
-                        load: {
-                            activeConnections: number;
-                            newConnectionsPerSecond: number;
-                            requestsPerSecond: number;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Node"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            412: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     rotateNodeCredential: {
@@ -5047,67 +2797,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Created: The node join token */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description node- id */
-                        nodeId: string;
-                        /** @description one-time token the node exchanges for its own credential (SLB_NODE_JOIN_TOKEN); shown once, valid 24 h */
-                        joinToken: string;
-                        /** Format: date-time */
-                        expiresAt: string;
-                    };
+                    "application/json": components["schemas"]["NodeJoinToken"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listTenants: {
@@ -5122,68 +2825,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of tenants */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description tnt- id */
-                            id: string;
-                            name: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["TenantPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createTenant: {
@@ -5198,98 +2852,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["CreateTenant"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The tenant */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Tenant"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getTenant: {
@@ -5303,74 +2885,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The tenant */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Tenant"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listTokens: {
@@ -5387,82 +2915,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page of tokens */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description tok- id */
-                            id: string;
-                            /** @description tnt- id */
-                            tenantId: string;
-                            name: string;
-                            /** @enum {string} */
-                            role: "admin" | "member";
-                            lastUsedAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC timestamp
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["TokenPage"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createToken: {
@@ -5476,107 +2942,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    /** @enum {string} */
-                    role?: "admin" | "member";
-                };
+                "application/json": components["schemas"]["CreateToken"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: The created token */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tok- id */
-                        id: string;
-                        /** @description tnt- id */
-                        tenantId: string;
-                        name: string;
-                        /** @enum {string} */
-                        role: "admin" | "member";
-                        lastUsedAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         */
-                        updatedAt: string;
-                        /** @description the bearer token; shown only in this response */
-                        token: string;
-                    };
+                    "application/json": components["schemas"]["CreatedToken"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteToken: {
@@ -5598,51 +2983,11 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getTenantBackendNetworks: {
@@ -5656,70 +3001,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The backend networks */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        tenantId: string;
-                        /** @description CIDRs the tenant may put servers in */
-                        networks: string[];
-                        /** @description true: the tenant has no list of its own and follows the cloud's default */
-                        isDefault: boolean;
-                        updatedAt: string | null;
-                        /** @description the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused */
-                        serversOutside: number;
-                    };
+                    "application/json": components["schemas"]["BackendNetworks"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     putTenantBackendNetworks: {
@@ -5733,103 +3028,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    networks: string[] | null;
-                };
+                "application/json": components["schemas"]["PutBackendNetworks"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The backend networks */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        tenantId: string;
-                        /** @description CIDRs the tenant may put servers in */
-                        networks: string[];
-                        /** @description true: the tenant has no list of its own and follows the cloud's default */
-                        isDefault: boolean;
-                        updatedAt: string | null;
-                        /** @description the tenant's servers the policy now refuses (after its networks were narrowed): they keep serving, but a write to them is refused */
-                        serversOutside: number;
-                    };
+                    "application/json": components["schemas"]["BackendNetworks"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getQuotas: {
@@ -5841,62 +3060,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The tenant quotas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        tenantId: string;
-                        items: {
-                            /** @description the quota, e.g. loadBalancers */
-                            name: string;
-                            description: string;
-                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
-                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
-                            /** @description the limit in force for this tenant */
-                            limit: number;
-                            /** @description the deployment's default */
-                            default: number;
-                            /** @description an admin set this limit for this tenant */
-                            overridden: boolean;
-                            /** @description the highest an override may go (for node limits, what a node runs) */
-                            ceiling: number;
-                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
-                            usage: number;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["TenantQuotas"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getTenantQuotas: {
@@ -5910,71 +3085,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The tenant quotas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        tenantId: string;
-                        items: {
-                            /** @description the quota, e.g. loadBalancers */
-                            name: string;
-                            description: string;
-                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
-                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
-                            /** @description the limit in force for this tenant */
-                            limit: number;
-                            /** @description the deployment's default */
-                            default: number;
-                            /** @description an admin set this limit for this tenant */
-                            overridden: boolean;
-                            /** @description the highest an override may go (for node limits, what a node runs) */
-                            ceiling: number;
-                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
-                            usage: number;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["TenantQuotas"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateTenantQuotas: {
@@ -5988,125 +3111,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description load balancers; null: back to the default */
-                    loadBalancers?: number | null;
-                    /** @description listeners of one load balancer; null: back to the default */
-                    listenersPerLoadBalancer?: number | null;
-                    /** @description listeners of all load balancers; null: back to the default */
-                    listeners?: number | null;
-                    /** @description server groups of one load balancer; null: back to the default */
-                    serverGroupsPerLoadBalancer?: number | null;
-                    /** @description servers in one server group; null: back to the default */
-                    serversPerServerGroup?: number | null;
-                    /** @description servers in all server groups; null: back to the default */
-                    servers?: number | null;
-                    /** @description backends the nodes hold: for each listener, the servers of its default and rule groups; null: back to the default */
-                    backends?: number | null;
-                    /** @description forwarding rules of one listener; null: back to the default */
-                    rulesPerListener?: number | null;
-                    /** @description certificates; null: back to the default */
-                    certificates?: number | null;
-                    /** @description ACLs; null: back to the default */
-                    acls?: number | null;
-                    /** @description entries of one ACL; null: back to the default */
-                    entriesPerAcl?: number | null;
-                };
+                "application/json": components["schemas"]["UpdateTenantQuotas"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The tenant quotas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description tnt- id */
-                        tenantId: string;
-                        items: {
-                            /** @description the quota, e.g. loadBalancers */
-                            name: string;
-                            description: string;
-                            /** @description what usage is counted over: the tenant, or each LB, server group, listener or ACL of it */
-                            scope: "tenant" | "loadBalancer" | "serverGroup" | "listener" | "acl";
-                            /** @description the limit in force for this tenant */
-                            limit: number;
-                            /** @description the deployment's default */
-                            default: number;
-                            /** @description an admin set this limit for this tenant */
-                            overridden: boolean;
-                            /** @description the highest an override may go (for node limits, what a node runs) */
-                            ceiling: number;
-                            /** @description what the tenant uses now; for a per-resource scope, its fullest resource (e.g. the LB with most listeners) */
-                            usage: number;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["TenantQuotas"];
                 };
             };
-            /** @description problem details (RFC 9457) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description problem details (RFC 9457) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
 }

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { NodeId } from './common.js';
 import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
@@ -7,7 +8,6 @@ import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
 // controller). Every message is a JSON object with a `type`, validated with Value.Check on both sides;
 // an invalid one is answered with an `error` and changes nothing.
 
-const NodeId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
 // Bounded where a number still counts by ones: a hello past it would freeze the controller's next version.
 const Version = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 const Load = Type.Object(

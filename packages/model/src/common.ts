@@ -33,6 +33,17 @@ export const PathId = Type.String({ minLength: 1, maxLength: 64 });
 export const ResourceId = (kind: IdKind) =>
   Type.String({ pattern: `^${ID_PREFIX[kind]}-[0-9a-z]{20}$`, description: `${ID_PREFIX[kind]}- id` });
 
+/**
+ * A node's id. Nodes registered through the API get a `node-` id; a node that joined on the legacy shared
+ * token keeps the id it brought in its hello, and the API lists it under that id: so the id is documented
+ * by the hello's rule (which every `node-` id also meets), not as `node-` only.
+ */
+export const NodeId = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+  description: 'node- id, or the id a node that joined on the legacy shared token brought',
+});
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp' });
 export const Name = Type.String({ minLength: 1, maxLength: 80, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
 export const Description = Type.String({ maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });

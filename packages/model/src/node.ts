@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Name, Nullable, Page, ResourceId, StringEnum, Timestamps } from './common.js';
+import { Name, NodeId, Nullable, Page, StringEnum, Timestamps } from './common.js';
 
 // The admin's to set, never the node's to claim.
 const Capacity = Type.Integer({
@@ -17,7 +17,7 @@ export const NodeLoad = Type.Object({
 
 export const Node = Type.Object(
   {
-    id: ResourceId('node'),
+    id: NodeId,
     name: Nullable(Type.String({ description: 'the human name given at registration' })),
     kind: NodeKind,
     address: Type.String(),
@@ -70,7 +70,7 @@ export type RegisteredNode = Static<typeof RegisteredNode>;
 
 /** A new join token for a registered node; its current credential works until the new token is used. */
 export const NodeJoinToken = Type.Object(
-  { nodeId: ResourceId('node'), joinToken: JoinToken, expiresAt: Type.String({ format: 'date-time' }) },
+  { nodeId: NodeId, joinToken: JoinToken, expiresAt: Type.String({ format: 'date-time' }) },
   { title: 'NodeJoinToken' },
 );
 export type NodeJoinToken = Static<typeof NodeJoinToken>;

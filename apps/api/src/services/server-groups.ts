@@ -236,18 +236,11 @@ export class ServerGroupService {
     // A batch counts every server it adds, against the group's quota and the tenant's.
     this.quotas?.enforce(group.tenantId, 'serversPerServerGroup', existing?.n ?? 0, input.length);
     this.quotas?.check(group.tenantId, 'servers', group.tenantId, input.length);
-    const taken = new Set(
-      this.db
-        .select({ address: servers.address, port: servers.port })
-        .from(servers)
-        .where(eq(servers.serverGroupId, group.id))
-        .all()
-        .map((s) => `${s.address}|${s.port}`),
-    );
     input.forEach((s, i) => {
       if (isIP(s.address) === 0)
         throw unprocessable(`${field}/${i}/address`, `${s.address} is not an IPv4 or IPv6 address`);
     });
+    checkDuplicates(this.db, group.id, input, field);
     const listenerPorts = this.policy.listenerPorts([group.id]);
     this.policy.check(
       group.tenantId,
@@ -258,14 +251,7 @@ export class ServerGroupService {
       })),
     );
     const now = nowIso();
-    const rows = input.map((s, i): ServerRow => {
-      const key = `${s.address}|${s.port}`;
-      if (taken.has(key)) {
-        throw new ApiError('conflict', `server ${s.address}:${s.port} is already in group ${group.id}`, [
-          { path: `/body${field}/${i}`, message: 'duplicate address and port' },
-        ]);
-      }
-      taken.add(key);
+    const rows = input.map((s): ServerRow => {
       return {
         id: newId('server'),
         tenantId: group.tenantId,
@@ -288,3 +274,38 @@ export class ServerGroupService {
     return rows;
   }
 }
+
+/**
+ * A server is an address:port once per group. The same one twice in a request is the body contradicting
+ * itself: 422, whatever the group holds. One already in the group is a conflict with stored state: 409,
+ * naming the stored server. Both name the duplicate by address:port and its index in the request, never
+ * the group id of a create (that group was rolled back and never existed).
+ */
+function checkDuplicates(db: Db, groupId: string, input: ServerInput[], field: string): void {
+  const seen = new Map<string, number>();
+  input.forEach((s, i) => {
+    const key = endpoint(s.address, s.port);
+    const first = seen.get(key);
+    if (first !== undefined) {
+      throw unprocessable(`${field}/${i}`, `${key} repeats ${field.slice(1)}/${first} of this request`);
+    }
+    seen.set(key, i);
+  });
+  const stored = db
+    .select({ id: servers.id, address: servers.address, port: servers.port })
+    .from(servers)
+    .where(eq(servers.serverGroupId, groupId))
+    .all();
+  for (const row of stored) {
+    const i = seen.get(endpoint(row.address, row.port));
+    if (i === undefined) continue;
+    const key = endpoint(row.address, row.port);
+    throw new ApiError('conflict', `${field.slice(1)}/${i}: ${key} is already in this group as ${row.id}`, [
+      { path: `/body${field}/${i}`, message: `${key} is already in this group as ${row.id}` },
+    ]);
+  }
+}
+
+/** address:port, with an IPv6 address in brackets so the port stays readable. */
+const endpoint = (address: string, port: number) =>
+  address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;

@@ -1,0 +1,122 @@
+/**
+ * The words of the OpenAPI document: a summary and a description per operation, a description per tag.
+ * Kept as one table rather than spread over the route files so the API's prose reads (and is reviewed)
+ * in one place; a route's own `summary` or `description` wins over the table. openapi.test.ts fails on an
+ * operation missing from it.
+ */
+export const OPERATION_DOCS: Record<string, readonly [summary: string, description: string]> = {
+  listLoadBalancers: [
+    'List load balancers',
+    "The caller's load balancers (an admin's: every tenant's), oldest first, paginated with `limit` and `cursor`.",
+  ],
+  createLoadBalancer: [
+    'Create a load balancer',
+    'Allocates a VIP and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.',
+  ],
+  getLoadBalancer: [
+    'Get a load balancer',
+    'Its status, addresses and the nodes serving it; the ETag is for `If-Match` on update and delete.',
+  ],
+  updateLoadBalancer: [
+    'Update a load balancer',
+    'Changes its name, placement, tags or deletion protection; `If-Match` makes the change conditional.',
+  ],
+  deleteLoadBalancer: [
+    'Delete a load balancer',
+    'Deletes it with its listeners, rules and server groups. 409 while `deletionProtection` is on.',
+  ],
+  getLoadBalancerHealth: [
+    'Get backend health',
+    'The health of every server behind every listener: `normal`, `abnormal` or `unavailable`, since when, and the last error.',
+  ],
+  listServerGroups: ['List server groups', "The load balancer's server groups with their servers, paginated."],
+  createServerGroup: [
+    'Create a server group',
+    'A named set of backends (`address:port`, weight). A server appears once per group: the same one twice in the body is 422.',
+  ],
+  getServerGroup: ['Get a server group', 'The group and its servers.'],
+  updateServerGroup: ['Rename a server group', 'Changes its name; servers are added and removed through `…/servers`.'],
+  deleteServerGroup: [
+    'Delete a server group',
+    'Deletes the group and its servers. 409 while a listener or rule uses it.',
+  ],
+  addServers: [
+    'Add servers to a group',
+    'Adds one or more servers at once; all or none are added. One already in the group is 409, one repeated in the body 422.',
+  ],
+  getServer: ['Get a server', 'One backend server of the group.'],
+  updateServer: ['Update a server', 'Changes its weight (0 drains it: no new connections) or its description.'],
+  deleteServer: ['Remove a server', 'Removes the server from the group; existing connections drain.'],
+  listListeners: ['List listeners', "The load balancer's listeners, paginated."],
+  createListener: [
+    'Create a listener',
+    'A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport, on any load balancer, is 409.',
+  ],
+  getListener: ['Get a listener', 'The listener, its status and its settings.'],
+  updateListener: ['Update a listener', 'Changes its settings; `If-Match` makes the change conditional.'],
+  deleteListener: ['Delete a listener', 'Deletes the listener and its rules; the port is released.'],
+  startListener: ['Start a listener', 'Starts serving on the port again. Takes no body.'],
+  stopListener: ['Stop a listener', 'Stops serving on the port, keeping the configuration. Takes no body.'],
+  listRules: ['List forwarding rules', "The HTTP/HTTPS listener's host and path rules, paginated."],
+  createRule: [
+    'Create a forwarding rule',
+    'Routes requests by domain and/or path to a server group (HTTP and HTTPS listeners only).',
+  ],
+  getRule: ['Get a forwarding rule', 'One host and path rule.'],
+  updateRule: ['Update a forwarding rule', 'Changes its match, target group or priority.'],
+  deleteRule: ['Delete a forwarding rule', 'Requests it matched go to the listener’s own server group again.'],
+  listCertificates: ['List certificates', "The tenant's certificates, paginated; private keys are never returned."],
+  createCertificate: [
+    'Upload a certificate',
+    'A PEM certificate chain and its private key, for HTTPS listeners. The key is stored encrypted and never returned.',
+  ],
+  getCertificate: ['Get a certificate', 'Its fingerprint, subject, SANs and expiry.'],
+  deleteCertificate: ['Delete a certificate', 'Deletes it. 409 while a listener uses it.'],
+  listAcls: ['List access control lists', "The tenant's ACLs, paginated."],
+  createAcl: ['Create an access control list', 'A named set of IPv4 and IPv6 CIDRs that listeners allow or deny.'],
+  getAcl: ['Get an access control list', 'The ACL and its entries.'],
+  updateAcl: ['Update an access control list', 'Changes its name or replaces its entries.'],
+  deleteAcl: ['Delete an access control list', 'Deletes it. 409 while a listener uses it.'],
+  listNodes: [
+    'List nodes (admin)',
+    'The L4 and L7 forwarding nodes: status, applied configuration version, last heartbeat and load.',
+  ],
+  registerNode: ['Register a node (admin)', 'Registers a node before it joins the fleet.'],
+  getNode: ['Get a node (admin)', 'One forwarding node.'],
+  updateNode: ['Update a node (admin)', 'Changes its capacity weight or drains it.'],
+  deleteNode: ['Delete a node (admin)', 'Removes the node from the fleet.'],
+  rotateNodeCredential: ['Rotate a node credential (admin)', 'A new one-time join token for the node.'],
+  listTenants: ['List tenants (admin)', 'Every tenant, paginated.'],
+  createTenant: ['Create a tenant (admin)', 'A tenant owns load balancers, certificates and ACLs.'],
+  getTenant: ['Get a tenant (admin)', 'One tenant.'],
+  listTokens: ['List API tokens (admin)', "The tenant's tokens; their values are never returned."],
+  createToken: [
+    'Create an API token (admin)',
+    'A bearer token for the tenant, with role `member` or `admin`. The value is in this answer only.',
+  ],
+  deleteToken: ['Revoke an API token (admin)', 'The token stops working at once.'],
+  getTenantBackendNetworks: [
+    "Get a tenant's backend networks (admin)",
+    "The networks the tenant's servers may be in; absent an override, the deployment default.",
+  ],
+  putTenantBackendNetworks: [
+    "Set a tenant's backend networks (admin)",
+    "Replaces the networks the tenant's servers may be in.",
+  ],
+  getQuotas: ['Get my quotas', "The caller's own tenant's quotas."],
+  getTenantQuotas: ["Get a tenant's quotas", 'Admin, or a member for its own tenant.'],
+  updateTenantQuotas: ["Override a tenant's quotas (admin)", 'Admin only.'],
+};
+
+/** The tags, in the order a reader meets the resources. */
+export const TAGS = [
+  { name: 'load-balancers', description: 'A load balancer: a VIP served by L4 nodes, and its backend health.' },
+  { name: 'listeners', description: 'Frontend ports (TCP, UDP, HTTP, HTTPS) of a load balancer and how they forward.' },
+  { name: 'rules', description: 'Host and path forwarding rules of HTTP and HTTPS listeners.' },
+  { name: 'server-groups', description: 'Named sets of backend servers that listeners and rules forward to.' },
+  { name: 'certificates', description: 'TLS certificates and keys for HTTPS listeners; keys are never returned.' },
+  { name: 'acls', description: 'Access control lists: CIDRs a listener allows or denies.' },
+  { name: 'nodes', description: 'The L4 and L7 forwarding fleet (admin only).' },
+  { name: 'tenants', description: 'Tenants, their API tokens and backend networks (admin only).' },
+  { name: 'quotas', description: 'Per-tenant limits on resources, with their usage.' },
+] as const;
