@@ -1,29 +1,14 @@
 import { Value } from '@sinclair/typebox/value';
 import { L7NodeSnapshot, NodeSnapshot } from '@slb/model';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { connectFake } from './fake-node.js';
 import { LOCAL_BACKEND_POLICY, makeApp, type TestApp } from './helpers.js';
 
 // Every node's first snapshot carries the backend deny set (the cloud's endpoints and the node addresses),
 // so the nodes refuse those backends on their own. The socket is an object recording what the hub sends.
 
-function connect(t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): any[] {
-  const sent: any[] = [];
-  let onMessage: ((data: Buffer, binary: boolean) => void) | undefined;
-  const ws = {
-    OPEN: 1,
-    CLOSED: 3,
-    readyState: 1,
-    on: (event: string, fn: (...args: any[]) => void) => {
-      if (event === 'message') onMessage = fn as typeof onMessage;
-    },
-    close: () => undefined,
-    send: (text: string) => sent.push(JSON.parse(text)),
-  };
-  t.app.controlHub.attach(ws as never);
-  const hello = { type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 };
-  onMessage?.(Buffer.from(JSON.stringify(hello)), false);
-  return sent;
-}
+const connect = (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): any[] =>
+  connectFake(t, { nodeId, kind, address }).sent;
 
 let t: TestApp;
 beforeEach(async () => {

@@ -11,7 +11,7 @@ import {
   MAX_SERVER_GROUPS_PER_L7_LISTENER,
   MAX_SERVERS_PER_GROUP,
 } from './limits.js';
-import { SnapshotAcl } from './snapshot.js';
+import { SnapshotAcl, SnapshotSessionSyncPrefix } from './snapshot.js';
 import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
@@ -180,16 +180,7 @@ export const L7NodeSnapshot = StrictObject(
     ),
 
     backendDeny: Type.Optional(SnapshotBackendDenyList),
-    sessionSyncPrefix: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        pattern: '^\\S+$',
-        description:
-          "the deployment's session-sync key prefix (from its cluster id), unless the node's own " +
-          'SLB_SESSION_SYNC_PREFIX is set; absent: slb:sync',
-      }),
-    ),
+    sessionSyncPrefix: Type.Optional(SnapshotSessionSyncPrefix),
   },
   { title: 'L7NodeSnapshot' },
 );

@@ -126,6 +126,16 @@ export const SnapshotL7Node = StrictObject(
 );
 export type SnapshotL7Node = Static<typeof SnapshotL7Node>;
 
+/** The deployment's session-sync key prefix, in both nodes' snapshots. */
+export const SnapshotSessionSyncPrefix = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^\\S+$',
+  description:
+    "the deployment's session-sync key prefix (from its cluster id), unless the node's own " +
+    'SLB_SESSION_SYNC_PREFIX is set; absent: slb:sync',
+});
+
 export const NodeSnapshot = StrictObject(
   {
     version: Type.Integer({ minimum: 0, description: 'increases with every change; nodes ack it' }),
@@ -140,16 +150,7 @@ export const NodeSnapshot = StrictObject(
       description: 'the L7 pool http/https listeners are spread across (PROXY v2)',
     }),
     backendDeny: Type.Optional(SnapshotBackendDenyList),
-    sessionSyncPrefix: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        pattern: '^\\S+$',
-        description:
-          "the deployment's session-sync key prefix (from its cluster id), unless the node's own " +
-          'SLB_SESSION_SYNC_PREFIX is set; absent: slb:sync',
-      }),
-    ),
+    sessionSyncPrefix: Type.Optional(SnapshotSessionSyncPrefix),
   },
   { title: 'NodeSnapshot' },
 );
