@@ -1,7 +1,7 @@
-import { createSocket } from 'node:dgram';
 import { createConnection } from 'node:net';
 import dnsPacket from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { askUdp } from '../../test/dns-client.js';
 import { MAX_UDP_REPLY } from './reply-size.js';
 import { DnsResponder } from './responder.js';
 
@@ -21,21 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => responder.close());
 
-function queryUdp(payload: Buffer, timeoutMs = 2000): Promise<Buffer | null> {
-  return new Promise((resolve) => {
-    const socket = createSocket('udp4');
-    const timer = setTimeout(() => {
-      socket.close();
-      resolve(null);
-    }, timeoutMs);
-    socket.on('message', (m) => {
-      clearTimeout(timer);
-      socket.close();
-      resolve(m);
-    });
-    socket.send(payload, port, '127.0.0.1');
-  });
-}
+const queryUdp = (payload: Buffer, timeoutMs = 2000) => askUdp(port, payload, timeoutMs);
 
 function queryTcp(payload: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {

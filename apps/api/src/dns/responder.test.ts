@@ -3,6 +3,7 @@ import { createConnection } from 'node:net';
 import dnsPacket from 'dns-packet';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { askUdp } from '../../test/dns-client.js';
 import { answer, DnsResponder } from './responder.js';
 
 const LB = 'lb-01m8ner50mnhdg38k7n0';
@@ -15,21 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => responder.close());
 
-function queryUdp(payload: Buffer, timeoutMs = 1000): Promise<Buffer | null> {
-  return new Promise((resolve) => {
-    const socket = createSocket('udp4');
-    const timer = setTimeout(() => {
-      socket.close();
-      resolve(null);
-    }, timeoutMs);
-    socket.on('message', (m) => {
-      clearTimeout(timer);
-      socket.close();
-      resolve(m);
-    });
-    socket.send(payload, port, '127.0.0.1');
-  });
-}
+const queryUdp = (payload: Buffer, timeoutMs = 1000) => askUdp(port, payload, timeoutMs);
 
 const query = (name: string, type: 'A' | 'AAAA' = 'A') =>
   dnsPacket.encode({

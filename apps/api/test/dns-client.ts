@@ -1,0 +1,18 @@
+import { createSocket } from 'node:dgram';
+
+/** Sends one DNS message over UDP to 127.0.0.1:`port`; the reply, or null after `timeoutMs`. */
+export function askUdp(port: number, payload: Buffer, timeoutMs: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const socket = createSocket('udp4');
+    const timer = setTimeout(() => {
+      socket.close();
+      resolve(null);
+    }, timeoutMs);
+    socket.on('message', (m) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(m);
+    });
+    socket.send(payload, port, '127.0.0.1');
+  });
+}
