@@ -36,7 +36,7 @@ describe('listener maxConnections', () => {
     expect(patched.body.maxConnections).toBe(42);
     expect((await call(t.app, token, 'GET', `${listeners()}/${tcp.body.id}`)).body.maxConnections).toBe(42);
 
-    const compiled = compileLbs(t.app.store.db, [lbId], new Map()).get(lbId)!;
+    const compiled = compileLbs(t.app.store.db, [lbId]).get(lbId)!;
     const byId = new Map(compiled.l4.map((l) => [l.config.id, l.config]));
     expect(byId.get(tcp.body.id)?.maxConnections).toBe(42);
     expect(byId.get(udp.body.id)?.maxConnections).toBe(500);

@@ -1,7 +1,6 @@
 import { acls, certificates, type Db, listeners, loadBalancers, rules, serverHealth, servers } from '@slb/db';
 import type { L7NodeSnapshot, NodeSnapshot } from '@slb/model';
 import { and, eq, inArray } from 'drizzle-orm';
-import { assignL7Ports } from './l7-port.js';
 
 type ListenerRow = typeof listeners.$inferSelect;
 type ServerRow = typeof servers.$inferSelect;
@@ -18,6 +17,8 @@ export interface LbSummary {
 /** One LB as the nodes serve it; `json` is each listener serialised once, for cheap diffs per node. */
 export interface CompiledLb {
   configVersion: number;
+  /** The LB's VIP; null only for an LB that predates VIPs and got none (its pools were full). */
+  address: string | null;
   l4: { config: L4ListenerConfig; json: string }[];
   l7: { config: L7ListenerConfig; json: string }[];
 }
@@ -40,39 +41,16 @@ const LB_SUMMARY = {
   nodeCount: loadBalancers.placementNodeCount,
 };
 
-/**
- * The fleet-wide reads the hub makes on every change, prepared once per database: building and preparing
- * the SQL each time cost more than reading the rows.
- */
-function fleetQueries(db: Db) {
-  let q = prepared.get(db);
-  if (q === undefined) {
-    q = {
-      lbs: db.select(LB_SUMMARY).from(loadBalancers).prepare(),
-      l7Listeners: db
-        .select({ id: listeners.id, lb: listeners.loadBalancerId })
-        .from(listeners)
-        .where(and(eq(listeners.status, 'running'), inArray(listeners.protocol, ['http', 'https'])))
-        .prepare(),
-      last: null,
-    };
-    prepared.set(db, q);
-  }
-  return q;
-}
-
-const prepared = new WeakMap<
-  Db,
-  {
-    lbs: { all(): LbSummary[] };
-    l7Listeners: { all(): { id: string; lb: string }[] };
-    /** The last L7 listener set and its ports: the same set gives the same map, without reassigning. */
-    last: { ids: string[]; ports: Map<string, number> } | null;
-  }
->();
+/** The fleet-wide read the hub makes on every change, prepared once per database. */
+const prepared = new WeakMap<Db, { all(): LbSummary[] }>();
 
 export function listLbs(db: Db): LbSummary[] {
-  return fleetQueries(db).lbs.all();
+  let q = prepared.get(db);
+  if (q === undefined) {
+    q = db.select(LB_SUMMARY).from(loadBalancers).prepare();
+    prepared.set(db, q);
+  }
+  return q.all();
 }
 
 /** These LBs' rows (a write names the LB it changed; the hub then need not read the whole fleet). */
@@ -83,58 +61,6 @@ export function lbsByIds(db: Db, ids: string[]): Map<string, LbSummary> {
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/** The running http/https listener ids of these LBs, joined per LB: whether the L7 port set can have moved. */
-export function l7ListenerSets(db: Db, lbIds: string[]): Map<string, string> {
-  const rows = chunked(lbIds, (part) =>
-    db
-      .select({ id: listeners.id, lb: listeners.loadBalancerId })
-      .from(listeners)
-      .where(
-        and(
-          inArray(listeners.loadBalancerId, part),
-          eq(listeners.status, 'running'),
-          inArray(listeners.protocol, ['http', 'https']),
-        ),
-      )
-      .all(),
-  );
-  return joinPerLb(rows);
-}
-
-function joinPerLb(rows: { id: string; lb: string }[]): Map<string, string> {
-  const sets = new Map<string, string[]>();
-  for (const r of rows) {
-    const ids = sets.get(r.lb);
-    if (ids) ids.push(r.id);
-    else sets.set(r.lb, [r.id]);
-  }
-  return new Map([...sets].map(([lb, ids]) => [lb, ids.sort().join(',')]));
-}
-
-/**
- * The L7 port of every running http/https listener (assigned over the whole set, so read it whole), and
- * each LB's set of them (see l7ListenerSets), from one read.
- */
-export function l7PortsOf(db: Db): { ports: Map<string, number>; sets: Map<string, string> } {
-  const q = fleetQueries(db);
-  const rows = q.l7Listeners.all();
-  return {
-    ports: assignedPorts(
-      q,
-      rows.map((l) => l.id),
-    ),
-    sets: joinPerLb(rows),
-  };
-}
-
-function assignedPorts(q: ReturnType<typeof fleetQueries>, ids: string[]): Map<string, number> {
-  const last = q.last;
-  if (last && last.ids.length === ids.length && last.ids.every((id, i) => id === ids[i])) return last.ports;
-  const ports = assignL7Ports(ids);
-  q.last = { ids, ports };
-  return ports;
-}
-
 /**
  * Compiles the given LBs from the database: their running listeners as an L4 node and an L7 node serve
  * them. Only these LBs' rows are read, so a change costs in proportion to what changed, not to the fleet.
@@ -142,7 +68,6 @@ function assignedPorts(q: ReturnType<typeof fleetQueries>, ids: string[]): Map<s
 export function compileLbs(
   db: Db,
   lbIds: string[],
-  l7Ports: Map<string, number>,
   openKey: (stored: string) => string = (stored) => stored,
 ): Map<string, CompiledLb> {
   const result = new Map<string, CompiledLb>();
@@ -150,11 +75,11 @@ export function compileLbs(
   const versions = new Map(
     chunked(lbIds, (part) =>
       db
-        .select({ id: loadBalancers.id, v: loadBalancers.configVersion })
+        .select({ id: loadBalancers.id, v: loadBalancers.configVersion, address: loadBalancers.address })
         .from(loadBalancers)
         .where(inArray(loadBalancers.id, part))
         .all(),
-    ).map((r) => [r.id, r.v]),
+    ).map((r) => [r.id, r]),
   );
   const listenerRows = chunked(lbIds, (part) =>
     db
@@ -220,12 +145,14 @@ export function compileLbs(
 
   for (const id of lbIds) {
     const v = versions.get(id);
-    if (v !== undefined) result.set(id, { configVersion: v, l4: [], l7: [] });
+    if (v !== undefined) result.set(id, { configVersion: v.v, address: v.address, l4: [], l7: [] });
   }
   for (const l of listenerRows) {
     const entry = result.get(l.loadBalancerId);
     if (!entry) continue;
     const http = l.protocol === 'http' || l.protocol === 'https';
+    // Allocated with the listener; only a row not yet given one at the upgrade lacks it.
+    if (http && l.l7Port === null) continue;
     const l4: L4ListenerConfig = {
       id: l.id,
       loadBalancerId: l.loadBalancerId,
@@ -239,7 +166,7 @@ export function compileLbs(
       idleTimeout: l.idleTimeout,
       maxConnections: l.maxConnections,
       ...aclOf(l),
-      ...(http ? { l7Port: l7Ports.get(l.id)! } : {}),
+      ...(http ? { l7Port: l.l7Port! } : {}),
       sessionSync: true,
       backends: http ? [] : backendsOf(l, l.serverGroupId),
     };
@@ -255,7 +182,7 @@ export function compileLbs(
       loadBalancerId: l.loadBalancerId,
       tenantId: l.tenantId,
       protocol: l.protocol as 'http' | 'https',
-      port: l7Ports.get(l.id)!,
+      port: l.l7Port!,
       directPort: null,
       scheduler: l.scheduler === 'wlc' || l.scheduler === 'rr' ? l.scheduler : 'wrr',
       stickySession: l.stickySession,

@@ -21,8 +21,6 @@ import {
   type L4ListenerConfig,
   type L7ListenerConfig,
   type LbSummary,
-  l7ListenerSets,
-  l7PortsOf,
   lbsByIds,
   listLbs,
 } from './compiler.js';
@@ -35,10 +33,12 @@ import {
   recordApplied,
   recordError,
   recordHeartbeat,
+  recordVipMode,
   sendLegacyCredential,
   touchNodeRow,
 } from './node-sessions.js';
 import { place } from './placement.js';
+import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
 
 interface Session {
   ws: WebSocket;
@@ -57,15 +57,28 @@ interface Session {
   /** Per sent version: the LB config versions it carries (all, or the changed ones), for convergence once acked. */
   lbVersionsSent: Map<number, LbVersions>;
   ackedLbVersions: Map<string, number>;
-  /** LBs with a listener the node reported it could not build: not converged there until it can. */
+  /** Listeners the node last reported it could not build or bind (it retries binds), and their LBs. */
+  failures: ListenerFailure[];
   failedLbs: Set<string>;
+  /** The node's runtime can share a VIP:port with its peers (SO_REUSEPORT): it may serve active-active. */
+  reusePort: boolean;
   lastSeen: number;
 }
 
 export interface LbRuntime {
   status: 'provisioning' | 'active';
   addresses: string[];
-  nodes: { nodeId: string; kind: 'l4' | 'l7'; address: string; online: boolean; converged: boolean }[];
+  nodes: {
+    nodeId: string;
+    kind: 'l4' | 'l7';
+    address: string;
+    online: boolean;
+    converged: boolean;
+    /** L4: whether the node binds the LB's VIP now (active) or takes it over if the binder goes (standby). */
+    role?: 'active' | 'standby';
+    /** What keeps one of the LB's listeners from running there (a bind that fails and is being retried). */
+    error?: string;
+  }[];
 }
 
 const checkNodeMessage = TypeCompiler.Compile(NodeMessage);
@@ -107,16 +120,15 @@ function lastKnownL7(db: Db): Map<string, string> {
 export class ControlHub {
   private readonly sessions = new Map<string, Session>();
   private placement = new Map<string, string[]>();
+  /** Per LB, how its hosts carry its VIP and which of them bind it (see chooseVipBinders). */
+  private serving = new Map<string, VipServing>();
   /** Compiled LBs, reused while their configVersion holds and no health report touched them. */
   private readonly compiled = new Map<string, CompiledLb>();
   private readonly dirty = new Set<string>();
   /** LBs named by writes since the last compile, or every LB (`scanAll`). */
   private readonly touched = new Set<string>();
   private scanAll = true;
-  /** Per LB, its running http/https listener ids as of the last full read (their L7 ports depend on all). */
-  private l7Sets = new Map<string, string>();
   private lbs: LbSummary[] = [];
-  private l7Ports = new Map<string, number>();
   private version: number;
   private pending = false;
   private lastOnlineL4 = new Set<string>();
@@ -236,7 +248,7 @@ export class ControlHub {
       }
       if (!session) return this.reject(ws, 'say hello first');
       session.lastSeen = Date.now();
-      if (message.type === 'heartbeat') this.heartbeat(session, message.load);
+      if (message.type === 'heartbeat') this.heartbeat(session, message.load, message.failedListeners);
       else if (message.type === 'ack') this.ack(session, message.version, message.failedListeners);
       else this.nack(session, message.version, message.reason);
     });
@@ -252,22 +264,45 @@ export class ControlHub {
    */
   runtime(lbId: string, configVersion: number): LbRuntime {
     const now = Date.now();
+    const compiled = this.compiled.get(lbId);
     const hosting = (this.placement.get(lbId) ?? []).map((id) => this.sessions.get(id)).filter((s) => s !== undefined);
-    if ((this.compiled.get(lbId)?.l7.length ?? 0) > 0)
-      for (const s of this.sessions.values()) if (s.kind === 'l7') hosting.push(s);
-    const view = hosting.map((s) => ({
-      nodeId: s.nodeId,
-      kind: s.kind,
-      address: s.address,
-      online: this.isOnline(s, now),
-      converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion && !s.failedLbs.has(lbId),
-    }));
+    if ((compiled?.l7.length ?? 0) > 0) for (const s of this.sessions.values()) if (s.kind === 'l7') hosting.push(s);
+    const binders = this.serving.get(lbId)?.binders ?? [];
+    const view = hosting.map((s) => {
+      const error = s.failedLbs.has(lbId) ? failureOf(s, this.sentListenersOf(s, lbId)) : undefined;
+      return {
+        nodeId: s.nodeId,
+        kind: s.kind,
+        address: s.address,
+        online: this.isOnline(s, now),
+        converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion && error === undefined,
+        ...(s.kind === 'l4' ? { role: binders.includes(s.nodeId) ? ('active' as const) : ('standby' as const) } : {}),
+        ...(error === undefined ? {} : { error }),
+      };
+    });
     const online = view.filter((n) => n.online);
     return {
-      status: online.some((n) => n.kind === 'l4') && online.every((n) => n.converged) ? 'active' : 'provisioning',
-      addresses: online.filter((n) => n.kind === 'l4').map((n) => n.address),
+      // Active once an online node binds the VIP and every online node applied the LB's current config.
+      status:
+        online.some((n) => n.kind === 'l4' && n.role === 'active') && online.every((n) => n.converged)
+          ? 'active'
+          : 'provisioning',
+      addresses: compiled?.address ? [compiled.address] : [],
       nodes: view,
     };
+  }
+
+  /** Per node, why this listener is not running there (empty when it runs everywhere it should). */
+  listenerErrors(listenerId: string): { nodeId: string; reason: string }[] {
+    const out: { nodeId: string; reason: string }[] = [];
+    for (const s of this.sessions.values()) {
+      for (const f of s.failures) if (f.listenerId === listenerId) out.push({ nodeId: s.nodeId, reason: f.reason });
+    }
+    return out.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+  }
+
+  private sentListenersOf(s: Session, lbId: string): ReadonlySet<string> {
+    return new Set(s.sentByLb.get(lbId) ?? []);
   }
 
   /** Closes a node's session (deleted, or its credential replaced): it is offline from now on. */
@@ -321,11 +356,14 @@ export class ControlHub {
       portOwner: new Map(),
       lbVersionsSent: new Map(),
       ackedLbVersions: new Map(),
+      failures: [],
       failedLbs: new Set(),
+      reusePort: hello.reusePort === true,
       lastSeen: Date.now(),
     };
     this.sessions.set(who.nodeId, session);
     this.rejoining.delete(who.nodeId);
+    if (who.kind === 'l4') recordVipMode(this.db, who.nodeId, session.reusePort ? 'active-active' : 'active-standby');
     this.log.info(
       { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion },
       'node connected',
@@ -334,8 +372,15 @@ export class ControlHub {
     return session;
   }
 
-  private heartbeat(session: Session, reported: NodeLoadReport): void {
+  private heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[]): void {
     recordHeartbeat(this.db, session.nodeId, clampLoad(reported));
+    // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
+    if (failures !== undefined) this.setFailures(session, failures);
+  }
+
+  private setFailures(session: Session, failures: ListenerFailure[]): void {
+    session.failures = failures;
+    session.failedLbs = failedLbsOf(session.sentByLb, failures);
   }
 
   private ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
@@ -348,7 +393,7 @@ export class ControlHub {
       });
       session.lbVersionsSent.delete(v);
     }
-    session.failedLbs = failedLbsOf(session.sentByLb, failedListeners);
+    this.setFailures(session, failedListeners);
     if (failedListeners.length > 0) {
       this.log.warn(
         { nodeId: session.nodeId, version, failedListeners: failedListeners.slice(0, 20) },
@@ -379,6 +424,16 @@ export class ControlHub {
     session.sentL4Nodes = null;
     session.sentByLb = new Map();
     session.portOwner = new Map();
+  }
+
+  /** The L4 nodes as the choice of VIP binders sees them: what they can share, whether they can be told. */
+  private vipNodes(): Map<string, VipNode> {
+    const out = new Map<string, VipNode>();
+    for (const s of this.sessions.values()) {
+      if (s.kind !== 'l4') continue;
+      out.set(s.nodeId, { id: s.nodeId, reusePort: s.reusePort, channelOpen: s.ws.readyState === s.ws.OPEN });
+    }
+    return out;
   }
 
   private onlineL4(now = Date.now()) {
@@ -441,7 +496,7 @@ export class ControlHub {
   /**
    * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
    * Returns the LBs compiled again, and whether the change can reach beyond them (LBs added or removed, an
-   * L7 port moved, an LB's L4 ports changed, which can move a port collision to another LB): then every
+   * LB's VIP or L4 ports changed, which can move a port collision to another LB): then every
    * node gets a full diff instead of one limited to the changed LBs.
    */
   private refreshCompiled(): { changed: string[]; beyond: boolean } {
@@ -453,15 +508,12 @@ export class ControlHub {
 
   /**
    * Re-reads only the named LBs. Gives up (undefined: read everything) when the fleet's shape may have
-   * changed: an LB created or deleted, or an LB's set of http/https listeners (whose L7 ports are assigned
-   * over the whole fleet).
+   * changed: an LB created or deleted.
    */
   private refreshScoped(scope: string[]): { changed: string[]; beyond: boolean } | undefined {
     const rows = lbsByIds(this.db, scope);
     const known = new Set(this.lbs.map((lb) => lb.id));
     if (scope.some((id) => rows.has(id) !== known.has(id))) return undefined;
-    const sets = l7ListenerSets(this.db, scope);
-    if (scope.some((id) => (sets.get(id) ?? '') !== (this.l7Sets.get(id) ?? ''))) return undefined;
     let beyond = false;
     this.lbs = this.lbs.map((lb) => {
       const row = rows.get(lb.id);
@@ -470,7 +522,7 @@ export class ControlHub {
       return row;
     });
     for (const id of scope) this.dirty.delete(id);
-    for (const [id, lb] of compileLbs(this.db, scope, this.l7Ports, this.openKey)) {
+    for (const [id, lb] of compileLbs(this.db, scope, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);
@@ -481,15 +533,9 @@ export class ControlHub {
   private refreshAll(): { changed: string[]; beyond: boolean } {
     const before = this.lbs;
     this.lbs = listLbs(this.db);
-    const { ports, sets } = l7PortsOf(this.db);
-    this.l7Sets = sets;
-    const portsMoved = new Set<string>();
-    for (const [id, port] of ports) if (this.l7Ports.get(id) !== port) portsMoved.add(id);
-    this.l7Ports = ports;
     const live = new Set(this.lbs.map((lb) => lb.id));
     for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
     let beyond =
-      portsMoved.size > 0 ||
       before.length !== this.lbs.length ||
       this.lbs.some(
         (lb, i) => before[i]?.id !== lb.id || before[i]?.mode !== lb.mode || before[i]?.nodeCount !== lb.nodeCount,
@@ -499,14 +545,12 @@ export class ControlHub {
         const cached = this.compiled.get(lb.id);
         return (
           !cached ||
-          cached.configVersion !== lb.configVersion ||
-          this.dirty.has(lb.id) ||
-          cached.l7.some((l) => portsMoved.has(l.config.id))
+          cached.configVersion !== lb.configVersion || this.dirty.has(lb.id)
         );
       })
       .map((lb) => lb.id);
     this.dirty.clear();
-    for (const [id, lb] of compileLbs(this.db, stale, this.l7Ports, this.openKey)) {
+    for (const [id, lb] of compileLbs(this.db, stale, this.openKey)) {
       const old = this.compiled.get(id);
       if (!old || l4PortKeys(old) !== l4PortKeys(lb)) beyond = true;
       this.compiled.set(id, lb);
@@ -529,7 +573,10 @@ export class ControlHub {
       this.placement = place(this.lbs, online, this.placement);
       this.lastOnlineL4 = onlineIds;
     }
-    const fullDiff = beyond || !samePlacement(previousPlacement, this.placement);
+    const previousServing = this.serving;
+    this.serving = chooseVipBinders(this.placement, this.vipNodes(), previousServing);
+    const fullDiff =
+      beyond || !samePlacement(previousPlacement, this.placement) || !sameServing(previousServing, this.serving);
     const l7Pool = [
       ...[...this.sessions.values()]
         .filter((s) => s.kind === 'l7' && this.isOnline(s, Date.now()))
@@ -573,9 +620,12 @@ export class ControlHub {
       if (!compiled) continue;
       lbVersions.set(lb.id, compiled.configVersion);
       const ids: string[] = [];
-      for (const { config, json } of compiled.l4) {
-        // Every LB on a node shares the node's address: the first listener on a port keeps it.
-        const key = l4PortKey(config);
+      // A standby hosts the LB without its listeners: converged once it acks, ready to take the VIP over.
+      const serving = this.serving.get(lb.id);
+      const binds = serving?.binders.includes(session.nodeId) ?? false;
+      for (const { config, json } of binds ? compiled.l4 : []) {
+        // LBs on their own VIPs never meet; an LB without one (none left in its pools) shares the node's.
+        const key = l4PortKey(config, compiled.address ?? session.address);
         if (owner.has(key)) {
           this.log.warn(
             { nodeId: session.nodeId, listenerId: config.id, port: config.port },
@@ -586,7 +636,7 @@ export class ControlHub {
         }
         owner.set(key, lb.id);
         ids.push(config.id);
-        wanted.push(this.l4Wanted(session, config, json));
+        wanted.push(this.l4Wanted(session, compiled, serving!, config, json));
       }
       byLb.set(lb.id, ids);
     }
@@ -611,8 +661,24 @@ export class ControlHub {
     this.pushAll(session, wanted, byLb, lbVersions);
   }
 
-  private l4Wanted(session: Session, config: L4ListenerConfig, json: string): Wanted {
-    return { id: config.id, json, build: () => ({ ...config, bindAddresses: [session.address] }) };
+  private l4Wanted(
+    session: Session,
+    lb: CompiledLb,
+    serving: VipServing,
+    config: L4ListenerConfig,
+    json: string,
+  ): Wanted {
+    const shared = serving.mode === 'active-active';
+    return {
+      id: config.id,
+      // The mode is part of what was sent: a node that now shares the VIP must rebind with SO_REUSEPORT.
+      json: shared ? `${json}|shared` : json,
+      build: () => ({
+        ...config,
+        bindAddresses: [lb.address ?? session.address],
+        ...(shared ? { reusePort: true } : {}),
+      }),
+    };
   }
 
   private l7Wanted(session: Session, config: L7ListenerConfig, json: string): Wanted {
@@ -650,13 +716,16 @@ export class ControlHub {
       if (compiled && session.kind === 'l4') {
         if (!(this.placement.get(lbId) ?? []).includes(session.nodeId)) continue;
         lbVersions.set(lbId, compiled.configVersion);
-        for (const { config, json } of compiled.l4) {
-          if (session.portOwner.get(l4PortKey(config)) !== lbId) {
+        const serving = this.serving.get(lbId);
+        const binds = serving?.binders.includes(session.nodeId) ?? false;
+        for (const { config, json } of binds ? compiled.l4 : []) {
+          if (session.portOwner.get(l4PortKey(config, compiled.address ?? session.address)) !== lbId) {
             lbVersions.set(lbId, -1);
             continue;
           }
           ids.push(config.id);
-          if (session.sentJson.get(config.id) !== json) upsert.push(this.l4Wanted(session, config, json));
+          const wanted = this.l4Wanted(session, compiled, serving!, config, json);
+          if (session.sentJson.get(config.id) !== wanted.json) upsert.push(wanted);
         }
       } else if (compiled) {
         lbVersions.set(lbId, compiled.configVersion);
@@ -792,18 +861,24 @@ function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFailure[])
   return lbs;
 }
 
+/** The first failure among these listeners, as `listenerId: reason`. */
+function failureOf(session: Session, listenerIds: ReadonlySet<string>): string | undefined {
+  const f = session.failures.find((x) => listenerIds.has(x.listenerId));
+  return f === undefined ? undefined : `${f.listenerId}: ${f.reason}`;
+}
+
 function applyLbVersions(acked: Map<string, number>, update: LbVersions, replace: (m: Map<string, number>) => void) {
   if (update.full) replace(update.versions);
   else for (const [id, v] of update.versions) acked.set(id, v);
 }
 
-/** An L4 listener's claim on its node's address: transport and port. */
-function l4PortKey(config: L4ListenerConfig): string {
-  return `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${config.port}`;
+/** An L4 listener's claim on an address of its node: transport, address and port. */
+function l4PortKey(config: L4ListenerConfig, address: string): string {
+  return `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${address}/${config.port}`;
 }
 
 function l4PortKeys(lb: CompiledLb): string {
-  return lb.l4.map((l) => l4PortKey(l.config)).join(',');
+  return `${lb.address}:${lb.l4.map((l) => l4PortKey(l.config, '')).join(',')}`;
 }
 
 function samePlacement(a: ReadonlyMap<string, string[]>, b: ReadonlyMap<string, string[]>): boolean {

@@ -88,3 +88,8 @@ export function recordApplied(db: Db, nodeId: string, version: number, lastError
 export function recordError(db: Db, nodeId: string, error: string): void {
   db.update(nodes).set({ lastError: error }).where(eq(nodes.id, nodeId)).run();
 }
+
+/** How an L4 node can carry VIPs, from its hello: shown on `GET /v1/nodes`. */
+export function recordVipMode(db: Db, nodeId: string, mode: 'active-active' | 'active-standby'): void {
+  db.update(nodes).set({ vipMode: mode }).where(eq(nodes.id, nodeId)).run();
+}

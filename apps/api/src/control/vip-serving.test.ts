@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
+
+const node = (id: string, reusePort: boolean, channelOpen = true): VipNode => ({ id, reusePort, channelOpen });
+const nodesOf = (...ns: VipNode[]) => new Map(ns.map((n) => [n.id, n]));
+
+describe('chooseVipBinders', () => {
+  it('every host binds the VIP when all of them can share it (active-active)', () => {
+    const out = chooseVipBinders(new Map([['lb-1', ['a', 'b']]]), nodesOf(node('a', true), node('b', true)), new Map());
+    expect(out.get('lb-1')).toEqual({ mode: 'active-active', binders: ['a', 'b'] });
+  });
+
+  it('one host binds it when any host cannot share it (active-standby)', () => {
+    const out = chooseVipBinders(new Map([['lb-1', ['a', 'b']]]), nodesOf(node('a', true), node('b', false)), new Map());
+    expect(out.get('lb-1')?.mode).toBe('active-standby');
+    expect(out.get('lb-1')?.binders).toHaveLength(1);
+  });
+
+  it('keeps the VIP on its node while that node is reachable, and moves it when its channel closes', () => {
+    const placement = new Map([['lb-1', ['a', 'b']]]);
+    const previous = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['b'] }]]);
+    const kept = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false)), previous);
+    expect(kept.get('lb-1')?.binders).toEqual(['b']);
+    const moved = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false, false)), previous);
+    expect(moved.get('lb-1')?.binders).toEqual(['a']);
+  });
+
+  it('leaves the VIP where it was when no host is reachable', () => {
+    const placement = new Map([['lb-1', ['a', 'b']]]);
+    const previous = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['b'] }]]);
+    const out = chooseVipBinders(placement, nodesOf(node('a', false, false), node('b', false, false)), previous);
+    expect(out.get('lb-1')?.binders).toEqual(['b']);
+  });
+
+  it("spreads many LBs' VIPs over the nodes, and a node leaving moves only its own", () => {
+    const lbs = Array.from({ length: 200 }, (_, i) => `lb-${i}`);
+    const placement = new Map(lbs.map((id) => [id, ['a', 'b', 'c']]));
+    const all = nodesOf(node('a', false), node('b', false), node('c', false));
+    const first = chooseVipBinders(placement, all, new Map());
+    const counts = new Map<string, number>();
+    for (const s of first.values()) counts.set(s.binders[0]!, (counts.get(s.binders[0]!) ?? 0) + 1);
+    for (const id of ['a', 'b', 'c']) expect(counts.get(id)).toBeGreaterThan(40);
+    const withoutC = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false), node('c', false, false)), first);
+    for (const id of lbs) {
+      const before = first.get(id)!.binders[0];
+      if (before !== 'c') expect(withoutC.get(id)?.binders[0]).toBe(before);
+      else expect(withoutC.get(id)?.binders[0]).not.toBe('c');
+    }
+    expect(sameServing(first, withoutC)).toBe(false);
+    expect(sameServing(first, chooseVipBinders(placement, all, first))).toBe(true);
+  });
+});

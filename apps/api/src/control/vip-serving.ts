@@ -1,0 +1,74 @@
+import { hashString } from '@slb/balancing';
+
+/** How the nodes that host an LB carry its VIP. */
+export type VipMode = 'active-active' | 'active-standby';
+
+/** An L4 node hosting LBs, as the choice of who binds a VIP sees it. */
+export interface VipNode {
+  id: string;
+  /** The runtime shares an address:port between processes (SO_REUSEPORT). */
+  reusePort: boolean;
+  /** Its control channel is open. A node killed on this host closes it at once, long before it looks offline. */
+  channelOpen: boolean;
+}
+
+export interface VipServing {
+  mode: VipMode;
+  /** The nodes that bind the VIP: every host in active-active, one in active-standby. */
+  binders: string[];
+}
+
+/**
+ * Who binds each LB's VIP. When every node hosting an LB can share the VIP:port (SO_REUSEPORT), they all
+ * bind it and the kernel spreads the clients (active-active, LVS behind ECMP). Otherwise one of them binds
+ * it (active-standby, as keepalived): the one that had it while its channel stays open, so a VIP does not
+ * move while its node lives; else the open node that ranks first for this LB (rendezvous hashing, so the
+ * VIPs of many LBs spread over the nodes and a node's departure moves only its own). Pure.
+ */
+export function chooseVipBinders(
+  placement: ReadonlyMap<string, readonly string[]>,
+  nodes: ReadonlyMap<string, VipNode>,
+  previous: ReadonlyMap<string, VipServing>,
+): Map<string, VipServing> {
+  const result = new Map<string, VipServing>();
+  for (const [lbId, hosts] of placement) {
+    const known = hosts.map((id) => nodes.get(id)).filter((n) => n !== undefined);
+    if (known.length > 0 && known.every((n) => n.reusePort)) {
+      result.set(lbId, { mode: 'active-active', binders: [...hosts] });
+      continue;
+    }
+    const before = previous.get(lbId)?.binders[0];
+    const open = known.filter((n) => n.channelOpen);
+    let owner: string | undefined;
+    if (before !== undefined && open.some((n) => n.id === before)) owner = before;
+    else if (open.length > 0) owner = rankFirst(lbId, open);
+    // Nobody reachable: leave the VIP where it was (that node may well still serve it), else the first host.
+    else if (before !== undefined && hosts.includes(before)) owner = before;
+    else owner = hosts[0];
+    result.set(lbId, { mode: 'active-standby', binders: owner === undefined ? [] : [owner] });
+  }
+  return result;
+}
+
+function rankFirst(lbId: string, nodes: readonly VipNode[]): string {
+  let best = nodes[0]!.id;
+  let bestScore = -1;
+  for (const n of nodes) {
+    const score = hashString(`${lbId}|${n.id}`);
+    if (score > bestScore || (score === bestScore && n.id < best)) {
+      best = n.id;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+export function sameServing(a: ReadonlyMap<string, VipServing>, b: ReadonlyMap<string, VipServing>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, s] of a) {
+    const o = b.get(id);
+    if (o === undefined || o.mode !== s.mode || o.binders.length !== s.binders.length) return false;
+    if (o.binders.some((n, i) => n !== s.binders[i])) return false;
+  }
+  return true;
+}
