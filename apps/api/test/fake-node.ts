@@ -16,6 +16,8 @@ export interface FakeHello {
   address: string;
   capacity?: number;
   appliedVersion?: number;
+  /** The node's runtime shares a VIP:port with its peers (SO_REUSEPORT). */
+  reusePort?: boolean;
 }
 
 /** Attaches a fake socket to the app's hub as `identity` would after authenticating, and says hello. */
@@ -70,4 +72,16 @@ export async function settle(): Promise<void> {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** The listeners a fake node holds once it applied everything it was sent (snapshots, then deltas). */
+export function heldListeners(node: FakeNode): Map<string, any> {
+  let held = new Map<string, any>();
+  for (const m of node.sent) {
+    if (m.type === 'snapshot') held = new Map(m.snapshot.listeners.map((l: any) => [l.id, l]));
+    if (m.type !== 'delta') continue;
+    for (const id of m.remove) held.delete(id);
+    for (const l of m.upsert) held.set(l.id, l);
+  }
+  return held;
 }
