@@ -128,7 +128,6 @@ beforeAll(async () => {
     const { lbId, sgId, servers } = await newLoadBalancer(t.app, token);
     const lsn = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'http',
-      // A frontend port serves one listener fleet-wide (LBs share their nodes' addresses).
       port: 80 + i,
       serverGroupId: sgId,
     });
