@@ -106,8 +106,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Set but empty is a choice (no pool), unlike the other variables, where empty means unset.
   const pools = env.SLB_ADDRESS_POOLS === '' ? [] : listOf(parsed.SLB_ADDRESS_POOLS);
   pools.forEach((entry, i) => {
-    const problem = cidrProblem(entry);
-    if (problem !== null) throw new Error(`invalid environment: SLB_ADDRESS_POOLS entry ${i + 1} ${problem}`);
+    if (cidrProblem(entry) !== null) {
+      throw new Error(`invalid environment: SLB_ADDRESS_POOLS entry ${i + 1} is not a CIDR with no host bits set`);
+    }
   });
   const config: Config = { ...parsed, quotaDefaults: quotas.limits, addressPools: pools };
   if (config.SLB_NODE_TOKEN !== undefined && config.SLB_LEGACY_NODE_TOKEN !== '1') {
