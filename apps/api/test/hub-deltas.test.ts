@@ -131,7 +131,7 @@ describe('control hub: per-node diffs', () => {
     expect(sameTenant.status).toBe(201);
     const otherTenant = await call(t.app, other.token, 'POST', `/v1/load-balancers/${c.lbId}/listeners`, body(c.sgId));
     expect(otherTenant.status).toBe(201);
-    const again = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId, 'https'));
+    const again = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId));
     expect(again.status).toBe(409);
     expect(again.body.detail).toContain(a.lbId);
     // UDP is another transport: the same number is free on the same LB.
