@@ -34,11 +34,13 @@ import { ProblemSchema } from './routes/shared.js';
 import { loadSecretKeys } from './secrets/key-source.js';
 import { reencryptCertificateKeys } from './secrets/reencrypt.js';
 import { SecretBox } from './secrets/secret-box.js';
+import { DEFAULT_ADDRESS_POOLS } from './services/address-pools.js';
 import { type AuthContext, Authenticator, bootstrapAdmin } from './services/auth.js';
 import type { BackendPolicyOptions } from './services/backend-policy.js';
 import { IdempotencyStore } from './services/idempotency.js';
 import { createServices, type Services } from './services/index.js';
 import { RateLimiter } from './services/rate-limiter.js';
+import { upgradeAddresses } from './services/upgrade-addresses.js';
 
 export interface AppOptions {
   /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
@@ -77,6 +79,14 @@ export interface AppOptions {
    * Absent: DEFAULT_BACKEND_NETWORKS and no extra deny entries.
    */
   backendPolicy?: BackendPolicyOptions;
+
+  /**
+   * VIP pools created at start when the database has none (SLB_ADDRESS_POOLS); default DEFAULT_ADDRESS_POOLS
+   * (the local cloud's 127.1.0.0/16); an empty list seeds none.
+   */
+  addressPools?: string[];
+  /** Seconds a deleted load balancer's VIP is kept from other tenants (SLB_VIP_HOLD_SECONDS); default 300. */
+  vipHoldSeconds?: number;
 
   /** Per-tenant quota defaults (SLB_QUOTA_DEFAULTS); default the built-in ones (QUOTAS in @slb/model). */
   quotaDefaults?: QuotaLimits;
@@ -193,7 +203,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       options.backendPolicy ?? { defaultNetworks: DEFAULT_BACKEND_NETWORKS, deny: [] },
       options.quotaDefaults,
       (plain) => box.seal(plain),
+      options.vipHoldSeconds,
+      (listenerId) => hub.listenerErrors(listenerId),
     );
+    upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, store.db, app.log);
   } catch (err) {
     store.close();
     throw err;

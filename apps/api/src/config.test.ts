@@ -11,6 +11,8 @@ it('defaults the backend networks to the private ranges, without loopback', () =
 it.each([
   [{ SLB_DEFAULT_BACKEND_NETWORKS: '10.0.0.0/8,10.0.0.0/33' }, 'SLB_DEFAULT_BACKEND_NETWORKS entry 2'],
   [{ SLB_BACKEND_DENY: '10.0.0.5:5432, db.internal:5432' }, 'SLB_BACKEND_DENY entry 2'],
+  [{ SLB_ADDRESS_POOLS: '10.0.0.0/8,10.0.0.0/33' }, 'SLB_ADDRESS_POOLS entry 2'],
+  [{ SLB_ADDRESS_POOLS: '10.0.0.0/8,db.internal/24' }, 'SLB_ADDRESS_POOLS entry 2'],
 ])('refuses %j with one line naming the variable and the entry, not its value', (env, says) => {
   expect(() => loadConfig(env)).toThrow(says);
   expect(() => loadConfig(env)).not.toThrow(/db\.internal|\/33/);
@@ -29,4 +31,16 @@ it("derives deny entries from the API's own endpoints", () => {
       resolved: new Map([['redis', ['172.28.0.2', 'fd00::2']]]),
     }),
   ).toEqual(['127.0.0.1:8080', '[::1]:8080', '172.28.0.2:6380', '[fd00::2]:6380']);
+});
+
+it('VIP pools: the local cloud pool by default, none when set but empty, a list otherwise', () => {
+  expect(loadConfig({}).addressPools).toEqual(['127.1.0.0/16']);
+  expect(loadConfig({ SLB_ADDRESS_POOLS: '' }).addressPools).toEqual([]);
+  expect(loadConfig({ SLB_ADDRESS_POOLS: '10.20.0.0/16, 2001:db8::/64' }).addressPools).toEqual([
+    '10.20.0.0/16',
+    '2001:db8::/64',
+  ]);
+  expect(loadConfig({}).SLB_VIP_HOLD_SECONDS).toBe(300);
+  expect(loadConfig({ SLB_VIP_HOLD_SECONDS: '1' }).SLB_VIP_HOLD_SECONDS).toBe(1);
+  expect(() => loadConfig({ SLB_VIP_HOLD_SECONDS: '-1' })).toThrow('SLB_VIP_HOLD_SECONDS');
 });

@@ -7,6 +7,9 @@ import {
   parseQuotaDefaults,
   type QuotaLimits,
 } from '@slb/model';
+import { cidrProblem } from './domain/cidr.js';
+import { DEFAULT_ADDRESS_POOLS } from './services/address-pools.js';
+import { DEFAULT_VIP_HOLD_SECONDS } from './services/vip-allocator.js';
 
 const Env = Type.Object({
   /** Interface to listen on; loopback by default so a dev machine does not expose the API. */
@@ -64,6 +67,15 @@ const Env = Type.Object({
    */
   SLB_BACKEND_DENY: Type.String({ maxLength: 100_000, default: '' }),
 
+  /**
+   * VIP pools (comma-separated CIDRs, IPv4 or IPv6) created at start when the database has none; later
+   * changes go through /v1/address-pools. Default: the local cloud's loopback pool, apart from the node
+   * addresses (127.0.0.x); set but empty: no pool.
+   */
+  SLB_ADDRESS_POOLS: Type.String({ maxLength: 10_000, default: DEFAULT_ADDRESS_POOLS.join(',') }),
+  /** Seconds a deleted load balancer's VIP is kept from other tenants: clients and DNS caches still use it. */
+  SLB_VIP_HOLD_SECONDS: Type.Integer({ minimum: 0, maximum: 30 * 86400, default: DEFAULT_VIP_HOLD_SECONDS }),
+
   /** Echoed as the `slb-instance` header of /healthz: a supervisor checks that the API answering is the one it started. */
   SLB_INSTANCE_ID: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 
@@ -74,7 +86,7 @@ const Env = Type.Object({
     { default: 'info' },
   ),
 });
-export type Config = Static<typeof Env> & { quotaDefaults: QuotaLimits };
+export type Config = Static<typeof Env> & { quotaDefaults: QuotaLimits; addressPools: string[] };
 
 /** Parses the environment once; a bad value is a one-line reason naming the variable (never its value). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -90,7 +102,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const quotas = parseQuotaDefaults((withDefaults as Static<typeof Env>).SLB_QUOTA_DEFAULTS);
   if (!quotas.ok) throw new Error(`invalid environment: SLB_QUOTA_DEFAULTS ${quotas.reason}`);
-  const config: Config = { ...(withDefaults as Static<typeof Env>), quotaDefaults: quotas.limits };
+  const parsed = withDefaults as Static<typeof Env>;
+  // Set but empty is a choice (no pool), unlike the other variables, where empty means unset.
+  const pools = env.SLB_ADDRESS_POOLS === '' ? [] : listOf(parsed.SLB_ADDRESS_POOLS);
+  pools.forEach((entry, i) => {
+    if (cidrProblem(entry) !== null) {
+      throw new Error(`invalid environment: SLB_ADDRESS_POOLS entry ${i + 1} is not a CIDR with no host bits set`);
+    }
+  });
+  const config: Config = { ...parsed, quotaDefaults: quotas.limits, addressPools: pools };
   if (config.SLB_NODE_TOKEN !== undefined && config.SLB_LEGACY_NODE_TOKEN !== '1') {
     throw new Error(
       'invalid environment: SLB_NODE_TOKEN is the legacy shared node token; nodes now enroll with a join token ' +

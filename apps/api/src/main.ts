@@ -71,6 +71,8 @@ try {
     rateLimit: { rps: config.SLB_RATE_LIMIT_RPS, burst: config.SLB_RATE_LIMIT_BURST },
     dnsZone: config.SLB_DNS_ZONE,
     quotaDefaults: config.quotaDefaults,
+    addressPools: config.addressPools,
+    vipHoldSeconds: config.SLB_VIP_HOLD_SECONDS,
     namespaceOverrides: {
       healthQueue: config.SLB_HEALTH_QUEUE,
       healthKeyPrefix: config.SLB_HEALTH_KEY_PREFIX,

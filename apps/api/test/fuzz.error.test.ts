@@ -75,6 +75,7 @@ beforeAll(async () => {
     .values({ id: nodeId, kind: 'l4', address: '127.0.0.9', createdAt: now, updatedAt: now })
     .run();
   for (const res of [lsn, rule, cert, acl, tenant, token]) expect(res.status).toBe(201);
+  const pools = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/address-pools');
   Object.assign(ids, {
     lbId,
     sgId,
@@ -86,6 +87,7 @@ beforeAll(async () => {
     tenantId: tenant.body.id,
     tokenId: token.body.id,
     nodeId,
+    poolId: pools.body.items[0].id,
   });
   const corrupt = (text: string) => text.replace(/[A-Za-z0-9+/]{10}\n/, 'AAAAAAAAA!\n');
   hints = {

@@ -85,7 +85,7 @@ describe('control hub: per-node diffs', () => {
       { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.71', online: true, converged: true },
       { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.72', online: true, converged: false },
     ]);
-    expect(waiting.addresses).toEqual(['127.0.0.71']);
+    expect(waiting.addresses).toEqual([waiting.address]); // its VIP, not the node's address
     l7.ack();
     expect((await lb(a.lbId)).status).toBe('active');
     // B has only a TCP listener: the L7 node does not serve it.
@@ -119,7 +119,7 @@ describe('control hub: per-node diffs', () => {
     void keep;
   });
 
-  it('two LBs on one port of a node: the API refuses the second', async () => {
+  it('two LBs on one port: each has its own VIP, so both are accepted; the same LB twice is refused', async () => {
     const a = await newLoadBalancer(t.app, token);
     const b = await newLoadBalancer(t.app, token);
     const other = await newTenant(t.app, 'other');
@@ -128,17 +128,16 @@ describe('control hub: per-node diffs', () => {
     const first = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId));
     expect(first.status).toBe(201);
     const sameTenant = await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId, 'http'));
-    expect(sameTenant.status).toBe(409);
-    expect(sameTenant.body.detail).toContain(a.lbId);
+    expect(sameTenant.status).toBe(201);
     const otherTenant = await call(t.app, other.token, 'POST', `/v1/load-balancers/${c.lbId}/listeners`, body(c.sgId));
-    expect(otherTenant.status).toBe(409);
-    expect(otherTenant.body.detail).not.toContain(a.lbId); // another tenant's LB is not named
-    // UDP is another transport: the same number is free.
+    expect(otherTenant.status).toBe(201);
+    const again = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId));
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toContain(a.lbId);
+    // UDP is another transport: the same number is free on the same LB.
     expect(
-      (await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId, 'udp'))).status,
+      (await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, body(a.sgId, 'udp'))).status,
     ).toBe(201);
-    await call(t.app, token, 'DELETE', `/v1/load-balancers/${a.lbId}/listeners/${first.body.id}`);
-    expect((await call(t.app, token, 'POST', `/v1/load-balancers/${b.lbId}/listeners`, body(b.sgId))).status).toBe(201);
   });
 
   it('two LBs on one port of a node (a database from before the API refused it): the second waits, and gets the port once the first lets it go', async () => {

@@ -19,9 +19,11 @@ describe('load balancer lifecycle', () => {
       placement: { mode: 'all', nodeCount: null },
       status: 'provisioning',
       configVersion: 1,
-      addresses: [],
+      address: '127.1.0.1', // the lowest address of the default pool, 127.1.0.0/16
+      addresses: ['127.1.0.1'],
       tags: { env: 'prod' },
     });
+    expect(created.body.addressPoolId).toMatch(/^pool-[0-9a-z]{20}$/);
     expect(created.body.id).toMatch(/^lb-[0-9a-z]{20}$/);
     expect(created.body.dnsName).toBe(`${created.body.id}.slb.internal`);
     expect(created.headers.etag).toBe('"r1"');

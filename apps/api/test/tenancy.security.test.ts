@@ -63,6 +63,10 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   registerNode: 'admin',
   rotateNodeCredential: 'admin',
   deleteNode: 'admin',
+  listAddressPools: 'admin',
+  createAddressPool: 'admin',
+  getAddressPool: 'admin',
+  deleteAddressPool: 'admin',
   listTenants: 'admin',
   createTenant: 'admin',
   getTenant: 'admin',
@@ -109,6 +113,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   updateAcl: () => ({ name: 'x' }),
   updateNode: () => ({ drain: true }),
   registerNode: () => ({ kind: 'l4', address: '127.0.0.201' }),
+  createAddressPool: () => ({ cidr: '10.77.0.0/24' }),
   createTenant: () => ({ name: 'x' }),
   createToken: () => ({ name: 'x' }),
   putTenantBackendNetworks: () => ({ networks: ['0.0.0.0/0'] }),
@@ -119,6 +124,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
 let t: TestApp;
 const tenants: Fixture[] = [];
 let nodeId: string;
+let poolId: string;
 
 beforeAll(async () => {
   t = await makeApp();
@@ -128,7 +134,6 @@ beforeAll(async () => {
     const { lbId, sgId, servers } = await newLoadBalancer(t.app, token);
     const lsn = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'http',
-      // A frontend port serves one listener fleet-wide (LBs share their nodes' addresses).
       port: 80 + i,
       serverGroupId: sgId,
     });
@@ -164,12 +169,19 @@ beforeAll(async () => {
     .insert(nodes)
     .values({ id: nodeId, kind: 'l4', address: '127.0.0.9', createdAt: now, updatedAt: now })
     .run();
+  poolId = (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/address-pools')).body.items[0].id;
 });
 afterAll(() => t.close());
 
 /** The request for `op` aimed at `victim`'s resources (cluster routes name the victim's tenant and token). */
 function requestFor(op: Operation, victim: Fixture): { url: string; body?: unknown } {
-  const ids: Record<string, string> = { ...victim.ids, tenantId: victim.tenantId, tokenId: victim.tokenId, nodeId };
+  const ids: Record<string, string> = {
+    ...victim.ids,
+    tenantId: victim.tenantId,
+    tokenId: victim.tokenId,
+    nodeId,
+    poolId,
+  };
   const url = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
     const id = ids[name];
     if (!id) throw new Error(`no fixture for path parameter ${name} of ${op.operationId}: add one`);

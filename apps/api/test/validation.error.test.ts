@@ -233,15 +233,6 @@ const cases: Case[] = [
     '/body/serverGroupId',
   ],
   ['tcp port taken by tcp', 'POST', '$lb/listeners', lsn({ port: 80 }), 409, '/body/port'],
-  // Every LB serves on its nodes' addresses: another LB's port is taken too.
-  [
-    'tcp port taken by another LB',
-    'POST',
-    '$otherlb/listeners',
-    lsn({ port: 80, serverGroupId: '$othersg' }),
-    409,
-    '/body/port',
-  ],
   [
     'tcp port taken by http',
     'POST',

@@ -19,7 +19,7 @@ export interface paths {
         put?: never;
         /**
          * Create a load balancer
-         * @description Allocates a VIP and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.
+         * @description Allocates a VIP (the lowest free address of the address pools, or the `address` asked for: 409 `address_in_use` when taken, 422 when in no pool; 409 `address_pool_exhausted` when every pool is full) and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.
          */
         post: operations["createLoadBalancer"];
         delete?: never;
@@ -44,7 +44,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a load balancer
-         * @description Deletes it with its listeners, rules and server groups. 409 while `deletionProtection` is on.
+         * @description Deletes it with its listeners, rules and server groups; its VIP is held back from other tenants for a while (`SLB_VIP_HOLD_SECONDS`). 409 while `deletionProtection` is on.
          */
         delete: operations["deleteLoadBalancer"];
         options?: never;
@@ -191,7 +191,7 @@ export interface paths {
         put?: never;
         /**
          * Create a listener
-         * @description A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport, on any load balancer, is 409.
+         * @description A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport by this load balancer is 409; other load balancers have their own VIPs and may use the same port.
          */
         post: operations["createListener"];
         delete?: never;
@@ -492,6 +492,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/address-pools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List address pools (admin)
+         * @description The VIP pools load balancers get their addresses from, oldest first (the order they are used in), with capacity and usage.
+         */
+        get: operations["listAddressPools"];
+        put?: never;
+        /**
+         * Create an address pool (admin)
+         * @description A CIDR (IPv4 or IPv6) to allocate VIPs from. A pool overlapping another is 409 `address_pool_overlap`; an invalid CIDR 422.
+         */
+        post: operations["createAddressPool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/address-pools/{poolId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an address pool (admin)
+         * @description Its capacity, allocated and held addresses.
+         */
+        get: operations["getAddressPool"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an address pool (admin)
+         * @description Deletes it and the holds on its addresses. 409 `address_pool_in_use` while load balancers have addresses from it.
+         */
+        delete: operations["deleteAddressPool"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenants": {
         parameters: {
             query?: never;
@@ -681,6 +729,35 @@ export interface components {
         AddedServers: {
             items: components["schemas"]["Server"][];
         };
+        /** AddressPool */
+        AddressPool: {
+            /** @description pool- id */
+            id: string;
+            /** @description the network, canonical spelling (IPv4 or IPv6) */
+            cidr: string;
+            description: string;
+            /** @description addresses it can hand out: IPv4 without network and broadcast (below /31), IPv6 without the subnet-router anycast address (below /127); at most 2^32 */
+            capacity: number;
+            /** @description addresses load balancers hold */
+            allocated: number;
+            /** @description addresses of deleted load balancers, held back from others for a while */
+            held: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             */
+            updatedAt: string;
+        };
+        /** AddressPoolPage */
+        AddressPoolPage: {
+            items: components["schemas"]["AddressPool"][];
+            nextCursor: string | null;
+        };
         /** AddServers */
         AddServers: {
             servers: components["schemas"]["ServerInput"][];
@@ -739,6 +816,12 @@ export interface components {
                 cidr: string;
                 description?: string;
             }[];
+        };
+        /** CreateAddressPool */
+        CreateAddressPool: {
+            /** @description ADDRESS/PREFIX with no host bits set, e.g. 10.20.0.0/16; must not overlap another pool */
+            cidr: string;
+            description?: string;
         };
         /** CreateCertificate */
         CreateCertificate: {
@@ -812,6 +895,8 @@ export interface components {
         /** CreateLoadBalancer */
         CreateLoadBalancer: {
             name: string;
+            /** @description a specific VIP (IPv4 or IPv6) from an address pool: 409 address_in_use when taken, 422 when in no pool; absent: the lowest free one */
+            address?: string;
             /** @enum {string} */
             addressType?: "internet" | "intranet";
             placement?: {
@@ -946,6 +1031,8 @@ export interface components {
             maxConnections: number;
             /** @enum {string} */
             status: "running" | "stopped";
+            /** @description nodes that cannot bind its VIP:port, and why; retried until they do */
+            bindErrors: components["schemas"]["ListenerBindError"][];
             /**
              * Format: date-time
              * @description RFC 3339 UTC timestamp
@@ -956,6 +1043,11 @@ export interface components {
              * @description RFC 3339 UTC timestamp
              */
             updatedAt: string;
+        };
+        /** ListenerBindError */
+        ListenerBindError: {
+            nodeId: string;
+            reason: string;
         };
         /** ListenerPage */
         ListenerPage: {
@@ -984,7 +1076,9 @@ export interface components {
             status: "provisioning" | "active";
             /** @description bumped by every change to the LB or anything under it */
             configVersion: number;
-            /** @description addresses of the L4 nodes hosting it */
+            address: string | null;
+            addressPoolId: string | null;
+            /** @description the addresses clients reach it on: its VIP */
             addresses: string[];
             /** @description the nodes serving it and whether each has applied its latest change: the L4 nodes hosting it, and every L7 node when it has HTTP or HTTPS listeners */
             nodes: {
@@ -995,6 +1089,13 @@ export interface components {
                 online: boolean;
                 /** @description the node acked a config carrying this configVersion */
                 converged: boolean;
+                /** @description why the node does not serve it (e.g. a VIP it cannot bind) */
+                error?: string;
+                /**
+                 * @description active-standby nodes: whether this one carries the VIP
+                 * @enum {string}
+                 */
+                role?: "active" | "standby";
             }[];
             dnsName: string;
             /**
@@ -1032,6 +1133,7 @@ export interface components {
             appliedConfigVersion: number;
             lastHeartbeatAt: string | null;
             lastError: string | null;
+            vipMode: ("active-active" | "active-standby") | null;
             load: {
                 activeConnections: number;
                 newConnectionsPerSecond: number;
@@ -1127,6 +1229,7 @@ export interface components {
             appliedConfigVersion: number;
             lastHeartbeatAt: string | null;
             lastError: string | null;
+            vipMode: ("active-active" | "active-standby") | null;
             load: {
                 activeConnections: number;
                 newConnectionsPerSecond: number;
@@ -2810,6 +2913,118 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listAddressPools: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of address pools */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddressPoolPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    createAddressPool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAddressPool"];
+            };
+        };
+        responses: {
+            /** @description Created: The address pool */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddressPool"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getAddressPool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address pool */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddressPool"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    deleteAddressPool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
         };
     };

@@ -12,6 +12,7 @@ export const ID_PREFIX = {
   certificate: 'cert',
   acl: 'acl',
   node: 'node',
+  addressPool: 'pool',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

@@ -1,4 +1,6 @@
 export * from './acl.js';
+export * from './address-pool.js';
+export * from './address-range.js';
 export * from './backend-networks.js';
 export * from './backend-policy.js';
 export * from './certificate.js';

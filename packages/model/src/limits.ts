@@ -36,3 +36,10 @@ export const MAX_COOKIE_NAME_LENGTH = 200;
 export const CIDR_PATTERN = '^[0-9a-fA-F:.]+(/[0-9]{1,3})?$';
 export const CidrText = (description: string) =>
   Type.String({ minLength: 2, maxLength: 49, pattern: CIDR_PATTERN, description });
+
+/**
+ * The ports L7 nodes serve http/https listeners on, one per listener, allocated by the API when the
+ * listener is created (lowest free one): [L7_PORT_BASE, L7_PORT_BASE + L7_PORT_RANGE).
+ */
+export const L7_PORT_BASE = 20000;
+export const L7_PORT_RANGE = 20000;

@@ -134,6 +134,13 @@ const listenerOptions = {
   maxConnections: Type.Optional(MaxConnections),
 };
 
+/** A node that cannot bind a listener's VIP:port, as the node reported it. */
+export const ListenerBindError = Type.Object(
+  { nodeId: Type.String(), reason: Type.String() },
+  { title: 'ListenerBindError', additionalProperties: false },
+);
+export type ListenerBindError = Static<typeof ListenerBindError>;
+
 export const CreateListener = StrictObject(
   { protocol: Protocol, port: Port, serverGroupId: Type.String({ minLength: 1, maxLength: 64 }), ...listenerOptions },
   { title: 'CreateListener' },
@@ -170,6 +177,9 @@ export const Listener = Type.Object(
     description: Type.String(),
     maxConnections: Type.Integer({ description: 'concurrent connections or flows per node' }),
     status: ListenerStatus,
+    bindErrors: Type.Array(ListenerBindError, {
+      description: 'nodes that cannot bind its VIP:port, and why; retried until they do',
+    }),
     ...Timestamps,
   },
   { title: 'Listener' },

@@ -24,7 +24,14 @@ export const LoadBalancer = Type.Object(
     tags: Type.Record(Type.String(), Type.String()),
     status: LoadBalancerStatus,
     configVersion: Type.Integer({ description: 'bumped by every change to the LB or anything under it' }),
-    addresses: Type.Array(Type.String(), { description: 'addresses of the L4 nodes hosting it' }),
+    address: Nullable(
+      Type.String({
+        description:
+          'its VIP, from an address pool; null only for a load balancer from before VIPs that no pool had room for at the upgrade (it gets one at the next start that finds room)',
+      }),
+    ),
+    addressPoolId: Nullable(ResourceId('addressPool')),
+    addresses: Type.Array(Type.String(), { description: 'the addresses clients reach it on: its VIP' }),
     nodes: Type.Array(
       Type.Object({
         nodeId: Type.String(),
@@ -32,6 +39,12 @@ export const LoadBalancer = Type.Object(
         address: Type.String(),
         online: Type.Boolean(),
         converged: Type.Boolean({ description: 'the node acked a config carrying this configVersion' }),
+        error: Type.Optional(
+          Type.String({ description: 'why the node does not serve it (e.g. a VIP it cannot bind)' }),
+        ),
+        role: Type.Optional(
+          StringEnum(['active', 'standby'], { description: 'active-standby nodes: whether this one carries the VIP' }),
+        ),
       }),
       {
         description:
@@ -48,6 +61,14 @@ export type LoadBalancer = Static<typeof LoadBalancer>;
 export const CreateLoadBalancer = StrictObject(
   {
     name: Name,
+    address: Type.Optional(
+      Type.String({
+        minLength: 2,
+        maxLength: 45,
+        description:
+          'a specific VIP (IPv4 or IPv6) from an address pool: 409 address_in_use when taken, 422 when in no pool; absent: the lowest free one',
+      }),
+    ),
     addressType: Type.Optional(AddressType),
     placement: Type.Optional(Placement),
     deletionProtection: Type.Optional(Type.Boolean()),

@@ -27,6 +27,12 @@ export const Node = Type.Object(
     appliedConfigVersion: Type.Integer(),
     lastHeartbeatAt: Nullable(Type.String({ format: 'date-time' })),
     lastError: Nullable(Type.String()),
+    vipMode: Nullable(
+      StringEnum(['active-active', 'active-standby'], {
+        description:
+          'how the node serves VIPs: all nodes at once (SO_REUSEPORT) or one carrying each; null: not connected since the upgrade',
+      }),
+    ),
     load: NodeLoad,
     ...Timestamps,
   },

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 
-/** The range of ports L7 nodes serve HTTP/HTTPS listeners on, one port per listener. */
-export const L7_PORT_BASE = 20000;
-export const L7_PORT_RANGE = 20000;
+import { L7_PORT_BASE, L7_PORT_RANGE } from '@slb/model';
+
+/** The range of ports L7 nodes serve HTTP/HTTPS listeners on, one port per listener (now in @slb/model). */
+export { L7_PORT_BASE, L7_PORT_RANGE };
 
 /**
  * Assigns each http/https listener a port on the L7 nodes: a hash of its id, probing forward on a
- * collision. Deterministic for a given set of listeners, so every compile (and every node) agrees.
+ * collision. Superseded by listeners.l7_port, allocated at create (services/l7-ports.ts); kept until the
+ * compiler reads that column. Deterministic for a given set of listeners, so every compile (and every node) agrees.
  */
 export function assignL7Ports(listenerIds: string[]): Map<string, number> {
   const taken = new Set<number>();

@@ -7,6 +7,8 @@ import { askUdp } from '../../test/dns-client.js';
 import { answer, DnsResponder } from './responder.js';
 
 const LB = 'lb-01m8ner50mnhdg38k7n0';
+// The lookup is LoadBalancerService.addressesOf (an LB's VIP; test/vips.test.ts); a table here, so the
+// responder is tested on more than one address and both families.
 const table: Record<string, string[]> = { [LB]: ['127.0.0.11', '127.0.0.12', '::1'] };
 const responder = new DnsResponder('slb.internal', (id) => table[id] ?? null, { warn: () => {} });
 let port: number;
@@ -27,7 +29,7 @@ const query = (name: string, type: 'A' | 'AAAA' = 'A') =>
   });
 
 describe('DNS responder', () => {
-  it('answers A records of the nodes hosting an LB, with a 5 s TTL', async () => {
+  it('answers A records of an LB, with a 5 s TTL', async () => {
     const reply = dnsPacket.decode((await queryUdp(query(`${LB}.slb.internal`)))!);
     expect(reply.id).toBe(42);
     expect(reply.rcode).toBe('NOERROR');
@@ -35,7 +37,7 @@ describe('DNS responder', () => {
     expect(reply.answers?.every((a) => (a as { ttl: number }).ttl === 5)).toBe(true);
   });
 
-  it('answers AAAA for IPv6 nodes, and is case-insensitive', async () => {
+  it('answers AAAA for IPv6 addresses, and is case-insensitive', async () => {
     const reply = dnsPacket.decode((await queryUdp(query(`${LB.toUpperCase()}.SLB.internal`, 'AAAA')))!);
     expect(reply.answers?.map((a) => (a as { data: string }).data)).toEqual(['::1']);
   });

@@ -11,7 +11,7 @@ export interface DnsLogger {
   warn(obj: object, msg?: string): void;
 }
 
-/** Addresses of the online nodes hosting `lbId`, or null when no such LB exists. */
+/** The addresses of `lbId` (its VIP), or null when no such LB exists. */
 export type LbAddressLookup = (lbId: string) => string[] | null;
 
 // dns-packet encodes the response code as the low 4 bits of `flags`.

@@ -11,7 +11,7 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   ],
   createLoadBalancer: [
     'Create a load balancer',
-    'Allocates a VIP and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.',
+    'Allocates a VIP (the lowest free address of the address pools, or the `address` asked for: 409 `address_in_use` when taken, 422 when in no pool; 409 `address_pool_exhausted` when every pool is full) and places the load balancer on L4 nodes. `status` is `provisioning` until every online node serving it applied the change. Retry safely with an `Idempotency-Key`.',
   ],
   getLoadBalancer: [
     'Get a load balancer',
@@ -23,7 +23,7 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   ],
   deleteLoadBalancer: [
     'Delete a load balancer',
-    'Deletes it with its listeners, rules and server groups. 409 while `deletionProtection` is on.',
+    'Deletes it with its listeners, rules and server groups; its VIP is held back from other tenants for a while (`SLB_VIP_HOLD_SECONDS`). 409 while `deletionProtection` is on.',
   ],
   getLoadBalancerHealth: [
     'Get backend health',
@@ -50,7 +50,7 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   listListeners: ['List listeners', "The load balancer's listeners, paginated."],
   createListener: [
     'Create a listener',
-    'A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport, on any load balancer, is 409.',
+    'A frontend port (TCP, UDP, HTTP or HTTPS) forwarding to a server group, with its scheduler, health check and session options. A port already used on the same transport by this load balancer is 409; other load balancers have their own VIPs and may use the same port.',
   ],
   getListener: ['Get a listener', 'The listener, its status and its settings.'],
   updateListener: ['Update a listener', 'Changes its settings; `If-Match` makes the change conditional.'],
@@ -86,6 +86,19 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   updateNode: ['Update a node (admin)', 'Changes its capacity weight or drains it.'],
   deleteNode: ['Delete a node (admin)', 'Removes the node from the fleet.'],
   rotateNodeCredential: ['Rotate a node credential (admin)', 'A new one-time join token for the node.'],
+  listAddressPools: [
+    'List address pools (admin)',
+    'The VIP pools load balancers get their addresses from, oldest first (the order they are used in), with capacity and usage.',
+  ],
+  createAddressPool: [
+    'Create an address pool (admin)',
+    'A CIDR (IPv4 or IPv6) to allocate VIPs from. A pool overlapping another is 409 `address_pool_overlap`; an invalid CIDR 422.',
+  ],
+  getAddressPool: ['Get an address pool (admin)', 'Its capacity, allocated and held addresses.'],
+  deleteAddressPool: [
+    'Delete an address pool (admin)',
+    'Deletes it and the holds on its addresses. 409 `address_pool_in_use` while load balancers have addresses from it.',
+  ],
   listTenants: ['List tenants (admin)', 'Every tenant, paginated.'],
   createTenant: ['Create a tenant (admin)', 'A tenant owns load balancers, certificates and ACLs.'],
   getTenant: ['Get a tenant (admin)', 'One tenant.'],
@@ -117,6 +130,10 @@ export const TAGS = [
   { name: 'certificates', description: 'TLS certificates and keys for HTTPS listeners; keys are never returned.' },
   { name: 'acls', description: 'Access control lists: CIDRs a listener allows or denies.' },
   { name: 'nodes', description: 'The L4 and L7 forwarding fleet (admin only).' },
+  {
+    name: 'address-pools',
+    description: "The L4 cluster's VIP pools load balancers get their addresses from (admin only).",
+  },
   { name: 'tenants', description: 'Tenants, their API tokens and backend networks (admin only).' },
   { name: 'quotas', description: 'Per-tenant limits on resources, with their usage.' },
 ] as const;

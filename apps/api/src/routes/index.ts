@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { aclRoutes } from './acls.js';
+import { addressPoolRoutes } from './address-pools.js';
 import { backendNetworkRoutes } from './backend-networks.js';
 import { certificateRoutes } from './certificates.js';
 import { listenerRoutes } from './listeners.js';
@@ -18,6 +19,7 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(certificateRoutes);
   await app.register(aclRoutes);
   await app.register(nodeRoutes);
+  await app.register(addressPoolRoutes);
   await app.register(tenantRoutes);
   await app.register(backendNetworkRoutes);
 

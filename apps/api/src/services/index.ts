@@ -2,17 +2,19 @@ import type { Db } from '@slb/db';
 import type { QuotaLimits } from '@slb/model';
 import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
+import { AddressPoolService } from './address-pools.js';
 import type { Authenticator } from './auth.js';
 import { type BackendPolicyOptions, BackendPolicyService } from './backend-policy.js';
 import { CertificateService } from './certificates.js';
 import { HealthService } from './health.js';
-import { ListenerService } from './listeners.js';
+import { type ListenerRuntimeView, ListenerService } from './listeners.js';
 import { LoadBalancerService, type RuntimeView } from './load-balancers.js';
 import { NodeService } from './nodes.js';
 import { QuotaService } from './quotas.js';
 import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
+import { VipAllocator } from './vip-allocator.js';
 
 export function createServices(
   db: Db,
@@ -24,14 +26,22 @@ export function createServices(
   quotaDefaults?: QuotaLimits,
   /** Encrypts a private key for storage (SecretBox.seal); identity when absent. */
   sealSecret: (plain: string) => string = (plain) => plain,
+  /** Seconds a deleted LB's VIP is kept from other tenants (SLB_VIP_HOLD_SECONDS); default 300. */
+  vipHoldSeconds?: number,
+  /** Nodes that cannot bind each listener (the control hub's view); none when absent. */
+  listenerErrors?: ListenerRuntimeView,
 ) {
   const quotas = new QuotaService(db, quotaDefaults);
-  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas);
+  const addressPools = new AddressPoolService(db);
+  const vips = new VipAllocator(db, addressPools, vipHoldSeconds);
+  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas, vips);
   const policy = new BackendPolicyService(db, backendPolicy);
   const serverGroups = new ServerGroupService(db, loadBalancers, policy, quotas);
-  const listeners = new ListenerService(db, loadBalancers, serverGroups, quotas);
+  const listeners = new ListenerService(db, loadBalancers, serverGroups, quotas, listenerErrors);
   return {
     quotas,
+    addressPools,
+    vips,
     loadBalancers,
     backendPolicy: policy,
     serverGroups,

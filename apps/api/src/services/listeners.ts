@@ -2,6 +2,7 @@ import { acls, certificates, type Db, listeners, newId, rules } from '@slb/db';
 import {
   type CreateListener,
   type Listener,
+  type ListenerBindError,
   type ListQuery,
   MAX_LISTENERS_PER_NODE,
   transportOf,
@@ -12,11 +13,15 @@ import { defaultSettings, type ListenerSettings, resolveSettings } from '../doma
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { backendPortsOf } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
+import { allocateL7Port, servedByL7 } from './l7-ports.js';
 import type { LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
 export type ListenerRow = typeof listeners.$inferSelect;
+
+/** The nodes that cannot bind a listener's VIP:port, and why: the control hub knows, the database does not. */
+export type ListenerRuntimeView = (listenerId: string) => ListenerBindError[];
 
 function settingsOf(row: ListenerRow): ListenerSettings {
   return {
@@ -50,6 +55,7 @@ export class ListenerService {
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
     private readonly quotas?: QuotaService,
+    private readonly bindErrors: ListenerRuntimeView = () => [],
   ) {}
 
   toApi(row: ListenerRow): Listener {
@@ -61,6 +67,7 @@ export class ListenerService {
       serverGroupId: row.serverGroupId,
       status: row.status,
       ...settingsOf(row),
+      bindErrors: this.bindErrors(row.id),
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
     };
@@ -124,26 +131,22 @@ export class ListenerService {
   }
 
   /**
-   * Every LB's address is that of the nodes hosting it, and any two LBs can come to share a node (`all`
-   * placement, or a re-placement after a node failure): a frontend port is the fleet's, not the LB's. A
-   * second listener on a taken port would never be served (the node keeps the first) and its LB would stay
-   * `provisioning` for good, so it is refused here. Another tenant's LB is not named.
+   * Each LB has its own VIP, so a frontend port is unique per LB and transport only: another LB (any
+   * tenant's) may use the same port. Checked first for a clear answer; the unique index still decides.
    */
-  private checkPortFree(tenantId: string, lbId: string, protocol: ListenerRow['protocol'], port: number): void {
-    const transport = transportOf(protocol);
+  private checkPortFree(lbId: string, protocol: ListenerRow['protocol'], port: number): void {
     const clash = this.db
-      .select({ lbId: listeners.loadBalancerId, tenantId: listeners.tenantId })
+      .select({ id: listeners.id })
       .from(listeners)
-      .where(and(eq(listeners.transport, transport), eq(listeners.port, port)))
+      .where(
+        and(
+          eq(listeners.loadBalancerId, lbId),
+          eq(listeners.transport, transportOf(protocol)),
+          eq(listeners.port, port),
+        ),
+      )
       .get();
-    if (!clash) return;
-    if (clash.lbId === lbId) throw this.portConflict(lbId, protocol, port);
-    const owner = clash.tenantId === tenantId ? `load balancer ${clash.lbId}` : 'another load balancer';
-    throw new ApiError(
-      'conflict',
-      `port ${port}/${transport} is already used by ${owner}: load balancers share their nodes' addresses, so a frontend port serves one listener fleet-wide`,
-      [{ path: '/body/port', message: 'already in use on the shared node addresses' }],
-    );
+    if (clash) throw this.portConflict(lbId, protocol, port);
   }
 
   /**
@@ -175,7 +178,7 @@ export class ListenerService {
       this.checkReferences(lb.tenantId, settings);
       this.groups.checkListenerBackends(lb.tenantId, [serverGroupId], backendPortsOf(settings));
       const transport = transportOf(protocol);
-      this.checkPortFree(lb.tenantId, lbId, protocol, port);
+      this.checkPortFree(lbId, protocol, port);
       this.checkFleetRoom();
       this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
       this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
@@ -191,6 +194,7 @@ export class ListenerService {
         serverGroupId,
         status: 'running',
         ...settingsColumns(settings),
+        l7Port: servedByL7(protocol) ? allocateL7Port(this.db) : null,
         revision: 1,
         createdAt: now,
         updatedAt: now,

@@ -4,8 +4,9 @@ import type Database from 'better-sqlite3';
 import { and, asc, eq, getTableColumns, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { AuthContext } from './auth.js';
-import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
+import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, tenantFilter, toPage } from './common.js';
 import type { QuotaService } from './quotas.js';
+import type { VipAllocator } from './vip-allocator.js';
 
 type LoadBalancerRow = typeof loadBalancers.$inferSelect;
 export const DEFAULT_DNS_ZONE = 'slb.internal';
@@ -21,7 +22,10 @@ function fromSql(raw: unknown): LoadBalancerRow | undefined {
   };
 }
 
-/** Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. */
+/**
+ * Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. (Its
+ * `addresses` are no longer read: an LB's address is its VIP, from the database.)
+ */
 export type RuntimeView = (lbId: string, configVersion: number) => Pick<LoadBalancer, 'status' | 'addresses' | 'nodes'>;
 
 export function checkPlacement(placement: Placement): void {
@@ -44,6 +48,7 @@ export class LoadBalancerService {
     private readonly runtime: RuntimeView,
     private readonly dnsZone = DEFAULT_DNS_ZONE,
     private readonly quotas?: QuotaService,
+    private readonly vips?: VipAllocator,
   ) {
     // Plain better-sqlite3 statements: this read runs on every GET of an LB, and the query builder's
     // per-call mapping was a measurable share of it.
@@ -60,7 +65,7 @@ export class LoadBalancerService {
   }
 
   toApi(row: LoadBalancerRow): LoadBalancer {
-    const { status, addresses, nodes } = this.runtime(row.id, row.configVersion);
+    const { status, nodes } = this.runtime(row.id, row.configVersion);
     return {
       id: row.id,
       tenantId: row.tenantId,
@@ -71,7 +76,9 @@ export class LoadBalancerService {
       tags: row.tags,
       status,
       configVersion: row.configVersion,
-      addresses,
+      address: row.address,
+      addressPoolId: row.addressPoolId,
+      addresses: row.address === null ? [] : [row.address],
       nodes,
       dnsName: `${row.id}.${this.dnsZone}`,
       createdAt: row.createdAt,
@@ -86,10 +93,11 @@ export class LoadBalancerService {
     return row;
   }
 
-  /** For the DNS responder: the addresses serving an LB, or null when there is no such LB. */
+  /** For the DNS responder: the LB's VIP (none before it has one), or null when there is no such LB. */
   addressesOf(id: string): string[] | null {
     const row = this.byId.get({ id });
-    return row ? this.runtime(row.id, row.configVersion).addresses : null;
+    if (!row) return null;
+    return row.address === null ? [] : [row.address];
   }
 
   list(scope: Scope, query: ListQuery) {
@@ -118,19 +126,31 @@ export class LoadBalancerService {
       deletionProtection: input.deletionProtection ?? false,
       tags: input.tags ?? {},
       configVersion: 1,
+      address: null,
+      addressPoolId: null,
       revision: 1,
       createdAt: now,
       updatedAt: now,
     };
-    // Immediate: the count and the insert hold the write lock together, even across processes.
-    this.db.transaction(
+    // Immediate: the count, the VIP pick and the insert hold the write lock together, even across processes.
+    return this.db.transaction(
       () => {
         this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
-        this.db.insert(loadBalancers).values(row).run();
+        const vip = this.vips?.allocate(auth.tenantId, input.address);
+        const withVip = { ...row, address: vip?.address ?? null, addressPoolId: vip?.poolId ?? null };
+        try {
+          this.db.insert(loadBalancers).values(withVip).run();
+        } catch (err) {
+          // Only the unique VIP index can clash here; the lock makes it a second line of defence.
+          if (isUniqueViolation(err)) {
+            throw new ApiError('address_in_use', `${withVip.address} is not available: another load balancer has it`);
+          }
+          throw err;
+        }
+        return withVip;
       },
       { behavior: 'immediate' },
     );
-    return row;
   }
 
   update(scope: Scope, id: string, input: UpdateLoadBalancer, ifMatch?: string): LoadBalancerRow {
@@ -161,6 +181,7 @@ export class LoadBalancerService {
         throw new ApiError('deletion_protected', `load balancer ${id} has deletionProtection on; turn it off first`);
       }
       this.db.delete(loadBalancers).where(eq(loadBalancers.id, id)).run();
+      this.vips?.hold(row);
     });
   }
 

@@ -24,6 +24,7 @@ export function toNode(r: NodeRow, now = Date.now()): Node {
     appliedConfigVersion: r.appliedConfigVersion,
     lastHeartbeatAt: r.lastHeartbeatAt,
     lastError: r.lastError,
+    vipMode: r.vipMode,
     load: {
       activeConnections: r.activeConnections,
       newConnectionsPerSecond: r.newConnectionsPerSecond,

@@ -1,4 +1,6 @@
 export * from './acls.js';
+export * from './address-holds.js';
+export * from './address-pools.js';
 export * from './certificates.js';
 export * from './cluster.js';
 export * from './idempotency-keys.js';

@@ -1,4 +1,5 @@
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type HealthCheck, type StickySession } from '@slb/model';
+import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { acls } from './acls.js';
 import { certificates } from './certificates.js';
@@ -44,13 +45,14 @@ export const listeners = sqliteTable(
     /** Concurrent connections or flows per node; the default fills the rows that predate the column. */
     maxConnections: integer('max_connections').notNull().default(DEFAULT_LISTENER_MAX_CONNECTIONS),
     status: text('status', { enum: ['running', 'stopped'] }).notNull(),
+    /** http/https: the port the L7 nodes serve it on, allocated at create; null for tcp/udp. */
+    l7Port: integer('l7_port'),
     ...revision,
     ...timestamps,
   },
   (t) => [
     uniqueIndex('listeners_port_uq').on(t.loadBalancerId, t.transport, t.port),
     index('listeners_sg_idx').on(t.serverGroupId),
-    // The fleet-wide frontend port check at create (load balancers share their nodes' addresses).
-    index('listeners_transport_port_idx').on(t.transport, t.port),
+    uniqueIndex('listeners_l7_port_uq').on(t.l7Port).where(sql`${t.l7Port} IS NOT NULL`),
   ],
 );

@@ -1,4 +1,5 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { addressPools } from './address-pools.js';
 import { revision, timestamps } from './columns.js';
 import { tenants } from './tenants.js';
 
@@ -17,8 +18,18 @@ export const loadBalancers = sqliteTable(
     tags: text('tags', { mode: 'json' }).$type<Record<string, string>>().notNull(),
     /** Bumped by any change to the LB or anything under it; nodes ack the version they applied. */
     configVersion: integer('config_version').notNull().default(1),
+    /**
+     * Its VIP (canonical spelling). Nullable only for rows from before VIPs, which the API fills at start;
+     * unique, so two creates can never be given the same address.
+     */
+    address: text('address'),
+    addressPoolId: text('address_pool_id').references(() => addressPools.id),
     ...revision,
     ...timestamps,
   },
-  (t) => [index('load_balancers_tenant_idx').on(t.tenantId, t.id)],
+  (t) => [
+    index('load_balancers_tenant_idx').on(t.tenantId, t.id),
+    uniqueIndex('load_balancers_address_uq').on(t.address),
+    index('load_balancers_pool_idx').on(t.addressPoolId),
+  ],
 );

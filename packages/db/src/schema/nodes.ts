@@ -14,6 +14,8 @@ export const nodes = sqliteTable(
     appliedConfigVersion: integer('applied_config_version').notNull().default(0),
     lastHeartbeatAt: text('last_heartbeat_at'),
     lastError: text('last_error'),
+    /** How it serves VIPs, as it last reported: null until it connects after the upgrade that added VIPs. */
+    vipMode: text('vip_mode', { enum: ['active-active', 'active-standby'] }),
     activeConnections: integer('active_connections').notNull().default(0),
     newConnectionsPerSecond: real('new_connections_per_second').notNull().default(0),
     requestsPerSecond: real('requests_per_second').notNull().default(0),
