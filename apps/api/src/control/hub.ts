@@ -257,11 +257,6 @@ export class ControlHub {
     ws.on('close', () => this.changed());
   }
 
-  /** The nodes that cannot bind a listener's VIP:port, and why (a stub until the nodes report it). */
-  listenerErrors(_listenerId: string): { nodeId: string; reason: string }[] {
-    return [];
-  }
-
   /**
    * Addresses, status and per-node convergence of an LB. Its HTTP/HTTPS traffic also passes every L7 node,
    * so with such listeners it is `active` only once the online L7 nodes applied the change too: an LB shown
