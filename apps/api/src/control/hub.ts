@@ -4,6 +4,7 @@ import {
   CONTROL_CHANNEL_MAX_BYTES,
   type ControllerMessage,
   type HelloMessage,
+  L7_PORT_BASE,
   type L7NodeSnapshot,
   type ListenerFailure,
   type NodeLoadReport,
@@ -24,7 +25,6 @@ import {
   lbsByIds,
   listLbs,
 } from './compiler.js';
-import { L7_PORT_BASE } from './l7-port.js';
 import { l4NodeAddresses } from './l7-trust.js';
 import type { NodeIdentity } from './node-credentials.js';
 import { clampLoad } from './node-reports.js';
@@ -543,10 +543,7 @@ export class ControlHub {
     const stale = this.lbs
       .filter((lb) => {
         const cached = this.compiled.get(lb.id);
-        return (
-          !cached ||
-          cached.configVersion !== lb.configVersion || this.dirty.has(lb.id)
-        );
+        return !cached || cached.configVersion !== lb.configVersion || this.dirty.has(lb.id);
       })
       .map((lb) => lb.id);
     this.dirty.clear();

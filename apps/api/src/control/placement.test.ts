@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { assignL7Ports, L7_PORT_BASE, L7_PORT_RANGE } from './l7-port.js';
 import { type PlacementNode, place, points } from './placement.js';
 
 const node = (id: string, capacityWeight = 100, activeConnections = 0): PlacementNode => ({
@@ -55,15 +54,5 @@ describe('placement', () => {
     expect([...place(lbs, nodes, new Map())]).toEqual(
       [...place([...lbs].reverse(), [...nodes].reverse(), new Map())].sort(),
     );
-  });
-});
-
-describe('L7 ports', () => {
-  it('gives every listener its own port in the range, stably', () => {
-    const ids = Array.from({ length: 2000 }, (_, i) => `lsn-${String(i).padStart(20, '0')}`);
-    const ports = assignL7Ports(ids);
-    expect(new Set(ports.values()).size).toBe(ids.length);
-    for (const p of ports.values()) expect(p >= L7_PORT_BASE && p < L7_PORT_BASE + L7_PORT_RANGE).toBe(true);
-    expect(assignL7Ports([...ids].reverse())).toEqual(ports);
   });
 });

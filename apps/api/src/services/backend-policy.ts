@@ -10,13 +10,14 @@ import {
   formatNetwork,
   type IpNetwork,
   type IpValue,
+  L7_PORT_BASE,
+  L7_PORT_RANGE,
   parseDenyRule,
   parseIp,
   parseNetwork,
   type SnapshotBackendDeny,
 } from '@slb/model';
 import { eq, inArray, or } from 'drizzle-orm';
-import { L7_PORT_BASE, L7_PORT_RANGE } from '../control/l7-port.js';
 import { cidrProblem } from '../domain/cidr.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { nowIso } from './common.js';
