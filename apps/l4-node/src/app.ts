@@ -1,9 +1,16 @@
 import type { ListenerFailure, NodeSnapshot, SnapshotListener } from '@slb/model';
-import { BackendGuard, reusePortByVersion, type SessionSync, type SnapshotChange } from '@slb/node-runtime';
+import {
+  BackendGuard,
+  BindRetries,
+  type BindRetryOptions,
+  bindFailureReason,
+  reusePortByVersion,
+  type SessionSync,
+  type SnapshotChange,
+} from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
-import { BindRetries, type BindRetryOptions, bindFailureReason } from './bind-retry.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';
 import { L4Metrics } from './metrics.js';

@@ -1,4 +1,4 @@
-import { reconnectDelay } from '@slb/node-runtime';
+import { reconnectDelay } from './backoff.js';
 
 /** First wait before a failed bind is tried again, ms. */
 export const BIND_RETRY_BASE_MS = 250;
