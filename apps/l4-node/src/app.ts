@@ -1,11 +1,21 @@
 import type { ListenerFailure, NodeSnapshot, SnapshotListener } from '@slb/model';
-import { BackendGuard, type SessionSync, type SnapshotChange } from '@slb/node-runtime';
+import {
+  BackendGuard,
+  BindRetries,
+  type BindRetryOptions,
+  bindFailureReason,
+  reusePortByVersion,
+  type SessionSync,
+  type SnapshotChange,
+} from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';
 import { L4Metrics } from './metrics.js';
+import { RAW_TCP_REUSEPORT } from './raw-tcp.js';
+import { upstreamSource } from './source-address.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
 
@@ -19,6 +29,20 @@ export interface L4NodeOptions {
   readonly sync?: SessionSync;
   /** Per-client caps and the UDP unreplied timeout. Default {@link DEFAULT_NODE_LIMITS}. */
   readonly limits?: Partial<NodeLimits>;
+  /**
+   * The node's own address (SLB_NODE_ADDRESS), the source of every upstream connection (to L7 nodes and
+   * backends): listeners bind the LB's VIP, which is not this node's alone. Default none, and so for a
+   * wildcard or a host name: the kernel chooses.
+   */
+  readonly sourceAddress?: string;
+  /**
+   * This runtime can share an address:port with peer nodes (SO_REUSEPORT), as main.ts probed it. Default:
+   * what the raw TCP bindings and the Node.js version say. Listeners asking for `reusePort` on a runtime
+   * without it bind exclusively (one warning per node): the hub should not have asked.
+   */
+  readonly reusePort?: boolean;
+  /** Backoff of the bind retries of listeners that could not bind. Default 250 ms doubling to 5 s, jittered. */
+  readonly bindRetry?: BindRetryOptions;
 }
 
 type AnyListener = TcpListener | UdpListener;
@@ -34,6 +58,8 @@ async function withConcurrency<T>(items: T[], limit: number, work: (item: T) => 
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
+
+const isHttp = (l: SnapshotListener) => l.protocol === 'http' || l.protocol === 'https';
 
 function bindKeys(l: SnapshotListener): string[] {
   const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
@@ -53,7 +79,8 @@ function claimBinds(bound: Map<string, string>, l: SnapshotListener): void {
 /** What decides whether a listener can be updated in place or must be re-bound. */
 function bindSpec(l: SnapshotListener): string {
   const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
-  return `${transport}|${l.port}|${[...l.bindAddresses].sort().join(',')}`;
+  // reusePort is a bind option too: switching it means binding again.
+  return `${transport}|${l.port}|${[...l.bindAddresses].sort().join(',')}|${l.reusePort === true ? 'shared' : ''}`;
 }
 
 /**
@@ -70,11 +97,18 @@ function guardOf(s: NodeSnapshot): BackendGuard {
   return new BackendGuard({ deny: s.backendDeny, self: { addresses: [...addresses], ports } });
 }
 
+/** What every listener of the node is resolved with, whatever its config. */
+interface NodeSide {
+  readonly sourceAddress: string | undefined;
+  readonly reusePort: boolean;
+}
+
 /** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
 function resolve(
   l: SnapshotListener,
   s: NodeSnapshot,
   allowed: (b: SnapshotListener['backends'][number]) => boolean,
+  node: NodeSide,
 ): ResolvedListener {
   const acl = compileAcl(l.acl);
   if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
@@ -83,7 +117,7 @@ function resolve(
     if (servers.has(b.serverId)) throw new Error(`backends/${j}/serverId: duplicate ${b.serverId}`);
     servers.add(b.serverId);
   }
-  const l7 = l.protocol === 'http' || l.protocol === 'https';
+  const l7 = isHttp(l);
   const backends: BackendSpec[] = l7
     ? s.l7Nodes.map((n) => ({
         id: n.nodeId,
@@ -99,7 +133,14 @@ function resolve(
         weight: b.weight,
         healthy: b.healthy,
       }));
-  return { config: l, backends, proxyProtocol: l7 ? 'v2' : l.proxyProtocol, acl: acl.check, fromNodeAddress: l7 };
+  return {
+    config: l,
+    backends,
+    proxyProtocol: l7 ? 'v2' : l.proxyProtocol,
+    acl: acl.check,
+    sourceAddress: node.sourceAddress,
+    reusePort: l.reusePort === true && node.reusePort,
+  };
 }
 
 /**
@@ -113,7 +154,14 @@ export class L4Node {
   /** The snapshot object each running listener was last configured from. */
   private readonly applied = new Map<string, SnapshotListener>();
   private readonly deps: ListenerDeps;
+  private node: NodeSide;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Listeners that could not bind, each with the config it waits to serve; tried again by `retries`. */
+  private readonly retrying = new Map<string, { l: SnapshotListener; resolved: ResolvedListener }>();
+  private readonly retries: BindRetries;
+  /** Every listener of the applied config this node does not serve as sent, with why (see currentFailures). */
+  private readonly failures = new Map<string, string>();
+  private warnedReusePort = false;
   current: NodeSnapshot | undefined;
 
   /** Descriptors held by listeners, connections and flows, against the node's budget. */
@@ -132,6 +180,28 @@ export class L4Node {
       limits,
       fds: this.fds,
     };
+    this.node = {
+      sourceAddress: upstreamSource(options.sourceAddress),
+      reusePort: options.reusePort ?? (RAW_TCP_REUSEPORT && reusePortByVersion(process.version)),
+    };
+    this.retries = new BindRetries(options.bindRetry);
+  }
+
+  /**
+   * Sets the node's own address once it is known for sure (a node's credential carries the address the
+   * control plane registered): listeners built from then on connect upstream from it.
+   */
+  useSourceAddress(address: string | undefined): void {
+    this.node = { ...this.node, sourceAddress: upstreamSource(address) };
+  }
+
+  /**
+   * The listeners of the applied config this node does not serve as sent now: binds still being retried,
+   * and configs it could not build (those keep their last good config, if any). Sent in every heartbeat,
+   * so the control plane sees a failure heal (or appear) between two configs.
+   */
+  currentFailures(): ListenerFailure[] {
+    return [...this.failures].map(([listenerId, reason]) => ({ listenerId, reason }));
   }
 
   /**
@@ -147,6 +217,7 @@ export class L4Node {
 
   private fail(failed: ListenerFailure[], id: string, reason: string): void {
     failed.push({ listenerId: id, reason });
+    this.failures.set(id, reason);
     this.metrics.listenerFailures.inc();
     this.options.logger.error({ listener: id, reason }, 'listener not applied; the others are');
   }
@@ -168,11 +239,25 @@ export class L4Node {
       ];
     } else {
       const wanted = new Map(s.listeners.map((l) => [l.id, l]));
-      candidates = [...this.listeners.keys()].map((id) => [id, wanted.get(id)]);
+      candidates = [...this.listeners.keys(), ...this.retrying.keys()].map((id) => [id, wanted.get(id)]);
       upserts = s.listeners;
+      // A full snapshot restates every listener: failures of those it no longer has are gone with them.
+      for (const id of this.failures.keys()) if (!wanted.has(id)) this.failures.delete(id);
     }
+    if (partial) for (const id of change.remove) this.failures.delete(id);
+    const l7Changed =
+      !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
     // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
     for (const [id, next] of candidates) {
+      const waiting = this.retrying.get(id);
+      if (waiting !== undefined) {
+        // Still waiting for its port with the config it failed with: a new config is tried at once instead.
+        if (next === undefined || next !== waiting.l || (isHttp(next) && l7Changed)) {
+          this.stopRetrying(id);
+          log.info({ listener: id }, next ? 'bind retry replaced by the new config' : 'bind retry dropped');
+        }
+        continue;
+      }
       const listener = this.listeners.get(id);
       if (listener === undefined) continue;
       // The same object as last time (a delta's untouched listener) binds the same: no spec to build.
@@ -185,8 +270,6 @@ export class L4Node {
     }
     // A delta carries the unchanged listeners as the very same objects: those are skipped without work,
     // which matters when a node serves thousands of listeners and one server's weight changed.
-    const l7Changed =
-      !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
     const starting: { l: SnapshotListener; listener: AnyListener }[] = [];
     const guard = guardOf(s);
     const allowed = (listenerId: string) => (b: SnapshotListener['backends'][number]) => {
@@ -199,12 +282,14 @@ export class L4Node {
     // Which listener holds each address and port, so one that asks for another's is refused alone.
     const bound = this.boundAddresses();
     for (const l of upserts) {
+      // Kept above: the same config, still waiting for its bind.
+      if (this.retrying.has(l.id)) continue;
       const existing = this.listeners.get(l.id);
-      const http = l.protocol === 'http' || l.protocol === 'https';
-      if (existing !== undefined && this.applied.get(l.id) === l && !(http && l7Changed)) continue;
+      if (existing !== undefined && this.applied.get(l.id) === l && !(isHttp(l) && l7Changed)) continue;
+      this.warnIfCannotShare(l);
       let resolved: ResolvedListener;
       try {
-        resolved = resolve(l, s, allowed(l.id));
+        resolved = resolve(l, s, allowed(l.id), this.node);
         if (existing === undefined) claimBinds(bound, l);
       } catch (err) {
         this.fail(failed, l.id, (err as Error).message);
@@ -212,29 +297,25 @@ export class L4Node {
       }
       this.applied.set(l.id, l);
       if (existing !== undefined) {
+        this.failures.delete(l.id);
         existing.update(resolved);
         existing.configureSync().catch((err) => log.warn({ err, listener: l.id }, 'session sync attach failed'));
         continue;
       }
-      const listener =
-        l.protocol === 'udp' ? new UdpListener(resolved, this.deps) : new TcpListener(resolved, this.deps);
-      starting.push({ l, listener });
+      starting.push({ l, listener: this.newListener(resolved) });
     }
     // New listeners start side by side: one after another, a full snapshot of thousands took tens of seconds,
     // each waiting for its session-sync load (a Redis round trip) and its bind.
     await withConcurrency(starting, START_CONCURRENCY, async ({ l, listener }) => {
-      try {
-        // Peers' entries are loaded (bounded by the sync's load timeout) before the first packet is served.
-        await listener.configureSync();
-        await listener.start();
-        this.listeners.set(l.id, listener);
-        this.specs.set(l.id, bindSpec(l));
+      const reason = await this.startListener(l, listener);
+      if (reason === null) {
+        this.serve(l, listener);
         log.info({ listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses }, 'listener started');
-      } catch (err) {
-        listener.stop(0);
-        this.applied.delete(l.id);
-        this.fail(failed, l.id, `cannot bind: ${(err as Error).message}`);
+        return;
       }
+      this.applied.delete(l.id);
+      this.fail(failed, l.id, reason);
+      this.retryBind(l, listener.cfg, reason);
     });
     this.current = s;
     this.metrics.configVersion.set(s.version);
@@ -244,13 +325,102 @@ export class L4Node {
     return failed;
   }
 
-  /** transport, address and port → the running listener bound there. */
+  /** transport, address and port → the running listener bound there, or the one waiting to bind there. */
   private boundAddresses(): Map<string, string> {
     const bound = new Map<string, string>();
     for (const [id, listener] of this.listeners) {
       for (const key of bindKeys(listener.cfg.config)) bound.set(key, id);
     }
+    for (const [id, { l }] of this.retrying) for (const key of bindKeys(l)) bound.set(key, id);
     return bound;
+  }
+
+  /** The hub sends `reusePort` only to nodes that said they can; one that asks anyway is told once. */
+  private warnIfCannotShare(l: SnapshotListener): void {
+    if (l.reusePort !== true || this.node.reusePort || this.warnedReusePort) return;
+    this.warnedReusePort = true;
+    this.options.logger.warn(
+      { listener: l.id, node: process.version },
+      'listener asks to share its address:port (reusePort) but this runtime cannot: binding it exclusively',
+    );
+  }
+
+  private newListener(resolved: ResolvedListener): AnyListener {
+    return resolved.config.protocol === 'udp'
+      ? new UdpListener(resolved, this.deps)
+      : new TcpListener(resolved, this.deps);
+  }
+
+  /** Starts `listener`: null once it serves, else why it could not bind (it is stopped again). */
+  private async startListener(l: SnapshotListener, listener: AnyListener): Promise<string | null> {
+    try {
+      // Peers' entries are loaded (bounded by the sync's load timeout) before the first packet is served.
+      await listener.configureSync();
+      await listener.start();
+      return null;
+    } catch (err) {
+      listener.stop(0);
+      return bindFailureReason(l.protocol === 'udp' ? 'udp' : 'tcp', err, l.bindAddresses[0]!, l.port);
+    }
+  }
+
+  private serve(l: SnapshotListener, listener: AnyListener): void {
+    this.listeners.set(l.id, listener);
+    this.specs.set(l.id, bindSpec(l));
+    this.failures.delete(l.id);
+  }
+
+  /**
+   * Keeps trying to bind `l` until it binds or a config removes or changes it: the port may be freed by
+   * whoever holds it, or the VIP added to the host, without the control plane sending anything.
+   */
+  private retryBind(l: SnapshotListener, resolved: ResolvedListener, reason: string): void {
+    const entry = { l, resolved };
+    this.retrying.set(l.id, entry);
+    this.metrics.bindFailing.set(this.retrying.size);
+    this.retries.schedule(l.id, reason, () => {
+      // In the apply queue, so a try never interleaves with an apply (which may drop or replace it).
+      const run = this.queue.then(() => this.tryBindAgain(entry));
+      this.queue = run.catch(() => undefined);
+      return run.catch((err) => `cannot bind: ${(err as Error).message}`);
+    });
+  }
+
+  private async tryBindAgain(entry: { l: SnapshotListener; resolved: ResolvedListener }): Promise<string | null> {
+    const { l } = entry;
+    // Dropped or replaced by an apply while this try waited for the queue.
+    if (this.retrying.get(l.id) !== entry) return null;
+    const listener = this.newListener(entry.resolved);
+    const reason = await this.startListener(l, listener);
+    const log = this.options.logger;
+    if (reason !== null) {
+      this.metrics.bindRetries.inc({ result: 'failed' });
+      if (this.failures.get(l.id) !== reason) log.warn({ listener: l.id, reason }, 'listener still cannot bind');
+      this.failures.set(l.id, reason);
+      return reason;
+    }
+    this.retrying.delete(l.id);
+    this.metrics.bindFailing.set(this.retrying.size);
+    this.metrics.bindRetries.inc({ result: 'bound' });
+    this.applied.set(l.id, l);
+    this.serve(l, listener);
+    log.info(
+      { listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses, tries: this.retries.tries(l.id) },
+      'listener bound after retry',
+    );
+    return null;
+  }
+
+  private stopRetrying(id: string): void {
+    this.retries.cancel(id);
+    this.retrying.delete(id);
+    this.metrics.bindFailing.set(this.retrying.size);
+  }
+
+  private stopAllRetries(): void {
+    this.retries.cancelAll();
+    this.retrying.clear();
+    this.metrics.bindFailing.set(0);
   }
 
   /**
@@ -259,6 +429,7 @@ export class L4Node {
    */
   async shutdown(maxWaitMs = Number.POSITIVE_INFINITY): Promise<void> {
     await this.queue;
+    this.stopAllRetries();
     const all = [...this.listeners.values()];
     let wait = 0;
     for (const l of all) {
@@ -279,6 +450,7 @@ export class L4Node {
   /** Stops every listener and cuts their connections at once. */
   async close(): Promise<void> {
     await this.queue;
+    this.stopAllRetries();
     for (const l of this.listeners.values()) l.stop(0);
     this.listeners.clear();
     this.specs.clear();

@@ -27,7 +27,7 @@ const logger = pino({ level: config.LOG_LEVEL, base: { app: 'l4-node', pid: proc
 const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
 // Before any listener: what this runtime lacks (SO_REUSEPORT on Node 20) is logged and exported first.
-await reportRuntime(metricsRegistry.registry, logger);
+const runtime = await reportRuntime(metricsRegistry.registry, logger);
 const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
 const fileLimit = openFileLimit();
 const maxOpenFiles = fileLimit === undefined ? Number.POSITIVE_INFINITY : fdBudgetFor(fileLimit);
@@ -44,6 +44,11 @@ const node = new L4Node({
     maxOpenFiles,
     tenantShare: config.SLB_TENANT_FD_SHARE,
   },
+  // Listeners bind VIPs shared with peer nodes; upstream connections go out from the node's own address.
+  // In file mode only when set: the 127.0.0.1 default is the local cloud's, and real backends are not
+  // reachable from loopback. A control-channel node's address is its credential's (identified below).
+  sourceAddress: config.configPath === undefined || process.env.SLB_NODE_ADDRESS ? config.SLB_NODE_ADDRESS : undefined,
+  reusePort: runtime.reusePort,
 });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
@@ -72,6 +77,12 @@ if (config.configPath !== undefined) {
       return node.apply(snapshot, change);
     },
     load: () => load.current,
+    currentFailures: () => node.currentFailures(),
+    reusePort: runtime.reusePort,
+    identified: (address) => {
+      node.useSourceAddress(address);
+      logger.info({ sourceAddress: address }, 'upstream connections leave from the node address');
+    },
     logger,
   });
   try {

@@ -128,6 +128,18 @@ export class L4Metrics {
     help: 'Listeners of an applied config that could not be built (bad ACL, bind clash or failure); the rest were applied',
     registers: [this.registry],
   });
+  /** No listener label either: which listeners fail is in the heartbeat and the log; this is for alerting. */
+  readonly bindFailing = new Gauge({
+    name: 'slb_l4_listeners_bind_failing',
+    help: 'Listeners that cannot bind now (port taken, address not on the host) and are being retried',
+    registers: [this.registry],
+  });
+  readonly bindRetries = new Counter({
+    name: 'slb_l4_bind_retries_total',
+    help: 'Binds of failed listeners tried again, by result (bound: the listener serves from then on)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly conntrackEntries = new Gauge({
     name: 'slb_l4_conntrack_entries',
     help: 'Entries in the connection-tracking tables',

@@ -44,6 +44,9 @@ type Req = WrapReq<RawSocket>;
 type TcpHandle = WrapHandle<RawSocket>;
 const B = loadTcpWrap<RawSocket>();
 
+/** This runtime's tcp_wrap can bind with SO_REUSEPORT (Node ≥ 22.12), so nodes on one host can share a VIP:port. */
+export const RAW_TCP_REUSEPORT = B.UV_TCP_REUSEPORT !== undefined;
+
 /** A libuv error code as the Error Node would give, with `code` (e.g. ECONNREFUSED) and `errno`. */
 export function uvError(errno: number, syscall: string, detail?: string): NodeJS.ErrnoException {
   let code: string;
@@ -323,11 +326,18 @@ export class RawServer {
     };
   }
 
-  /** Binds (with SO_REUSEADDR, as net does) and listens; throws the bind or listen error (EADDRINUSE...). */
-  listen(host: string, port: number, backlog: number): void {
+  /**
+   * Binds (with SO_REUSEADDR, as net does) and listens; throws the bind or listen error (EADDRINUSE...), with
+   * `address` and `port` set. Both fail synchronously: libuv defers a bind's EADDRINUSE to the listen call,
+   * which is made here, so no bind error can surface later through the accept callback. `reusePort` shares
+   * the address:port with other sockets that set it too (peer nodes on the host); ignored where
+   * {@link RAW_TCP_REUSEPORT} is false.
+   */
+  listen(host: string, port: number, backlog: number, reusePort = false): void {
     const ipv6 = isIPv6(host);
-    // 0: a wildcard IPv6 listener takes IPv4 too, as net.Server's does.
-    let err = ipv6 ? this.handle.bind6(host, port, 0) : this.handle.bind(host, port);
+    const flags = reusePort ? (B.UV_TCP_REUSEPORT ?? 0) : 0;
+    // No UV_TCP_IPV6ONLY: a wildcard IPv6 listener takes IPv4 too, as net.Server's does.
+    let err = ipv6 ? this.handle.bind6(host, port, flags) : this.handle.bind(host, port, flags);
     if (err === 0) err = this.handle.listen(backlog);
     if (err !== 0) {
       this.close();

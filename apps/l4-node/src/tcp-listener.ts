@@ -36,10 +36,15 @@ export interface ResolvedListener {
   readonly proxyProtocol: 'off' | 'v1' | 'v2';
   readonly acl: AclCheck | undefined;
   /**
-   * Connect from the address the client reached (this node's own): the L7 nodes take PROXY headers only
-   * from the fleet's L4 node addresses, which on a shared host (loopback) the kernel would not pick.
+   * The node's own address, which every upstream connection (to L7 nodes and to backends) is made from;
+   * undefined lets the kernel choose. Not the address the client reached: that is the LB's VIP, shared by
+   * every node hosting the LB, so replies to it could reach another node (FULLNAT needs the node's own
+   * local address), and the L7 nodes take PROXY headers only from the fleet's L4 node addresses, which on a
+   * shared host (loopback) the kernel would not pick.
    */
-  readonly fromNodeAddress?: boolean;
+  readonly sourceAddress?: string;
+  /** Bind with SO_REUSEPORT: the config asked for it and this runtime can (see app.ts). */
+  readonly reusePort?: boolean;
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::']);
@@ -119,7 +124,7 @@ export class TcpListener {
         (s) => this.onConnection(s, bound),
         (err) => this.deps.logger.error({ err, listener: this.id }, 'listener error'),
       );
-      server.listen(host, c.port, 4096);
+      server.listen(host, c.port, 4096, this.cfg.reusePort === true);
       this.servers.push(server);
       this.fds.take(1);
       const a = server.address();

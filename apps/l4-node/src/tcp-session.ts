@@ -55,12 +55,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     if (this.attempts > 0) l.lm.retries.inc();
     this.attempts++;
     this.backend = backend;
-    this.upstream = connectRaw(
-      backend.address,
-      backend.port,
-      this,
-      l.cfg.fromNodeAddress ? this.flow.dstAddr : undefined,
-    );
+    this.upstream = connectRaw(backend.address, backend.port, this, l.cfg.sourceAddress);
     this.connectTimer = setTimeout(this.onConnectTimeout, l.connectTimeoutMs);
   }
 

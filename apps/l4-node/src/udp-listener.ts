@@ -40,9 +40,16 @@ class UdpFlow implements TrackedConn {
     /** The client's key in the listener's per-client counts, released when the flow closes. */
     readonly clientSlot: string | undefined,
   ) {
-    this.upstream = dgram.createSocket(isIPv6(backend.address) ? 'udp6' : 'udp4');
+    const v6 = isIPv6(backend.address);
+    this.upstream = dgram.createSocket(v6 ? 'udp6' : 'udp4');
     this.upstream.on('message', this.onReply);
     this.upstream.on('error', this.onError);
+    // From the node's own address (FULLNAT): the VIP the client reached is shared with peer nodes, so the
+    // backend's replies to it might not come back here. The connect waits for this bind; a bind that fails
+    // (the address left the host) is an 'error' like any other and ends the flow.
+    const source = listener.cfg.sourceAddress;
+    if (source !== undefined && source.includes(':') === v6)
+      this.upstream.bind({ address: source, port: 0, exclusive: true });
     this.upstream.connect(backend.port, backend.address, this.onConnected);
     backend.active++;
     backend.conns.add(this);
@@ -238,10 +245,16 @@ export class UdpListener {
   async start(): Promise<void> {
     const c = this.cfg.config;
     for (const [index, host] of c.bindAddresses.entries()) {
-      const socket = dgram.createSocket(isIPv6(host) ? 'udp6' : 'udp4');
+      // reusePort (Node ≥ 22.12): peer nodes on the host bind the same VIP:port and the kernel spreads flows
+      // by their addresses, so a flow's datagrams keep reaching one node while the set of sockets is stable.
+      const socket = dgram.createSocket({
+        type: isIPv6(host) ? 'udp6' : 'udp4',
+        reusePort: this.cfg.reusePort === true,
+      });
       this.sockets.push(socket);
       this.fds.take(1);
       await new Promise<void>((resolve, reject) => {
+        // A bind error (EADDRINUSE, EADDRNOTAVAIL, EACCES) arrives as this 'error', never later.
         socket.once('error', reject);
         socket.bind(c.port, host, () => {
           socket.off('error', reject);

@@ -1,5 +1,11 @@
 import type { L7Listener, L7NodeSnapshot, ListenerFailure } from '@slb/model';
-import { BackendGuard, type SessionSync } from '@slb/node-runtime';
+import {
+  BackendGuard,
+  BindRetries,
+  type BindRetryOptions,
+  bindFailureReason,
+  type SessionSync,
+} from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
@@ -43,6 +49,8 @@ export interface L7AppOptions {
    * owns it (closes it after `close()`); absent = local tables only.
    */
   readonly sync?: SessionSync;
+  /** Backoff of the bind retries of listeners that could not bind. Default 250 ms doubling to 5 s, jittered. */
+  readonly bindRetry?: BindRetryOptions;
 }
 
 export interface L7App {
@@ -53,6 +61,11 @@ export interface L7App {
    * had, is logged and counted, and is returned; every other listener is applied.
    */
   apply(snapshot: L7NodeSnapshot): Promise<ListenerFailure[]>;
+  /**
+   * The listeners of the applied config this node does not serve as sent now: binds still being retried,
+   * and configs it could not build. Sent in every heartbeat, so the control plane sees failures heal.
+   */
+  currentFailures(): ListenerFailure[];
   /** Bound ports of a listener (useful when the snapshot says port 0). */
   ports(listenerId: string): { proxy: number; direct: number | null } | undefined;
   readonly version: number | null;
@@ -226,8 +239,15 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   }
   let guard = new BackendGuard();
 
+  /** Every listener of the applied config not served as sent, with why. */
+  const failures = new Map<string, string>();
+  /** Listeners that could not bind, with the config each waits to serve; tried again by `retries`. */
+  const retrying = new Map<string, { l: L7Listener }>();
+  const retries = new BindRetries(options.bindRetry);
+
   function fail(failed: ListenerFailure[], id: string, reason: string): void {
     failed.push({ listenerId: id, reason });
+    failures.set(id, reason);
     metrics.listenerFailures.inc();
     logger.error({ listener: id, reason }, 'listener not applied; the others are');
   }
@@ -237,6 +257,15 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     listenerOptions.proxySources.update(sent.l4Nodes);
     guard = guardOf(sent);
     const failed: ListenerFailure[] = [];
+    const sentById = new Map(sent.listeners.map((l) => [l.id, l]));
+    for (const id of failures.keys()) if (!sentById.has(id)) failures.delete(id);
+    // A listener waiting for its port with the config it failed with keeps waiting; a new config is tried
+    // at once instead, and a removed listener is given up.
+    for (const [id, entry] of retrying) {
+      if (sentById.get(id) === entry.l) continue;
+      stopRetrying(id);
+      logger.info({ listener: id }, sentById.has(id) ? 'bind retry replaced by the new config' : 'bind retry dropped');
+    }
     // Each changed listener is built before anything moves; one that cannot be keeps what it had.
     const states = new Map<string, ListenerState>();
     const wanted = new Map<string, L7Listener>();
@@ -245,7 +274,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         fail(failed, l.id, 'duplicate listener id');
         continue;
       }
-      if (appliedConfigs.get(l.id) === l && listeners.has(l.id)) {
+      if ((appliedConfigs.get(l.id) === l && listeners.has(l.id)) || retrying.get(l.id)?.l === l) {
         wanted.set(l.id, l);
         continue;
       }
@@ -282,6 +311,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       });
     }
     for (const l of snapshot.listeners) {
+      // Kept above: the same config, still waiting for its bind.
+      if (retrying.has(l.id)) continue;
       const existing = listeners.get(l.id);
       // A delta carries unchanged listeners as the very same objects: nothing to rebuild for them.
       if (existing && appliedConfigs.get(l.id) === l) continue;
@@ -290,6 +321,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         try {
           existing.update(state);
           appliedConfigs.set(l.id, l);
+          failures.delete(l.id);
         } catch (err) {
           fail(failed, l.id, (err as Error).message);
         }
@@ -302,15 +334,13 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         fail(failed, l.id, (err as Error).message);
         continue;
       }
-      try {
-        await rt.listen();
-      } catch (err) {
-        fail(failed, l.id, `cannot bind: ${(err as Error).message}`);
-        await rt.close(0);
+      const reason = await bind(l, rt);
+      if (reason !== null) {
+        fail(failed, l.id, reason);
+        retryBind(l, reason);
         continue;
       }
-      appliedConfigs.set(l.id, l);
-      listeners.set(l.id, rt);
+      serve(l, rt);
       logger.info({ listener: l.id, protocol: l.protocol, ...rt.ports() }, 'listener up');
     }
     for (const id of [...budgets.keys()]) {
@@ -326,8 +356,71 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     return failed;
   }
 
+  /** Listens: null once bound, else why not (named by transport, address:port and code; `rt` is closed). */
+  async function bind(l: L7Listener, rt: ListenerRuntime): Promise<string | null> {
+    try {
+      await rt.listen();
+      return null;
+    } catch (err) {
+      await rt.close(0);
+      return bindFailureReason('tcp', err, l.bindAddress ?? '127.0.0.1', l.port);
+    }
+  }
+
+  function serve(l: L7Listener, rt: ListenerRuntime): void {
+    appliedConfigs.set(l.id, l);
+    listeners.set(l.id, rt);
+    failures.delete(l.id);
+  }
+
+  /**
+   * Keeps trying to bind `l` until it binds or a config removes or changes it: whoever holds the port may
+   * let go without the control plane sending anything.
+   */
+  function retryBind(l: L7Listener, reason: string): void {
+    const entry = { l };
+    retrying.set(l.id, entry);
+    metrics.bindFailing.set(retrying.size);
+    retries.schedule(l.id, reason, () => {
+      // In the apply queue, so a try never interleaves with an apply (which may drop or replace it).
+      const run = applying.then(() => tryBindAgain(entry));
+      applying = run.catch(() => undefined);
+      return run.catch((err) => `cannot bind: ${(err as Error).message}`);
+    });
+  }
+
+  async function tryBindAgain(entry: { l: L7Listener }): Promise<string | null> {
+    const { l } = entry;
+    // Dropped or replaced by an apply while this try waited for the queue.
+    if (retrying.get(l.id) !== entry) return null;
+    const rt = new ListenerRuntime(stateFor(l), deps, listenerOptions);
+    const reason = await bind(l, rt);
+    if (reason !== null) {
+      metrics.bindRetries.labels('failed').inc();
+      if (failures.get(l.id) !== reason) logger.warn({ listener: l.id, reason }, 'listener still cannot bind');
+      failures.set(l.id, reason);
+      return reason;
+    }
+    retrying.delete(l.id);
+    metrics.bindFailing.set(retrying.size);
+    metrics.bindRetries.labels('bound').inc();
+    serve(l, rt);
+    logger.info(
+      { listener: l.id, protocol: l.protocol, ...rt.ports(), tries: retries.tries(l.id) },
+      'listener bound after retry',
+    );
+    return null;
+  }
+
+  function stopRetrying(id: string): void {
+    retries.cancel(id);
+    retrying.delete(id);
+    metrics.bindFailing.set(retrying.size);
+  }
+
   return {
     metrics,
+    currentFailures: () => [...failures].map(([listenerId, reason]) => ({ listenerId, reason })),
     apply(snapshot) {
       const run = applying.then(() => applyNow(snapshot));
       applying = run.catch(() => undefined);
@@ -339,6 +432,9 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     },
     async close() {
       await applying;
+      retries.cancelAll();
+      retrying.clear();
+      metrics.bindFailing.set(0);
       if (cleanupTimer) clearTimeout(cleanupTimer);
       for (const s of stickySyncs.values()) s.detach();
       stickySyncs.clear();

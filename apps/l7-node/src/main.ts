@@ -50,6 +50,8 @@ interface Target {
   /** Resolves with the listeners it could not build (in a worker fleet: those any worker could not). */
   apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<undefined | readonly ListenerFailure[]>;
   load(): NodeLoadReport;
+  /** The listeners not served as sent now (binds being retried included): sent in every heartbeat. */
+  currentFailures(): ListenerFailure[];
   close(): Promise<void>;
   reloads(result: 'refused'): void;
 }
@@ -68,6 +70,7 @@ async function startSingle(): Promise<Target> {
   return {
     apply: (snapshot) => app.apply(snapshot),
     load: () => load.current,
+    currentFailures: () => app.currentFailures(),
     reloads: (result) => app.metrics.reloads.labels(result).inc(),
     close: async () => {
       metrics.close();
@@ -89,6 +92,7 @@ async function startPrimary(): Promise<Target> {
   return {
     apply: (snapshot, change) => fleet.apply(snapshot, change),
     load: () => fleet.load(),
+    currentFailures: () => fleet.currentFailures(),
     // The workers count their own reloads; a refused file never reaches them.
     reloads: () => {},
     close: async () => {
@@ -115,7 +119,11 @@ function startWorker(): void {
     await sync?.close();
     process.exit(0);
   };
-  runWorker({ apply: (s) => app.apply(s), load: () => load.current }, logger, shutdown);
+  runWorker(
+    { apply: (s) => app.apply(s), load: () => load.current, currentFailures: () => app.currentFailures() },
+    logger,
+    shutdown,
+  );
   // A signal to the whole process group (Ctrl-C) reaches the workers too: each drains like the primary asks.
   process.on('SIGTERM', () => void shutdown());
   process.on('SIGINT', () => void shutdown());
@@ -161,6 +169,7 @@ async function follow(target: Target): Promise<void> {
       schema: L7NodeSnapshotSchema,
       apply: (snapshot, change) => target.apply(snapshot, change),
       load: () => target.load(),
+      currentFailures: () => target.currentFailures(),
       logger,
     });
     try {

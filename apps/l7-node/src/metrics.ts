@@ -103,6 +103,19 @@ export function createMetrics(registry = new Registry()) {
       help: 'listeners of an applied config that could not be built (bad certificate, unknown group, bind); the rest were applied',
       registers: [registry],
     }),
+    // Every worker of a fleet binds (and fails) the same listeners: the node's count is the largest, not the sum.
+    bindFailing: new Gauge({
+      name: 'slb_l7_listeners_bind_failing',
+      help: 'listeners that cannot bind now (port taken, address not on the host) and are being retried',
+      registers: [registry],
+      aggregator: 'max',
+    }),
+    bindRetries: new Counter({
+      name: 'slb_l7_bind_retries_total',
+      help: 'binds of failed listeners tried again, by result (bound: the listener serves from then on)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     reloads: new Counter({
       name: 'slb_l7_config_reloads_total',
       help: 'config snapshots applied or refused',

@@ -26,8 +26,17 @@ export type ToWorker =
 /** Worker → primary. */
 export type FromWorker =
   | { type: 'slb:ready' }
-  | { type: 'slb:applied'; id: number; version: number; error?: string; failed?: ListenerFailure[] }
-  | { type: 'slb:load'; load: NodeLoadReport };
+  | {
+      type: 'slb:applied';
+      id: number;
+      version: number;
+      error?: string;
+      failed?: ListenerFailure[];
+      /** The worker's listener failures after this apply, so the ack that follows is not a second behind. */
+      current?: ListenerFailure[];
+    }
+  /** Each second: the worker's load and its listener failures now (binds being retried included). */
+  | { type: 'slb:load'; load: NodeLoadReport; failed?: ListenerFailure[] };
 
 interface WorkerState {
   readonly worker: Worker;
@@ -35,6 +44,8 @@ interface WorkerState {
   /** The version this worker confirmed last (a delta needs it as its base). */
   version: number | null;
   load: NodeLoadReport;
+  /** The worker's listener failures as of its last load report. */
+  failed: ListenerFailure[];
 }
 
 const ZERO_LOAD: NodeLoadReport = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
@@ -115,6 +126,16 @@ export class WorkerFleet {
     return sum;
   }
 
+  /**
+   * The node's listener failures now: any worker's (they apply the same configs, so they mostly agree; a
+   * listener one worker cannot serve is one the node does not serve as sent). Up to a second old.
+   */
+  currentFailures(): ListenerFailure[] {
+    const all = new Map<string, string>();
+    for (const w of this.workers.values()) for (const f of w.failed) all.set(f.listenerId, f.reason);
+    return [...all].map(([listenerId, reason]) => ({ listenerId, reason }));
+  }
+
   get readyCount(): number {
     return [...this.workers.values()].filter((w) => w.ready).length;
   }
@@ -139,7 +160,7 @@ export class WorkerFleet {
   private fork(): void {
     const forkedAt = Date.now();
     const worker = cluster.fork();
-    const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD };
+    const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD, failed: [] };
     this.workers.set(worker.id, state);
     worker.on('message', (m: FromWorker) => this.onMessage(state, m));
     worker.on('exit', (code, signal) => {
@@ -167,11 +188,13 @@ export class WorkerFleet {
       }
     } else if (m.type === 'slb:applied') {
       w.version = m.error === undefined ? m.version : null;
+      if (m.current !== undefined) w.failed = m.current;
       if (m.error !== undefined && m.id === 0)
         this.logger.error({ worker: w.worker.process.pid, reason: m.error }, 'L7 worker refused the current config');
       this.settleFor(w.worker.id, m.id, m.error, m.failed);
     } else if (m.type === 'slb:load') {
       w.load = m.load;
+      w.failed = m.failed ?? [];
     }
   }
 
@@ -196,6 +219,8 @@ export interface WorkerApp {
   /** Resolves with the listeners it could not build (the worker logs and counts them too). */
   apply(snapshot: L7NodeSnapshot): Promise<ListenerFailure[]>;
   load(): NodeLoadReport;
+  /** Its listener failures now, reported with the load. Default: none reported. */
+  currentFailures?(): ListenerFailure[];
 }
 
 /** The worker's side: applies what the primary sends, reports its load each second, drains on request. */
@@ -227,7 +252,14 @@ export function runWorker(app: WorkerApp, logger: Logger, onShutdown: () => Prom
       try {
         const failed = await app.apply(next);
         current = next;
-        reply({ type: 'slb:applied', id: m.id, version: next.version, ...(failed.length > 0 ? { failed } : {}) });
+        const now = app.currentFailures?.();
+        reply({
+          type: 'slb:applied',
+          id: m.id,
+          version: next.version,
+          ...(failed.length > 0 ? { failed } : {}),
+          ...(now === undefined ? {} : { current: now }),
+        });
       } catch (err) {
         const reason = (err as Error).message || String(err);
         logger.warn({ version: next.version, reason }, 'worker could not apply the config');
@@ -235,7 +267,10 @@ export function runWorker(app: WorkerApp, logger: Logger, onShutdown: () => Prom
       }
     });
   });
-  const ticker = setInterval(() => reply({ type: 'slb:load', load: app.load() }), 1000);
+  const ticker = setInterval(() => {
+    const failed = app.currentFailures?.();
+    reply({ type: 'slb:load', load: app.load(), ...(failed === undefined ? {} : { failed }) });
+  }, 1000);
   ticker.unref();
   reply({ type: 'slb:ready' });
 }

@@ -58,13 +58,19 @@ describe('L4 → L7 → backend', () => {
   });
   it('connects to the L7 nodes from the L4 node address, the only peer the L7 node takes PROXY headers from', async () => {
     const L4_ADDRESS = '127.0.0.13';
+    // The LB's VIP, which the L4 listener binds: not a node address, so never the source toward L7.
+    const VIP = '127.1.0.13';
     const be = await startBackend('origin');
     const lsn = listener({ backends: [be.spec] });
     const l7 = createL7App({ drainMs: 200 });
     await l7.apply({ ...snapshot([lsn]), l4Nodes: [L4_ADDRESS] });
     const l7Port = l7.ports(lsn.id)!.proxy;
     const l4Port = await refusedPort();
-    const l4 = new L4Node({ logger: pino({ level: 'silent' }), metrics: new L4Metrics({ defaultMetrics: false }) });
+    const l4 = new L4Node({
+      logger: pino({ level: 'silent' }),
+      metrics: new L4Metrics({ defaultMetrics: false }),
+      sourceAddress: L4_ADDRESS,
+    });
     await l4.apply({
       version: 1,
       generatedAt: '2026-11-30T00:00:00Z',
@@ -76,7 +82,7 @@ describe('L4 → L7 → backend', () => {
           tenantId: id('tnt'),
           protocol: 'http',
           port: l4Port,
-          bindAddresses: [L4_ADDRESS],
+          bindAddresses: [VIP],
           scheduler: 'wrr',
           persistenceTimeout: 0,
           proxyProtocol: 'off',
@@ -88,10 +94,10 @@ describe('L4 → L7 → backend', () => {
       ],
     });
     try {
-      const res = await request(`http://${L4_ADDRESS}:${l4Port}/via-l4`);
+      const res = await request(`http://${VIP}:${l4Port}/via-l4`);
       expect(res.statusCode).toBe(200);
       const body = (await res.body.json()) as { headers: Record<string, string> };
-      // The client as the L4 node saw it (the kernel picks 127.0.0.1 toward 127.0.0.13).
+      // The client as the L4 node saw it (the kernel picks 127.0.0.1 toward the VIP).
       expect(body.headers['x-forwarded-for']).toBe('127.0.0.1');
       expect((await l7.metrics.untrustedPeers.get()).values.length).toBe(0);
     } finally {

@@ -1,6 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { CONTROL_CHANNEL_MAX_BYTES, ControllerMessage } from './channel.js';
+import { CONTROL_CHANNEL_MAX_BYTES, ControllerMessage, NodeMessage } from './channel.js';
+import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import { SnapshotListener } from './snapshot.js';
 
 // A listener as the API compiles it for an L4 node, with realistic ids, addresses and numbers.
@@ -41,5 +42,40 @@ describe('control channel message limit', () => {
     const bytes = JSON.stringify(head).length + 9_999 * (JSON.stringify(one).length + 1);
     expect(bytes).toBeGreaterThan(64 * 1024 * 1024); // what the limit was: the bench's nodes never got their config
     expect(bytes).toBeLessThan(CONTROL_CHANNEL_MAX_BYTES);
+  });
+});
+
+describe('VIP fields (issue 19), all optional so older nodes and hubs still talk', () => {
+  const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+  const hello = {
+    type: 'hello',
+    nodeId: 'l4-a',
+    kind: 'l4',
+    address: '127.0.0.11',
+    capacity: 100,
+    appliedVersion: 3,
+  };
+
+  it('a hello may say whether the node can share a VIP:port', () => {
+    expect(Value.Check(NodeMessage, hello)).toBe(true);
+    expect(Value.Check(NodeMessage, { ...hello, reusePort: true })).toBe(true);
+    expect(Value.Check(NodeMessage, { ...hello, reusePort: false })).toBe(true);
+    expect(Value.Check(NodeMessage, { ...hello, reusePort: 'yes' })).toBe(false);
+  });
+
+  it("a heartbeat may carry the node's current listener failures, bounded like an ack's", () => {
+    const failure = { listenerId: id('lsn', 1), reason: 'cannot bind tcp 127.1.0.5:7001: EADDRINUSE' };
+    expect(Value.Check(NodeMessage, { type: 'heartbeat', load })).toBe(true);
+    expect(Value.Check(NodeMessage, { type: 'heartbeat', load, failedListeners: [] })).toBe(true);
+    expect(Value.Check(NodeMessage, { type: 'heartbeat', load, failedListeners: [failure] })).toBe(true);
+    expect(Value.Check(NodeMessage, { type: 'heartbeat', load, failedListeners: [{ listenerId: 'x' }] })).toBe(false);
+    const tooMany = Array.from({ length: MAX_LISTENERS_PER_NODE + 1 }, () => failure);
+    expect(Value.Check(NodeMessage, { type: 'heartbeat', load, failedListeners: tooMany })).toBe(false);
+    expect(Value.Check(NodeMessage, { type: 'ack', version: 1, failedListeners: tooMany })).toBe(false);
+  });
+
+  it('a listener may ask to share its address:port with peer nodes', () => {
+    expect(Value.Check(SnapshotListener, { ...listener(1), reusePort: true })).toBe(true);
+    expect(Value.Check(SnapshotListener, { ...listener(1), reusePort: 1 })).toBe(false);
   });
 });

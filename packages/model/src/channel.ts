@@ -28,6 +28,13 @@ export const HelloMessage = Type.Object(
     address: Type.String({ minLength: 2, maxLength: 45 }),
     capacity: Type.Integer({ minimum: 0, maximum: 1000, description: '100 = a normal node' }),
     appliedVersion: Version,
+    // Optional: nodes from before VIPs say nothing, and the hub treats silence as "cannot share".
+    reusePort: Type.Optional(
+      Type.Boolean({
+        description:
+          'this node can share a VIP:port with peer nodes on its host (SO_REUSEPORT); without it the hub sends a VIP to one node at a time',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -40,15 +47,15 @@ export const ListenerFailure = Type.Object(
   { additionalProperties: false },
 );
 export type ListenerFailure = Static<typeof ListenerFailure>;
+/** Bounded like the message that carries it: at most one entry per listener a node can hold. */
+const FailedListeners = (description: string) =>
+  Type.Array(ListenerFailure, { maxItems: MAX_LISTENERS_PER_NODE, description });
 export const AckMessage = Type.Object(
   {
     type: Type.Literal('ack'),
     version: Version,
     failedListeners: Type.Optional(
-      Type.Array(ListenerFailure, {
-        maxItems: MAX_LISTENERS_PER_NODE,
-        description: 'every listener of the applied config the node does not serve as sent; the rest are applied',
-      }),
+      FailedListeners('every listener of the applied config the node does not serve as sent; the rest are applied'),
     ),
   },
   { additionalProperties: false },
@@ -58,12 +65,23 @@ export const NackMessage = Type.Object(
   { additionalProperties: false },
 );
 export const HeartbeatMessage = Type.Object(
-  { type: Type.Literal('heartbeat'), load: Load },
+  {
+    type: Type.Literal('heartbeat'),
+    load: Load,
+    // In every heartbeat, not only in acks: a bind that fails (a port taken by another process) is retried
+    // and may heal, or break, between two configs; the ack alone would leave the hub's view stale.
+    failedListeners: Type.Optional(
+      FailedListeners(
+        "the node's listener failures now (binds still being retried included); absent or empty: every listener of the applied config is served",
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 export const NodeMessage = Type.Union([HelloMessage, AckMessage, NackMessage, HeartbeatMessage]);
 export type NodeMessage = Static<typeof NodeMessage>;
 export type HelloMessage = Static<typeof HelloMessage>;
+export type HeartbeatMessage = Static<typeof HeartbeatMessage>;
 
 export const L4SnapshotMessage = Type.Object(
   { type: Type.Literal('snapshot'), kind: Type.Literal('l4'), snapshot: NodeSnapshot },

@@ -73,8 +73,14 @@ export const SnapshotListener = StrictObject(
       minItems: 1,
       maxItems: 16,
       uniqueItems: true,
-      description: 'addresses of this node the listener serves on',
+      description: "addresses the listener serves on: the load balancer's VIP (or, before VIPs, the node's own)",
     }),
+    // Optional: configs and last-known-good files from before VIPs bind exclusively, as they did.
+    reusePort: Type.Optional(
+      Type.Boolean({
+        description: 'share this address:port with peer nodes on the host (SO_REUSEPORT); active-active',
+      }),
+    ),
     scheduler: SnapshotScheduler,
     persistenceTimeout: Type.Integer({ minimum: 0, maximum: MAX_PERSISTENCE_TIMEOUT, description: 'seconds; 0 = off' }),
     proxyProtocol: SnapshotProxyProtocol,

@@ -69,7 +69,10 @@ const until = async (what: string, check: () => boolean, ms = 5000) => {
   }
 };
 
-function makeClient(apply?: (s: NodeSnapshot) => Promise<void>) {
+function makeClient(
+  apply?: (s: NodeSnapshot) => Promise<void>,
+  extra: Partial<ConstructorParameters<typeof ControlChannelClient<NodeSnapshot>>[0]> = {},
+) {
   client = new ControlChannelClient<NodeSnapshot>({
     apiUrl: `http://127.0.0.1:${port}`,
     token: 'node-token-0123456789',
@@ -83,6 +86,7 @@ function makeClient(apply?: (s: NodeSnapshot) => Promise<void>) {
     load: () => ({ activeConnections: 3, newConnectionsPerSecond: 1, requestsPerSecond: 0 }),
     logger: quiet,
     maxReconnectDelayMs: 200,
+    ...extra,
   });
   return client;
 }
@@ -133,6 +137,43 @@ describe('control channel client', () => {
     const saved = JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'));
     expect(saved.version).toBe(6);
     await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
+  });
+
+  it("says whether it can share a VIP:port, and sends the node's current listener failures in every heartbeat", async () => {
+    const lsn = 'lsn-00000000000000000001';
+    let current: { listenerId: string; reason: string }[] = [];
+    let identifiedAs: string | undefined;
+    await makeClient(undefined, {
+      reusePort: true,
+      currentFailures: () => current,
+      identified: (address) => {
+        identifiedAs = address;
+      },
+    }).start();
+    expect(identifiedAs).toBe('127.0.0.1');
+    await until('hello', () => received.length > 0);
+    expect(received[0]).toMatchObject({ type: 'hello', reusePort: true });
+    type Beat = { type: string; failedListeners?: { listenerId: string; reason: string }[] };
+    const beats = () => received.filter((m) => (m as Beat).type === 'heartbeat') as Beat[];
+    await until('heartbeat', () => beats().length > 0, 3000);
+    expect(beats()[0]!.failedListeners).toEqual([]);
+    // A bind fails between two configs (the hub sends nothing): the next heartbeat says so...
+    current = [{ listenerId: lsn, reason: 'cannot bind tcp 127.1.0.5:7001: EADDRINUSE' }];
+    const seen = beats().length;
+    await until('failing heartbeat', () => beats().length > seen, 3000);
+    expect(beats().at(-1)!.failedListeners).toEqual(current);
+    // ...and the next one that it healed.
+    current = [];
+    const healedFrom = beats().length;
+    await until('healed heartbeat', () => beats().length > healedFrom, 3000);
+    expect(beats().at(-1)!.failedListeners).toEqual([]);
+  });
+
+  it('says nothing of reusePort or failures in heartbeats when the node does not report them', async () => {
+    await makeClient().start();
+    await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
+    expect(received[0]).not.toHaveProperty('reusePort');
+    expect(received.find((m) => (m as { type: string }).type === 'heartbeat')).not.toHaveProperty('failedListeners');
   });
 
   it('nacks a snapshot the node cannot apply, ignores an invalid message, and keeps the last good config', async () => {

@@ -55,6 +55,22 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   apply(snapshot: S, change?: SnapshotChange): Promise<AppliedListeners>;
   load(): NodeLoadReport;
+  /**
+   * The node's listener failures now (binds still being retried, configs it could not build), sent in every
+   * heartbeat and used for the acks instead of what the applies returned, so the control plane sees a
+   * failure heal or appear between two configs. Default: the failures the applies returned, in acks only.
+   */
+  currentFailures?(): readonly ListenerFailure[];
+  /**
+   * Whether this node can share a VIP:port with peer nodes on its host (SO_REUSEPORT; see
+   * runtime-capabilities.ts), said in the hello. Default: not said (the hub takes that as no).
+   */
+  reusePort?: boolean;
+  /**
+   * Called once the node knows the address the control plane knows it by (its credential's, else
+   * `address`), before any snapshot is applied: the L4 node connects upstream from it.
+   */
+  identified?(address: string): void;
   logger: ChannelLogger;
   /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
   maxReconnectDelayMs?: number;
@@ -144,6 +160,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       throw new Error(`the saved credential is for an ${this.credential.kind} node`);
     }
     this.sealKey = this.credential ? sealKeyOf(this.credential.credential) : undefined;
+    this.options.identified?.(this.credential?.address ?? this.options.address);
     this.savedVersion = await peekSavedVersion(this.options.stateDir);
     const applied = this.loadSaved();
     this.queue = applied;
@@ -225,11 +242,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         address: this.credential?.address ?? this.options.address,
         capacity: this.options.capacity,
         appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
+        ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
       });
-      this.heartbeat = setInterval(
-        () => this.send({ type: 'heartbeat', load: this.options.load() }),
-        HEARTBEAT_INTERVAL_MS,
-      );
+      this.heartbeat = setInterval(() => this.send(this.heartbeatMessage()), HEARTBEAT_INTERVAL_MS);
       this.options.logger.info({ url }, 'control channel connected');
     });
     socket.on('message', (data) => {
@@ -407,19 +422,54 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
   readonly failing = new Map<string, string>();
 
+  /** Of {@link failing}, the listeners refused before the node saw them (their config was unreadable). */
+  private readonly refusedHere = new Map<string, string>();
+
   /** A full snapshot restates every listener; a delta only those it names. */
-  private trackFailures(change: SnapshotChange | undefined, failed: readonly ListenerFailure[]): void {
-    if (change === undefined) this.failing.clear();
-    else for (const id of [...change.remove, ...change.upsert.map((l) => l.id)]) this.failing.delete(id);
-    for (const f of failed) this.failing.set(f.listenerId, f.reason);
+  private trackFailures(
+    change: SnapshotChange | undefined,
+    refused: readonly ListenerFailure[],
+    failed: readonly ListenerFailure[],
+  ): void {
+    if (change === undefined) {
+      this.failing.clear();
+      this.refusedHere.clear();
+    } else {
+      for (const id of [...change.remove, ...change.upsert.map((l) => l.id)]) {
+        this.failing.delete(id);
+        this.refusedHere.delete(id);
+      }
+    }
+    for (const f of refused) this.refusedHere.set(f.listenerId, f.reason);
+    for (const f of [...refused, ...failed]) this.failing.set(f.listenerId, f.reason);
+  }
+
+  /**
+   * Listeners refused here (unreadable configs) and, where the node reports them, its current failures;
+   * else what the applies returned. At most MAX_REPORTED_FAILURES (the node logs every one).
+   */
+  private reportedFailures(): ListenerFailure[] {
+    const current = this.options.currentFailures?.();
+    let all = this.failing;
+    if (current !== undefined) {
+      all = new Map(current.map((f) => [f.listenerId, f.reason]));
+      // The newer word on a listener: its latest config could not even be read.
+      for (const [id, reason] of this.refusedHere) all.set(id, reason);
+    }
+    return [...all].slice(0, MAX_REPORTED_FAILURES).map(([listenerId, reason]) => ({ listenerId, reason }));
   }
 
   private ackMessage(version: number): NodeMessage {
-    if (this.failing.size === 0) return { type: 'ack', version };
-    const failedListeners = [...this.failing]
-      .slice(0, MAX_REPORTED_FAILURES)
-      .map(([listenerId, reason]) => ({ listenerId, reason }));
+    const failedListeners = this.reportedFailures();
+    if (failedListeners.length === 0) return { type: 'ack', version };
     return { type: 'ack', version, failedListeners };
+  }
+
+  /** Failures ride along only with a node that reports its current ones; an empty list says "all healed". */
+  private heartbeatMessage(): NodeMessage {
+    const load = this.options.load();
+    if (this.options.currentFailures === undefined) return { type: 'heartbeat', load };
+    return { type: 'heartbeat', load, failedListeners: this.reportedFailures() };
   }
 
   /** Enrolled on joining with the legacy token: keep the credential and present it from the next connection. */
@@ -459,7 +509,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     this.current = next as S;
-    this.trackFailures(change, [...refused, ...failed]);
+    this.trackFailures(change, refused, failed);
     this.send(this.ackMessage(version));
     this.persist();
     this.options.logger.info(

@@ -1,5 +1,13 @@
 export { BackendGuard, type BackendGuardOptions } from './backend-guard.js';
 export { reconnectDelay } from './backoff.js';
+export {
+  BIND_RETRY_BASE_MS,
+  BIND_RETRY_CAP_MS,
+  type BindAttempt,
+  BindRetries,
+  type BindRetryOptions,
+  bindFailureReason,
+} from './bind-retry.js';
 export { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 export {
   type ChannelLogger,
