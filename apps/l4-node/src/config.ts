@@ -19,6 +19,8 @@ const Env = Type.Object({
   // The share of the node's descriptor budget one tenant's listeners may hold (1: no per-tenant bound), so a
   // flood on one tenant's listeners cannot refuse every other tenant's clients.
   SLB_TENANT_FD_SHARE: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: DEFAULT_TENANT_SHARE_OF_NODE }),
+  // `off` keeps this node to active-standby VIPs even where the runtime could share them (SO_REUSEPORT).
+  SLB_REUSE_PORT: Type.Union([Type.Literal('auto'), Type.Literal('off')], { default: 'auto' }),
   ...NodeEnvProperties,
 });
 

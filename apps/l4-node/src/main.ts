@@ -28,6 +28,9 @@ const nodeId = config.SLB_NODE_ID ?? hostname();
 const metricsRegistry = new L4Metrics();
 // Before any listener: what this runtime lacks (SO_REUSEPORT on Node 20) is logged and exported first.
 const runtime = await reportRuntime(metricsRegistry.registry, logger);
+// The operator may keep a node that could share VIPs to active-standby (a host where peers must not share).
+const reusePort = runtime.reusePort && config.SLB_REUSE_PORT !== 'off';
+logger.info({ reusePort }, `VIPs carried ${reusePort ? 'active-active (SO_REUSEPORT)' : 'active-standby'}`);
 const sync = sessionSyncFromEnv(config, nodeId, logger, metricsRegistry.registry);
 const fileLimit = openFileLimit();
 const maxOpenFiles = fileLimit === undefined ? Number.POSITIVE_INFINITY : fdBudgetFor(fileLimit);
@@ -48,7 +51,7 @@ const node = new L4Node({
   // In file mode only when set: the 127.0.0.1 default is the local cloud's, and real backends are not
   // reachable from loopback. A control-channel node's address is its credential's (identified below).
   sourceAddress: config.configPath === undefined || process.env.SLB_NODE_ADDRESS ? config.SLB_NODE_ADDRESS : undefined,
-  reusePort: runtime.reusePort,
+  reusePort,
 });
 
 const metrics = await startMetricsServer(node.metrics.registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
@@ -78,7 +81,7 @@ if (config.configPath !== undefined) {
     },
     load: () => load.current,
     currentFailures: () => node.currentFailures(),
-    reusePort: runtime.reusePort,
+    reusePort,
     identified: (address) => {
       node.useSourceAddress(address);
       logger.info({ sourceAddress: address }, 'upstream connections leave from the node address');
