@@ -413,14 +413,18 @@ function wrk(vip, port, dur) {
 async function connectionsOf(metricsPort) {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   let sum = 0;
-  for (const line of text.split('\n')) if (line.startsWith('slb_l4_connections_total')) sum += Number(line.split(' ').at(-1));
+  for (const line of text.split('\n'))
+    if (line.startsWith('slb_l4_connections_total')) sum += Number(line.split(' ').at(-1));
   return sum;
 }
 
 async function sharing(aa) {
   for (const cmd of ['haproxy', 'wrk']) {
     if (spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0) {
-      execFileSync('apt-get', ['install', '-y', '-q', cmd], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+      execFileSync('apt-get', ['install', '-y', '-q', cmd], {
+        stdio: 'ignore',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
     }
   }
   const backendPort = await freePort();

@@ -21,11 +21,12 @@ async function tcpListener(token: string, lb: { lbId: string; sgId: string }, po
     port,
     serverGroupId: lb.sgId,
   });
-  expect(res.statusCode).toBe(201);
+  expect(res.status).toBe(201);
   return res.body.id as string;
 }
 
-const lbView = async (token: string, lbId: string) => (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body;
+const lbView = async (token: string, lbId: string) =>
+  (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body;
 
 async function ackAll(...nodes: FakeNode[]) {
   await settle();
@@ -77,7 +78,6 @@ describe('VIPs on the L4 nodes', () => {
     const nodes = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes');
     expect(nodes.body.items.map((n: any) => n.vipMode)).toEqual(['active-standby', 'active-standby']);
 
-    binder.closed = null;
     (t.app.controlHub as any).sessions.get(roles['l4-a'] === 'active' ? 'l4-a' : 'l4-b').ws.close();
     await ackAll(standby);
     expect(heldListeners(standby).get(id)).toMatchObject({ bindAddresses: [before.address] });
