@@ -51,6 +51,8 @@ interface Fleet {
   api: Proc;
   nodes: Map<string, { proc: Proc; id: string; address: string }>;
   client: ReturnType<typeof createSlbClient>;
+  /** Closed with the fleet. */
+  backends: (Server | UdpSocket)[];
   cleanup(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ async function startFleet(pool: string, addresses: string[], nodeEnv: Record<str
     api,
     nodes,
     client: createSlbClient({ baseUrl: apiUrl, token: ADMIN }),
+    backends,
     cleanup: async () => {
       await Promise.all([...nodes.values()].map((n) => n.proc.stop('SIGKILL')));
       await api.stop('SIGKILL');
@@ -94,7 +97,6 @@ async function startFleet(pool: string, addresses: string[], nodeEnv: Record<str
     },
   };
   fleets.push(fleet);
-  (fleet as Fleet & { backends: typeof backends }).backends = backends;
   await eventually('the API', () => fetch(`${apiUrl}/healthz`).then((r) => (r.ok ? true : undefined)), 20_000);
   for (const [i, address] of addresses.entries()) {
     const name = `vip-failover-${i + 1}`;
@@ -125,7 +127,7 @@ async function startFleet(pool: string, addresses: string[], nodeEnv: Record<str
 
 /** TCP and UDP backends answering `<name> via <peer address>`, closed with the fleet. */
 async function backendsFor(fleet: Fleet, names: string[]): Promise<{ tcp: number[]; udp: number[] }> {
-  const keep = (fleet as Fleet & { backends: (Server | UdpSocket)[] }).backends;
+  const keep = fleet.backends;
   const tcp: number[] = [];
   const udp: number[] = [];
   for (const name of names) {
