@@ -82,7 +82,7 @@ describe('control hub: per-node diffs', () => {
     const waiting = await lb(a.lbId);
     expect(waiting.status).toBe('provisioning');
     expect(waiting.nodes).toEqual([
-      { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.71', online: true, converged: true },
+      { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.71', online: true, converged: true, role: 'active' },
       { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.72', online: true, converged: false },
     ]);
     expect(waiting.addresses).toEqual([waiting.address]); // its VIP, not the node's address
@@ -140,7 +140,7 @@ describe('control hub: per-node diffs', () => {
     ).toBe(201);
   });
 
-  it('two LBs on one port of a node (a database from before the API refused it): the second waits, and gets the port once the first lets it go', async () => {
+  it('two LBs without a VIP (upgraded with their pools full) on one port share the node address: the second waits, and gets the port once the first lets it go', async () => {
     const a = await newLoadBalancer(t.app, token);
     const b = await newLoadBalancer(t.app, token);
     const first = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
@@ -155,8 +155,10 @@ describe('control hub: per-node diffs', () => {
     });
     t.app.store.sqlite.prepare('UPDATE listeners SET port = 7021 WHERE id = ?').run(second.body.id);
     t.app.store.sqlite
-      .prepare('UPDATE load_balancers SET config_version = config_version + 1 WHERE id = ?')
-      .run(b.lbId);
+      .prepare(
+        'UPDATE load_balancers SET address = NULL, address_pool_id = NULL, config_version = config_version + 1 WHERE id IN (?, ?)',
+      )
+      .run(a.lbId, b.lbId);
     t.app.controlHub.changed();
     await settle();
     l4.ack();
