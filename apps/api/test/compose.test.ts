@@ -30,6 +30,10 @@ interface Service {
   healthcheck?: { test?: string[] | string; disable?: boolean };
   depends_on?: string[] | Record<string, { condition?: string }>;
   deploy?: { replicas?: number };
+  restart?: string;
+  network_mode?: string;
+  sysctls?: Record<string, string | number>;
+  cap_add?: string[];
 }
 interface Compose {
   services: Record<string, Service>;
@@ -116,9 +120,17 @@ describe('docker-compose.yml', () => {
       expect(posix.resolve(service!.working_dir ?? IMAGE_ROOT, script!), s.name).toBe(s.script);
       expect(service!.deploy?.replicas ?? 1, s.name).toBe(1);
     }
-    // No app container the local cloud does not have: the others are Redis and the demo backends.
+    // No app container the local cloud does not have: the others are Redis, the demo backends and the L4
+    // nodes' VIP route sidecars (on loopback every 127.x address is local already).
     const extra = Object.keys(compose.services).filter((name) => !byName.has(name));
-    expect(extra.sort()).toEqual(['demo-backend-1', 'demo-backend-2', 'demo-backend-3', 'redis']);
+    expect(extra.sort()).toEqual([
+      'demo-backend-1',
+      'demo-backend-2',
+      'demo-backend-3',
+      'redis',
+      'vip-route-1',
+      'vip-route-2',
+    ]);
   });
 
   it("sets the local cloud's environment variables, and otherwise only ones the app reads", () => {
@@ -177,8 +189,10 @@ describe('docker-compose.yml', () => {
 
   it('has a healthcheck on every service, and waits on healthy dependencies', () => {
     for (const [name, service] of Object.entries(compose.services)) {
-      expect(service.healthcheck?.disable, name).not.toBe(true);
-      expect(healthTest(service), `${name} healthcheck`).not.toBe('');
+      // A one-shot job (the VIP route sidecars) runs and exits: nothing to check, and nothing waits on it.
+      const oneShot = service.restart === 'no';
+      if (!oneShot) expect(service.healthcheck?.disable, name).not.toBe(true);
+      if (!oneShot) expect(healthTest(service), `${name} healthcheck`).not.toBe('');
       const deps = service.depends_on ?? {};
       expect(Array.isArray(deps), `${name} depends_on uses conditions`).toBe(false);
       for (const [dep, { condition } = {}] of Object.entries(deps)) {
@@ -195,6 +209,21 @@ describe('docker-compose.yml', () => {
     expect(compose.services.api!.depends_on).toHaveProperty('redis');
     for (const s of topology.filter((t) => t.kind.endsWith('-node'))) {
       expect(compose.services[s.name]!.depends_on, s.name).toHaveProperty('api');
+    }
+  });
+
+  it('gives LBs VIPs outside the subnet, bound by every L4 node and made local in its namespace', () => {
+    const pool = env(compose.services.api!).SLB_ADDRESS_POOLS!;
+    const subnet = compose.networks?.slb?.ipam?.config?.[0]?.subnet!;
+    expect(pool).toMatch(/^\d+\.\d+\.\d+\.0\/24$/);
+    expect(pool.split('.').slice(0, 3)).not.toEqual(subnet.split('.').slice(0, 3));
+    const routes = Object.values(compose.services).filter((s) => s.network_mode?.startsWith('service:'));
+    for (const s of topology.filter((t) => t.kind === 'l4-node')) {
+      expect(compose.services[s.name]!.sysctls?.['net.ipv4.ip_nonlocal_bind'], s.name).toBe(1);
+      const route = routes.find((r) => r.network_mode === `service:${s.name}`);
+      expect(route, `${s.name} has a VIP route sidecar`).toBeDefined();
+      expect(route!.cap_add).toEqual(['NET_ADMIN']);
+      expect(commandOf(route!).map(interpolate)).toEqual(['ip', 'route', 'replace', 'local', pool, 'dev', 'lo']);
     }
   });
 
