@@ -88,6 +88,15 @@ describe('the cloud endpoints and special addresses', () => {
     expect((await groupWith('10.9.9.9', 5433)).status).toBe(201);
   });
 
+  it("refuses a server at a VIP (any LB's, or free in a pool): the nodes would loop through their own LBs", async () => {
+    const lb = await call(t.app, member.token, 'POST', '/v1/load-balancers', { name: 'target' });
+    for (const address of [lb.body.address, '127.1.200.200']) {
+      const res = await groupWith(address, 80);
+      expect(res.status, `${address} ${JSON.stringify(res.body)}`).toBe(422);
+      expect(res.body.code).toBe('backend_address_denied');
+    }
+  });
+
   it('allows loopback backends of the local cloud on other ports', async () => {
     for (const [address, port] of [
       ['127.0.0.1', 9001],

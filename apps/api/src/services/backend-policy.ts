@@ -1,4 +1,4 @@
-import { type Db, listeners, nodes, rules, servers, tenantBackendNetworks, tenants } from '@slb/db';
+import { addressPools, type Db, listeners, nodes, rules, servers, tenantBackendNetworks, tenants } from '@slb/db';
 import {
   BACKEND_DENY_MESSAGES,
   type BackendNetworks,
@@ -152,7 +152,11 @@ export class BackendPolicyService {
       .filter((a): a is IpValue => a !== null && SHARED_LOOPBACK.has(formatIp(a)));
   }
 
-  /** The deny set: static entries plus every node address a node owns (not the host's shared loopback). */
+  /**
+   * The deny set: static entries, every node address a node owns (not the host's shared loopback), and the
+   * VIP pools: a server at a VIP would make the nodes connect, from their own addresses, to an LB they carry
+   * (a loop through the data plane, with the node's address as the source another tenant's LB trusts).
+   */
   denyRules(): DenyRule[] {
     const owned = this.db
       .selectDistinct({ address: nodes.address })
@@ -166,6 +170,10 @@ export class BackendPolicyService {
     const nodeRules: DenyRule[] = [];
     for (const address of owned) {
       const network = parseNetwork(address);
+      if (network !== null) nodeRules.push({ network, port: null });
+    }
+    for (const pool of this.db.select({ cidr: addressPools.cidr }).from(addressPools).all()) {
+      const network = parseNetwork(pool.cidr);
       if (network !== null) nodeRules.push({ network, port: null });
     }
     return [...this.staticDeny, ...nodeRules];
