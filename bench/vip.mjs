@@ -155,7 +155,14 @@ async function backends(names) {
     u.on('message', (_m, r) => u.send(name, r.port, r.address));
     await new Promise((r) => u.bind(0, '127.0.0.1', r));
     udp.push(u.address().port);
-    children.add({ kill: () => (s.close(), u.close()), exitCode: null, signalCode: null });
+    children.add({
+      kill: () => {
+        s.close();
+        u.close();
+      },
+      exitCode: null,
+      signalCode: null,
+    });
   }
   return { tcp, udp };
 }

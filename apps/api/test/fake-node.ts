@@ -18,6 +18,8 @@ export interface FakeHello {
   appliedVersion?: number;
   /** The node's runtime shares a VIP:port with its peers (SO_REUSEPORT). */
   reusePort?: boolean;
+  /** The addresses it serves listeners on (a node that kept forwarding while the controller was away). */
+  boundVips?: string[];
 }
 
 /** Attaches a fake socket to the app's hub as `identity` would after authenticating, and says hello. */

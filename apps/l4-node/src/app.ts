@@ -1,4 +1,4 @@
-import type { ListenerFailure, NodeSnapshot, SnapshotListener } from '@slb/model';
+import { type ListenerFailure, MAX_LISTENERS_PER_NODE, type NodeSnapshot, type SnapshotListener } from '@slb/model';
 import {
   BackendGuard,
   BindRetries,
@@ -202,6 +202,13 @@ export class L4Node {
    */
   currentFailures(): ListenerFailure[] {
     return [...this.failures].map(([listenerId, reason]) => ({ listenerId, reason }));
+  }
+
+  /** The addresses bound by running listeners (the hello says them: see ControlChannelOptions.boundVips). */
+  boundVips(): string[] {
+    const vips = new Set<string>();
+    for (const l of this.listeners.values()) for (const a of l.cfg.config.bindAddresses) vips.add(a);
+    return [...vips].slice(0, MAX_LISTENERS_PER_NODE);
   }
 
   /**

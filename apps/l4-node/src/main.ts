@@ -81,6 +81,7 @@ if (config.configPath !== undefined) {
     },
     load: () => load.current,
     currentFailures: () => node.currentFailures(),
+    boundVips: () => node.boundVips(),
     reusePort,
     identified: (address) => {
       node.useSourceAddress(address);

@@ -35,6 +35,13 @@ export const HelloMessage = Type.Object(
           'this node can share a VIP:port with peer nodes on its host (SO_REUSEPORT); without it the hub sends a VIP to one node at a time',
       }),
     ),
+    boundVips: Type.Optional(
+      Type.Array(Type.String({ minLength: 2, maxLength: 45 }), {
+        maxItems: MAX_LISTENERS_PER_NODE,
+        description:
+          'the addresses this node serves listeners on right now: a restarted controller leaves each VIP where it is',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -145,6 +145,7 @@ describe('control channel client', () => {
     let identifiedAs: string | undefined;
     await makeClient(undefined, {
       reusePort: true,
+      boundVips: () => ['127.1.0.5'],
       currentFailures: () => current,
       identified: (address) => {
         identifiedAs = address;
@@ -152,7 +153,7 @@ describe('control channel client', () => {
     }).start();
     expect(identifiedAs).toBe('127.0.0.1');
     await until('hello', () => received.length > 0);
-    expect(received[0]).toMatchObject({ type: 'hello', reusePort: true });
+    expect(received[0]).toMatchObject({ type: 'hello', reusePort: true, boundVips: ['127.1.0.5'] });
     type Beat = { type: string; failedListeners?: { listenerId: string; reason: string }[] };
     const beats = () => received.filter((m) => (m as Beat).type === 'heartbeat') as Beat[];
     await until('heartbeat', () => beats().length > 0, 3000);
@@ -173,6 +174,7 @@ describe('control channel client', () => {
     await makeClient().start();
     await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
     expect(received[0]).not.toHaveProperty('reusePort');
+    expect(received[0]).not.toHaveProperty('boundVips');
     expect(received.find((m) => (m as { type: string }).type === 'heartbeat')).not.toHaveProperty('failedListeners');
   });
 

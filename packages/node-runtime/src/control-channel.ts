@@ -67,6 +67,12 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   reusePort?: boolean;
   /**
+   * The addresses the node serves listeners on now, said in each hello: a controller that restarted (or
+   * lost this node for a while) then leaves an active-standby VIP on the node that binds it, instead of
+   * handing it to whichever node said hello first and making the two fight over the port.
+   */
+  boundVips?(): readonly string[];
+  /**
    * Called once the node knows the address the control plane knows it by (its credential's, else
    * `address`), before any snapshot is applied: the L4 node connects upstream from it.
    */
@@ -243,6 +249,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         capacity: this.options.capacity,
         appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
         ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
+        ...(this.options.boundVips === undefined ? {} : { boundVips: [...this.options.boundVips()] }),
       });
       this.heartbeat = setInterval(() => this.send(this.heartbeatMessage()), HEARTBEAT_INTERVAL_MS);
       this.options.logger.info({ url }, 'control channel connected');

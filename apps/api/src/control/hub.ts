@@ -62,6 +62,8 @@ interface Session {
   failedLbs: Set<string>;
   /** The node's runtime can share a VIP:port with its peers (SO_REUSEPORT): it may serve active-active. */
   reusePort: boolean;
+  /** The addresses it said at hello it serves listeners on (see chooseVipBinders). */
+  boundVips: ReadonlySet<string>;
   lastSeen: number;
 }
 
@@ -359,6 +361,7 @@ export class ControlHub {
       failures: [],
       failedLbs: new Set(),
       reusePort: hello.reusePort === true,
+      boundVips: new Set(hello.boundVips ?? []),
       lastSeen: Date.now(),
     };
     this.sessions.set(who.nodeId, session);
@@ -380,7 +383,11 @@ export class ControlHub {
 
   private setFailures(session: Session, failures: ListenerFailure[]): void {
     session.failures = failures;
+    const before = session.failedLbs;
     session.failedLbs = failedLbsOf(session.sentByLb, failures);
+    // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
+    const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
+    if (!same && session.kind === 'l4') this.changed();
   }
 
   private ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
@@ -431,7 +438,13 @@ export class ControlHub {
     const out = new Map<string, VipNode>();
     for (const s of this.sessions.values()) {
       if (s.kind !== 'l4') continue;
-      out.set(s.nodeId, { id: s.nodeId, reusePort: s.reusePort, channelOpen: s.ws.readyState === s.ws.OPEN });
+      out.set(s.nodeId, {
+        id: s.nodeId,
+        reusePort: s.reusePort,
+        channelOpen: s.ws.readyState === s.ws.OPEN,
+        bound: s.boundVips,
+        failing: s.failedLbs,
+      });
     }
     return out;
   }
@@ -571,7 +584,12 @@ export class ControlHub {
       this.lastOnlineL4 = onlineIds;
     }
     const previousServing = this.serving;
-    this.serving = chooseVipBinders(this.placement, this.vipNodes(), previousServing);
+    this.serving = chooseVipBinders(
+      this.placement,
+      this.vipNodes(),
+      previousServing,
+      (id) => this.compiled.get(id)?.address ?? null,
+    );
     const fullDiff =
       beyond || !samePlacement(previousPlacement, this.placement) || !sameServing(previousServing, this.serving);
     const l7Pool = [

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
 
-const node = (id: string, reusePort: boolean, channelOpen = true): VipNode => ({ id, reusePort, channelOpen });
+const node = (id: string, reusePort: boolean, channelOpen = true, bound: string[] = [], failing: string[] = []) =>
+  ({ id, reusePort, channelOpen, bound: new Set(bound), failing: new Set(failing) }) satisfies VipNode;
 const nodesOf = (...ns: VipNode[]) => new Map(ns.map((n) => [n.id, n]));
 
 describe('chooseVipBinders', () => {
@@ -11,7 +12,11 @@ describe('chooseVipBinders', () => {
   });
 
   it('one host binds it when any host cannot share it (active-standby)', () => {
-    const out = chooseVipBinders(new Map([['lb-1', ['a', 'b']]]), nodesOf(node('a', true), node('b', false)), new Map());
+    const out = chooseVipBinders(
+      new Map([['lb-1', ['a', 'b']]]),
+      nodesOf(node('a', true), node('b', false)),
+      new Map(),
+    );
     expect(out.get('lb-1')?.mode).toBe('active-standby');
     expect(out.get('lb-1')?.binders).toHaveLength(1);
   });
@@ -23,6 +28,35 @@ describe('chooseVipBinders', () => {
     expect(kept.get('lb-1')?.binders).toEqual(['b']);
     const moved = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false, false)), previous);
     expect(moved.get('lb-1')?.binders).toEqual(['a']);
+  });
+
+  it('a restarted hub gives a VIP back to the node that says it binds it when the first binder cannot', () => {
+    const placement = new Map([['lb-1', ['a', 'b']]]);
+    const address = () => '127.1.0.9';
+    // The first node to say hello got the VIP, and fails to bind it: b says it serves it.
+    const first = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['a'] }]]);
+    const moved = chooseVipBinders(
+      placement,
+      nodesOf(node('a', false, true, [], ['lb-1']), node('b', false, true, ['127.1.0.9'])),
+      first,
+      address,
+    );
+    expect(moved.get('lb-1')?.binders).toEqual(['b']);
+    // Binding it fine, the first keeps it (b's word is from its hello, and may be stale).
+    const kept = chooseVipBinders(
+      placement,
+      nodesOf(node('a', false), node('b', false, true, ['127.1.0.9'])),
+      first,
+      address,
+    );
+    expect(kept.get('lb-1')?.binders).toEqual(['a']);
+    const ranked = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false)), new Map(), address);
+    const other = ranked.get('lb-1')!.binders[0] === 'a' ? 'b' : 'a';
+    const nodes = nodesOf(
+      node('a', false, true, other === 'a' ? ['127.1.0.9'] : []),
+      node('b', false, true, other === 'b' ? ['127.1.0.9'] : []),
+    );
+    expect(chooseVipBinders(placement, nodes, new Map(), address).get('lb-1')?.binders).toEqual([other]);
   });
 
   it('leaves the VIP where it was when no host is reachable', () => {
@@ -40,7 +74,11 @@ describe('chooseVipBinders', () => {
     const counts = new Map<string, number>();
     for (const s of first.values()) counts.set(s.binders[0]!, (counts.get(s.binders[0]!) ?? 0) + 1);
     for (const id of ['a', 'b', 'c']) expect(counts.get(id)).toBeGreaterThan(40);
-    const withoutC = chooseVipBinders(placement, nodesOf(node('a', false), node('b', false), node('c', false, false)), first);
+    const withoutC = chooseVipBinders(
+      placement,
+      nodesOf(node('a', false), node('b', false), node('c', false, false)),
+      first,
+    );
     for (const id of lbs) {
       const before = first.get(id)!.binders[0];
       if (before !== 'c') expect(withoutC.get(id)?.binders[0]).toBe(before);

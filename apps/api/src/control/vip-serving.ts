@@ -10,6 +10,10 @@ export interface VipNode {
   reusePort: boolean;
   /** Its control channel is open. A node killed on this host closes it at once, long before it looks offline. */
   channelOpen: boolean;
+  /** The addresses it said (at hello) it serves listeners on: where a VIP is when this hub has not placed it. */
+  bound: ReadonlySet<string>;
+  /** LBs with a listener it reports it cannot bind (retrying): another node may hold the VIP. */
+  failing: ReadonlySet<string>;
 }
 
 export interface VipServing {
@@ -22,13 +26,17 @@ export interface VipServing {
  * Who binds each LB's VIP. When every node hosting an LB can share the VIP:port (SO_REUSEPORT), they all
  * bind it and the kernel spreads the clients (active-active, LVS behind ECMP). Otherwise one of them binds
  * it (active-standby, as keepalived): the one that had it while its channel stays open, so a VIP does not
- * move while its node lives; else the open node that ranks first for this LB (rendezvous hashing, so the
- * VIPs of many LBs spread over the nodes and a node's departure moves only its own). Pure.
+ * move while its node lives and binds it; else an open node that says it binds the VIP already (after a
+ * controller restart the first node to say hello is given every VIP, and fails to bind those another node
+ * still serves: they go back to that node); else the one that had it; else the open node that ranks first
+ * for this LB (rendezvous hashing, so the VIPs of many LBs spread over the nodes and a node's departure moves
+ * only its own). Pure.
  */
 export function chooseVipBinders(
   placement: ReadonlyMap<string, readonly string[]>,
   nodes: ReadonlyMap<string, VipNode>,
   previous: ReadonlyMap<string, VipServing>,
+  addressOf: (lbId: string) => string | null = () => null,
 ): Map<string, VipServing> {
   const result = new Map<string, VipServing>();
   for (const [lbId, hosts] of placement) {
@@ -40,7 +48,12 @@ export function chooseVipBinders(
     const before = previous.get(lbId)?.binders[0];
     const open = known.filter((n) => n.channelOpen);
     let owner: string | undefined;
-    if (before !== undefined && open.some((n) => n.id === before)) owner = before;
+    const address = addressOf(lbId);
+    const holder = address === null ? undefined : open.find((n) => n.bound.has(address));
+    const kept = open.find((n) => n.id === before);
+    if (kept !== undefined && !kept.failing.has(lbId)) owner = kept.id;
+    else if (holder !== undefined) owner = holder.id;
+    else if (kept !== undefined) owner = kept.id;
     else if (open.length > 0) owner = rankFirst(lbId, open);
     // Nobody reachable: leave the VIP where it was (that node may well still serve it), else the first host.
     else if (before !== undefined && hosts.includes(before)) owner = before;
