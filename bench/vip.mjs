@@ -3,7 +3,8 @@
 //
 //   node bench/vip.mjs              # ~4 min: failover (active-active and active-standby), scale, sharing
 //   KILLS=5 node bench/vip.mjs      # fewer SIGKILLs per failover row (default 20)
-//   ONLY=scale node bench/vip.mjs   # one row: failover-aa, failover-as, scale or sharing
+//   ONLY=scale node bench/vip.mjs   # one row: failover-aa, failover-as (with the 1,000 LBs row), scale or sharing
+//   LBS=200 node bench/vip.mjs      # fewer LBs on one port (default 1,000)
 //
 // Rows:
 // - failover, active-active: two l4-node processes (file mode, session sync over Redis) share one VIP:port
@@ -15,6 +16,8 @@
 //   with SLB_REUSE_PORT=off, as on Node 20): the node binding the VIP is SIGKILLed KILLS times (the other takes
 //   the VIP over; the killed one comes back as standby). Per kill, the gap from the kill to the next
 //   successful connection through the VIP; goal p99 ≤ 3 s.
+// - 1,000 LBs on one port: created through that cloud's API, each with a TCP listener on the same port; time
+//   to all active, how the VIPs spread over the two nodes, one connection to every VIP.
 // - scale: one l4-node given 10,000 listeners, each on a VIP of its own (127.3.x.y) and the same port: time
 //   from start to every listener bound, RSS after.
 // - sharing: new connections/s (wrk, Connection: close, an HAProxy backend answering `ok`) through one VIP served
@@ -301,6 +304,7 @@ async function failoverActiveActive(aa) {
 
 async function failoverActiveStandby() {
   process.env.SLB_REUSE_PORT = 'off'; // the cloud's L4 nodes carry VIPs as Node 20 would: active-standby
+  process.env.SLB_QUOTA_DEFAULTS = 'loadBalancers=5000,listeners=10000,servers=10000';
   const outDir = join(work, 'cloud');
   const cloud = await startCloud({
     root: ROOT,
@@ -364,17 +368,92 @@ async function failoverActiveStandby() {
     process.stderr.write(`  active-standby: kill ${k + 1}/${KILLS}: gap ${gaps.at(-1).toFixed(0)} ms\n`);
   }
   await load.stop();
+  const many = await manyLbsOnOnePort(cloud, tcp);
   await stopAllChildren();
   delete process.env.SLB_REUSE_PORT;
+  delete process.env.SLB_QUOTA_DEFAULTS;
+  return [
+    {
+      row: 'failover, active-standby (takeover)',
+      kills: KILLS,
+      'TCP ok': load.ok,
+      'TCP refused/timed out': load.refused,
+      'lost with the dying node': load.lostAccepted,
+      'gap ms p50/p99/max': `${p(gaps, 0.5).toFixed(0)}/${p(gaps, 0.99).toFixed(0)}/${Math.max(...gaps).toFixed(0)}`,
+      'UDP replies/sent': `${load.udpReplies}/${load.udpSent}`,
+      'UDP flows moved': load.udpMoved,
+    },
+    many,
+  ];
+}
+
+/**
+ * LBS load balancers (default 1,000), each with a TCP listener on the same port, through the API of the
+ * running cloud: time from the first create to all active, and one connection to every VIP.
+ */
+async function manyLbsOnOnePort(cloud, backendPorts) {
+  const N = Number(process.env.LBS ?? 1000);
+  const port = await freePort();
+  const t0 = performance.now();
+  const ids = new Set();
+  for (let i = 0; i < N; i++) {
+    const lb = await cloud.ok('POST', '/v1/load-balancers', { name: `many-${i}` });
+    const sg = await cloud.ok('POST', `/v1/load-balancers/${lb.id}/server-groups`, {
+      name: 'one',
+      servers: [{ address: '127.0.0.1', port: backendPorts[0] }],
+    });
+    await cloud.ok('POST', `/v1/load-balancers/${lb.id}/listeners`, {
+      protocol: 'tcp',
+      port,
+      serverGroupId: sg.id,
+      healthCheck: { enabled: false },
+    });
+    ids.add(lb.id);
+    if ((i + 1) % 200 === 0) process.stderr.write(`  ${i + 1}/${N} LBs on :${port} created\n`);
+  }
+  const createdMs = performance.now() - t0;
+  const listAll = async () => {
+    const all = [];
+    let cursor;
+    do {
+      const page = await cloud.ok('GET', `/v1/load-balancers?limit=500${cursor ? `&cursor=${cursor}` : ''}`);
+      all.push(...page.items.filter((lb) => ids.has(lb.id)));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return all;
+  };
+  let lbs = [];
+  for (let i = 0; i < 300; i++) {
+    lbs = await listAll();
+    if (lbs.length === N && lbs.every((lb) => lb.status === 'active')) break;
+    await sleep(200);
+  }
+  const activeMs = performance.now() - t0;
+  const perNode = new Map();
+  for (const lb of lbs) {
+    for (const n of lb.nodes) if (n.role === 'active') perNode.set(n.nodeId, (perNode.get(n.nodeId) ?? 0) + 1);
+  }
+  let answered = 0;
+  for (const lb of lbs) {
+    const ok = await new Promise((resolve) => {
+      const c = net.connect({ host: lb.address, port });
+      let got = '';
+      c.setTimeout(2000, () => c.destroy());
+      c.on('data', (d) => {
+        got += d;
+      });
+      c.on('error', () => resolve(false));
+      c.on('close', () => resolve(got.length > 0));
+    });
+    if (ok) answered++;
+  }
   return {
-    row: 'failover, active-standby (takeover)',
-    kills: KILLS,
-    'TCP ok': load.ok,
-    'TCP refused/timed out': load.refused,
-    'lost with the dying node': load.lostAccepted,
-    'gap ms p50/p99/max': `${p(gaps, 0.5).toFixed(0)}/${p(gaps, 0.99).toFixed(0)}/${Math.max(...gaps).toFixed(0)}`,
-    'UDP replies/sent': `${load.udpReplies}/${load.udpSent}`,
-    'UDP flows moved': load.udpMoved,
+    row: `${N} LBs all on :${port}, two L4 nodes (active-standby)`,
+    'created s': (createdMs / 1000).toFixed(1),
+    'first create → all active s': (activeMs / 1000).toFixed(1),
+    active: lbs.filter((lb) => lb.status === 'active').length,
+    'VIPs per node': [...perNode.values()].join(' / '),
+    'VIPs answering': `${answered}/${N}`,
   };
 }
 
@@ -523,7 +602,7 @@ async function main() {
   const want = (row) => ONLY === undefined || ONLY === row;
   const rows = [];
   if (aa && want('failover-aa')) rows.push(await failoverActiveActive(aa));
-  if (want('failover-as')) rows.push(await failoverActiveStandby());
+  if (want('failover-as')) rows.push(...(await failoverActiveStandby()));
   if (want('scale')) rows.push(await scale(aa?.bin ?? process.execPath));
   if (aa && want('sharing')) rows.push(...(await sharing(aa)));
   for (const r of rows) {
