@@ -513,6 +513,20 @@ function wrk(vip, port, dur) {
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
 }
 
+/** Busy share of each CPU between two reads of /proc/stat: what limited a row (generator on 0, nodes on 1). */
+function cpuTimes() {
+  return readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .filter((l) => /^cpu\d+ /.test(l))
+    .map((l) => {
+      const f = l.trim().split(/\s+/).slice(1).map(Number);
+      const idle = f[3] + f[4];
+      return { idle, total: f.reduce((a, b) => a + b, 0) };
+    });
+}
+const busy = (a, b) =>
+  a.map((x, i) => `${(100 * (1 - (b[i].idle - x.idle) / Math.max(1, b[i].total - x.total))) | 0}%`);
+
 async function connectionsOf(metricsPort) {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   let sum = 0;
@@ -562,7 +576,9 @@ async function sharing(aa) {
     wrk(vip, port, 2); // warm-up
     const before = await Promise.all(nodes.map((n) => connectionsOf(n.metricsPort)));
     const cpu0 = cpuSeconds(nodes.map((n) => n.child));
+    const cpus0 = cpuTimes();
     const rps = wrk(vip, port, DUR);
+    const [gen, node] = busy(cpus0, cpuTimes());
     const cpuUs = ((cpuSeconds(nodes.map((n) => n.child)) - cpu0) * 1e6) / (rps * DUR);
     const after = await Promise.all(nodes.map((n) => connectionsOf(n.metricsPort)));
     const counts = after.map((a, i) => a - before[i]);
@@ -572,6 +588,8 @@ async function sharing(aa) {
       'new conn/s': rps.toFixed(0),
       'node CPU µs/conn': cpuUs.toFixed(0),
       'share per node': counts.map((c) => `${((100 * c) / Math.max(1, total)).toFixed(0)}%`).join(' / '),
+      'CPU 0 busy (wrk, backend)': gen,
+      'CPU 1 busy (node(s))': node,
     });
     for (const n of nodes) await kill9(n.child);
   }
