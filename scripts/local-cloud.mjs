@@ -187,6 +187,7 @@ const services = localCloudServices({
   healthQueue: process.env.SLB_HEALTH_QUEUE,
   healthKeyPrefix: process.env.SLB_HEALTH_KEY_PREFIX,
   syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
+  addressPools: process.env.SLB_ADDRESS_POOLS,
 });
 const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
 // The demo's backends: 9001-9003, or SLB_DEMO_PORTS (comma-separated) when those are taken.
