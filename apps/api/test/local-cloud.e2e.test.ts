@@ -371,7 +371,7 @@ describe('the local cloud end to end', () => {
     expect(after.address).toBe(vip);
     expect(after.addresses).toEqual([vip]);
     expect(await resolveA(cloud.dnsPort, dnsName)).toEqual([vip]);
-    // `nodes` keeps showing the dead node, marked offline; only the live one carries the VIP.
+    // `nodes` may still list the dead node for a while, offline; only the live one carries the VIP.
     expect(
       l4View(after)
         .filter((n) => n.online && n.role === 'active')
