@@ -187,6 +187,7 @@ const services = localCloudServices({
   healthQueue: process.env.SLB_HEALTH_QUEUE,
   healthKeyPrefix: process.env.SLB_HEALTH_KEY_PREFIX,
   syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
+  addressPools: process.env.SLB_ADDRESS_POOLS,
 });
 const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
 // The demo's backends: 9001-9003, or SLB_DEMO_PORTS (comma-separated) when those are taken.
@@ -365,18 +366,22 @@ if (demo) {
       healthCheck: { path: '/', interval: 1, healthyThreshold: 2, unhealthyThreshold: 2 },
     });
   }
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(100)) {
-    const ok = await fetch(`http://${l4Addresses[0]}:8081/`).then(
+  // Clients reach it on its VIP (an L4 node carrying it binds it), never on a node's own address.
+  const vip = lb.address;
+  for (const deadline = Date.now() + 15_000; vip && Date.now() < deadline; await sleep(100)) {
+    const ok = await fetch(`http://${vip}:8081/`).then(
       (r) => r.ok,
       () => false,
     );
     if (ok) break;
   }
-  demoLine = [
-    `  demo LB       ${lb.id}  (HTTP ${l4Addresses.map((a) => `${a}:8081`).join(' and ')}, TCP :9000)`,
-    `    curl http://${l4Addresses[0]}:8081/`,
-    `    dig @127.0.0.1 -p ${dnsPort} ${lb.id}.slb.internal +short`,
-  ].join('\n');
+  demoLine = vip
+    ? [
+        `  demo LB       ${lb.id}  VIP ${vip}  (HTTP ${vip}:8081, TCP ${vip}:9000)`,
+        `    curl http://${vip}:8081/`,
+        `    dig @127.0.0.1 -p ${dnsPort} ${lb.id}.slb.internal +short   # answers ${vip}`,
+      ].join('\n')
+    : `  demo LB       ${lb.id}  has no VIP yet: no address pool has room (GET ${apiUrl}/v1/address-pools)`;
 }
 
 // The banner last, once the children's start-up lines have settled (at most 3 s), so it does not scroll away.

@@ -20,7 +20,7 @@ export const LOCAL_BACKEND_NETWORKS = [
  * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
  *           redisUrl: string, adminToken: string,
  *           l4Addresses?: string[], l7Addresses?: string[], metricsPortBase?: number,
- *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string }} c
+ *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string, addressPools?: string }} c
  * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', script: string, env: Record<string,string> }[]}
  */
 export function localCloudServices(c) {
@@ -48,6 +48,8 @@ export function localCloudServices(c) {
         SLB_DNS_PORT: String(c.dnsPort),
         // Backends on loopback, as the local cloud's demo and test backends are (production: private ranges).
         SLB_DEFAULT_BACKEND_NETWORKS: LOCAL_BACKEND_NETWORKS.join(','),
+        // The VIP pools LBs get their addresses from (unset: the API's default, 127.1.0.0/16).
+        ...(c.addressPools ? { SLB_ADDRESS_POOLS: c.addressPools } : {}),
         ...health,
       },
     },

@@ -156,6 +156,12 @@ export interface LocalCloudOptions {
    * names of the test's own (`test-<uuid>`).
    */
   ownNamespace?: boolean;
+  /**
+   * The API's VIP pools (SLB_ADDRESS_POOLS), e.g. `127.1.71.0/24`. Give each test file a pool of its own:
+   * local clouds of several tests run at once on one machine, and the default (127.1.0.0/16) would hand
+   * every one of them the same VIPs.
+   */
+  addressPools?: string;
 }
 
 const alive = (pid: number) => {
@@ -244,6 +250,7 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     SLB_ADMIN_TOKEN: adminToken,
     REDIS_URL: redisUrl,
     LOG_LEVEL: 'warn',
+    ...(options.addressPools ? { SLB_ADDRESS_POOLS: options.addressPools } : {}),
   };
   const { SLB_HEALTH_QUEUE: _q, SLB_HEALTH_KEY_PREFIX: _p, SLB_SESSION_SYNC_PREFIX: _s, ...inherited } = process.env;
   const child = spawn(process.execPath, [LOCAL_CLOUD, ...(options.args ?? [])], {

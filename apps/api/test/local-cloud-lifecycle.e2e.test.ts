@@ -13,6 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freeMetricsBase, freePort, freePortOn, LOCAL_CLOUD, startLocalCloud } from './fleet.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** This file's VIP pool (its clouds run one at a time): no other test's local cloud hands out these addresses. */
+const POOL = '127.1.236.0/24';
 
 /** Pids of every process whose environment holds `SLB_DATA_DIR=<dataDir>`. */
 function processesOf(dataDir: string): number[] {
@@ -67,6 +69,7 @@ async function cloudEnv(l4: string, l7: string) {
       SLB_HEALTH_KEY_PREFIX: `${id}:health`,
       SLB_SESSION_SYNC_PREFIX: `${id}:sync`,
       SLB_ADMIN_TOKEN: `lifecycle-admin-${randomUUID()}`,
+      SLB_ADDRESS_POOLS: POOL,
       LOG_LEVEL: 'warn',
     },
   };
@@ -144,7 +147,13 @@ describe('the local cloud leaves nothing behind', () => {
   it('SIGKILL of the supervisor leaves no child within a couple of seconds, its own redis-server included', async () => {
     // No Redis on that port: the local cloud starts its own, which must go too.
     const redisUrl = `redis://127.0.0.1:${await freePort()}`;
-    const cloud = await startLocalCloud({ l4: ['127.0.0.247'], l7: ['127.0.0.248'], args: ['--no-restart'], redisUrl });
+    const cloud = await startLocalCloud({
+      l4: ['127.0.0.247'],
+      l7: ['127.0.0.248'],
+      args: ['--no-restart'],
+      redisUrl,
+      addressPools: POOL,
+    });
     cleanups.push(() => cloud.stop());
     const started = processesOf(cloud.dataDir).map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
     expect(started.some((argv) => argv.startsWith('/usr/bin/redis-server') || argv.includes('redis-server\0'))).toBe(
@@ -156,7 +165,12 @@ describe('the local cloud leaves nothing behind', () => {
   }, 90_000);
 
   it("Ctrl-C (SIGINT to the terminal's process group) reaches each node once: no 'second signal'", async () => {
-    const cloud = await startLocalCloud({ l4: ['127.0.0.249'], l7: ['127.0.0.250'], args: ['--no-restart'] });
+    const cloud = await startLocalCloud({
+      l4: ['127.0.0.249'],
+      l7: ['127.0.0.250'],
+      args: ['--no-restart'],
+      addressPools: POOL,
+    });
     cleanups.push(() => cloud.stop());
     const exited = new Promise((r) => cloud.proc.child.once('exit', r));
     process.kill(-cloud.proc.child.pid!, 'SIGINT'); // the supervisor leads its group, as a shell's job would
@@ -167,7 +181,7 @@ describe('the local cloud leaves nothing behind', () => {
 
   it('a stop with an open connection says whom it waits for and for how long', async () => {
     const l4 = '127.0.0.236';
-    const cloud = await startLocalCloud({ l4: [l4], l7: ['127.0.0.237'], args: ['--no-restart'] });
+    const cloud = await startLocalCloud({ l4: [l4], l7: ['127.0.0.237'], args: ['--no-restart'], addressPools: POOL });
     cleanups.push(() => cloud.stop());
     const held = createServer((s) => s.write('hi\n')); // answers, then keeps the connection open
     await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
@@ -181,19 +195,21 @@ describe('the local cloud leaves nothing behind', () => {
       expect(res.status).toBe(201);
       return (await res.json()) as { id: string };
     };
-    const lb = await api('/v1/load-balancers', { name: 'held' });
+    const lb = (await api('/v1/load-balancers', { name: 'held' })) as { id: string; address: string };
+    const vip = lb.address; // what clients connect to (the node carrying it binds it, not its own address)
+    expect(vip).toMatch(/^127\.1\.236\./);
     const sg = await api(`/v1/load-balancers/${lb.id}/server-groups`, {
       name: 'held',
       servers: [{ address: '127.0.0.1', port: (held.address() as { port: number }).port }],
     });
-    const port = await freePortOn([l4]);
+    const port = await freePortOn([vip]);
     await api(`/v1/load-balancers/${lb.id}/listeners`, { protocol: 'tcp', port, serverGroupId: sg.id });
     let client: ReturnType<typeof createConnection> | undefined;
     for (const until = Date.now() + 10_000; !client && Date.now() < until; ) {
       client = await new Promise<ReturnType<typeof createConnection> | undefined>((resolve) => {
-        const c = createConnection({ host: l4, port });
+        const c = createConnection({ host: vip, port });
         c.once('data', () => resolve(c));
-        c.once('error', () => resolve(undefined));
+        c.on('error', () => resolve(undefined));
         c.once('close', () => resolve(undefined));
       });
       if (!client) await new Promise((r) => setTimeout(r, 100));

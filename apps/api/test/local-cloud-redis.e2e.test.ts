@@ -24,6 +24,8 @@ import {
 
 const L4 = ['127.0.0.73', '127.0.0.74'];
 const L7 = ['127.0.0.83', '127.0.0.84'];
+/** This file's VIP pool: no other test's local cloud hands out these addresses. */
+const POOL = '127.1.73.0/24';
 const FAST_CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 
 let redisPort: number;
@@ -31,6 +33,8 @@ let redis: Proc;
 let cloud: LocalCloud;
 let client: SlbClient;
 let lbId: string;
+/** The LB's VIP: the only address clients use (whichever L4 node carries it). */
+let vip: string;
 const ports = { tcp: 0, http: 0 };
 const listeners = { tcp: '', http: '' };
 const b: Record<'t1' | 't2' | 'h1' | 'h2', Backend> = {} as never;
@@ -66,8 +70,8 @@ async function health() {
 const statusOf = async (port: number, listenerId: string) =>
   (await health()).find((h) => h.port === port && h.listenerId === listenerId)?.status;
 
-const tcpVia = (i: number) => tcpAsk(L4[i % 2]!, ports.tcp);
-const httpVia = (i: number) => httpAsk(`http://${L4[i % 2]}:${ports.http}/`).then((r) => r.body.name);
+const tcpVia = () => tcpAsk(vip, ports.tcp);
+const httpVia = () => httpAsk(`http://${vip}:${ports.http}/`).then((r) => r.body.name);
 
 beforeAll(async () => {
   redisPort = await freePort();
@@ -80,7 +84,7 @@ beforeAll(async () => {
   const started = Date.now();
   // The default supervision (crashed children restarted): a process that dies of the Redis outage shows up
   // in the output as "exited", which the test reports.
-  cloud = await startLocalCloud({ l4: L4, l7: L7, redisUrl: `redis://127.0.0.1:${redisPort}` });
+  cloud = await startLocalCloud({ l4: L4, l7: L7, redisUrl: `redis://127.0.0.1:${redisPort}`, addressPools: POOL });
   report(`local cloud ready in ${Date.now() - started} ms on its own Redis at :${redisPort}`);
   client = createSlbClient({ baseUrl: cloud.apiUrl, token: cloud.adminToken });
 }, 90_000);
@@ -96,6 +100,8 @@ describe('the local cloud through a Redis restart', () => {
     const lb = await client.POST('/v1/load-balancers', { body: { name: 'redis-e2e' } });
     expect(lb.error).toBeUndefined();
     lbId = lb.data!.id;
+    vip = lb.data!.address!;
+    expect(vip).toMatch(/^127\.1\.73\./);
     const group = async (name: string, servers: Backend[]) => {
       const sg = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
         params: { path: { lbId } },
@@ -106,8 +112,8 @@ describe('the local cloud through a Redis restart', () => {
     };
     const tcpGroup = await group('tcp', [b.t1, b.t2]);
     const webGroup = await group('web', [b.h1, b.h2]);
-    ports.tcp = await freePortOn(L4);
-    ports.http = await freePortOn(L4);
+    ports.tcp = await freePortOn([vip]);
+    ports.http = await freePortOn([vip]);
     const tcp = await client.POST('/v1/load-balancers/{lbId}/listeners', {
       params: { path: { lbId } },
       body: { protocol: 'tcp', port: ports.tcp, serverGroupId: tcpGroup, healthCheck: FAST_CHECK },
@@ -131,6 +137,19 @@ describe('the local cloud through a Redis restart', () => {
         return items.length === 4 && items.every((h) => h.status === 'normal') ? true : undefined;
       },
       20_000,
+      100,
+    );
+    // A node carries the VIP with both listeners (health checks run whether or not a node does yet).
+    await eventually(
+      'the LB active',
+      async () => {
+        const { data } = await client.GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+        return data?.status === 'active' &&
+          data.nodes.some((n) => n.kind === 'l4' && n.role === 'active' && n.converged)
+          ? true
+          : undefined;
+      },
+      15_000,
       100,
     );
     const warm = await Promise.all([burst(40, tcpVia), burst(40, httpVia)]);

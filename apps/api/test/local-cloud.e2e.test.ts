@@ -1,6 +1,8 @@
 // The end-to-end suite against the real local cloud (`scripts/local-cloud.mjs`: API, two health workers, two
 // L4 and two L7 nodes as processes), driven through the generated client. It kills a backend, an L4 node and
 // the API under load and prints what the clients saw; the Redis restart lives in local-cloud-redis.e2e.test.ts.
+// Clients reach the LB on its VIP only: both L4 nodes bind it (active-active, SO_REUSEPORT: Node.js >= 22.12)
+// or one does and the other stands by (active-standby), so nothing here assumes which node serves.
 import { createSlbClient, type SlbClient } from '@slb/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -24,6 +26,8 @@ import { makeCertificate } from './helpers.js';
 
 const L4 = ['127.0.0.71', '127.0.0.72'];
 const L7 = ['127.0.0.81', '127.0.0.82'];
+/** This file's VIP pool: no other test's local cloud hands out these addresses. */
+const POOL = '127.1.71.0/24';
 const FAST_CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 /** A weight-3 backend's share of the traffic against a weight-1 one: 0.75, within this much. */
 const TOLERANCE = 0.1;
@@ -32,6 +36,8 @@ let cloud: LocalCloud;
 let client: SlbClient;
 let lbId: string;
 let dnsName: string;
+/** The LB's VIP: the only address clients use. */
+let vip: string;
 const ports = { tcp: 0, udp: 0, http: 0, https: 0 };
 const listeners = { tcp: '', udp: '', http: '', https: '' };
 const b: Record<'t1' | 't2' | 'u1' | 'u2' | 'h1' | 'h2', Backend> = {} as never;
@@ -66,12 +72,17 @@ async function getLb() {
   return data;
 }
 
-const tcpVia = (address: string) => () => tcpAsk(address, ports.tcp);
-const httpVia = (address: string) => () => httpAsk(`http://${address}:${ports.http}/`).then((r) => r.body.name);
-const alternate =
-  (via: (address: string) => () => Promise<string>, addresses = L4) =>
-  (i: number) =>
-    via(addresses[i % addresses.length]!)();
+const tcpViaVip = () => tcpAsk(vip, ports.tcp);
+const httpViaVip = () => httpAsk(`http://${vip}:${ports.http}/`).then((r) => r.body.name);
+const udpViaVip = () => udpAsk(vip, ports.udp);
+const httpsViaVip = () =>
+  httpAsk(`https://${vip}:${ports.https}/`, { servername: 'shop.example' }).then((r) => r.body.name);
+/** The L4 nodes in the LB's view: address, online, role. */
+const l4View = (lb: Awaited<ReturnType<typeof getLb>>) =>
+  lb.nodes
+    .filter((n) => n.kind === 'l4')
+    .map((n) => ({ address: n.address, online: n.online, converged: n.converged, role: n.role }))
+    .sort((x, y) => x.address.localeCompare(y.address));
 
 beforeAll(async () => {
   b.t1 = await tcpBackend('t1');
@@ -82,7 +93,7 @@ beforeAll(async () => {
   b.h2 = await httpBackend('h2');
   const started = Date.now();
   // --no-restart: a process the test kills stays down, so what the rest of the cloud does is deterministic.
-  cloud = await startLocalCloud({ l4: L4, l7: L7, args: ['--no-restart'] });
+  cloud = await startLocalCloud({ l4: L4, l7: L7, args: ['--no-restart'], addressPools: POOL });
   report(`local cloud ready in ${Date.now() - started} ms (API ${cloud.apiUrl}, DNS :${cloud.dnsPort})`);
   client = createSlbClient({ baseUrl: cloud.apiUrl, token: cloud.adminToken });
 }, 60_000);
@@ -97,6 +108,9 @@ describe('the local cloud end to end', () => {
     const lb = await client.POST('/v1/load-balancers', { body: { name: 'e2e' } });
     expect(lb.error).toBeUndefined();
     lbId = lb.data!.id;
+    vip = lb.data!.address!;
+    expect(vip, "the LB has a VIP from this file's pool").toMatch(/^127\.1\.71\./);
+    expect(lb.data!.addresses).toEqual([vip]);
     const group = async (name: string, servers: Backend[]) => {
       const sg = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
         params: { path: { lbId } },
@@ -113,7 +127,7 @@ describe('the local cloud end to end', () => {
     const webGroup = await group('web', [b.h1, b.h2]);
     const cert = await client.POST('/v1/certificates', { body: { name: 'shop', ...makeCertificate('shop.example') } });
     expect(cert.error).toBeUndefined();
-    for (const key of ['tcp', 'udp', 'http', 'https'] as const) ports[key] = await freePortOn(L4);
+    for (const key of ['tcp', 'udp', 'http', 'https'] as const) ports[key] = await freePortOn([vip]);
     const create = async (body: Record<string, unknown>) => {
       const res = await client.POST('/v1/load-balancers/{lbId}/listeners', {
         params: { path: { lbId } },
@@ -153,17 +167,30 @@ describe('the local cloud end to end', () => {
     });
 
     const t0 = Date.now();
+    const { data: nodeList } = await client.GET('/v1/nodes');
+    const modes = [...new Set(nodeList!.items.filter((n) => n.kind === 'l4').map((n) => n.vipMode))];
+    report(`L4 VIP mode ${modes.join(', ')} (Node.js ${process.version})`);
+    // Both L4 nodes host it, have applied its config and at least one carries the VIP (active-standby: one).
     const active = await eventually(
       'LB active on both L4 nodes',
       async () => {
         const l = await getLb();
-        return l.status === 'active' && l.addresses.length === 2 ? l : undefined;
+        const l4 = l4View(l);
+        return l.status === 'active' &&
+          l4.length === 2 &&
+          l4.every((n) => n.online && n.converged) &&
+          l4.some((n) => n.role === 'active')
+          ? l
+          : undefined;
       },
       15_000,
       100,
     );
     dnsName = active.dnsName;
-    expect([...active.addresses].sort()).toEqual(L4);
+    expect(active.address).toBe(vip);
+    expect(active.addresses).toEqual([vip]);
+    expect(l4View(active).map((n) => n.address)).toEqual(L4);
+    report(`LB ${lbId} on VIP ${vip}: L4 nodes ${JSON.stringify(l4View(active))}`);
     await eventually(
       'every server normal on every listener',
       async () => {
@@ -175,15 +202,15 @@ describe('the local cloud end to end', () => {
     );
     report(`LB ${lbId} active and all 8 (listener, server) checks normal in ${Date.now() - t0} ms`);
 
-    // DNS: the LB's name answers with both L4 addresses.
-    expect(await resolveA(cloud.dnsPort, dnsName)).toEqual(L4);
+    // DNS: the LB's name answers with its VIP, and only that.
+    expect(await resolveA(cloud.dnsPort, dnsName)).toEqual([vip]);
 
-    // Weighted proportions, 1:3, on fresh connections spread over both L4 nodes.
-    const tcp = await burst(200, alternate(tcpVia));
-    const udp = await burst(200, (i) => udpAsk(L4[i % 2]!, ports.udp));
-    const http = await burst(400, alternate(httpVia));
-    const https = await burst(100, (i) =>
-      httpAsk(`https://${L4[i % 2]}:${ports.https}/`, { servername: 'shop.example' }).then((r) => {
+    // Weighted proportions, 1:3, on fresh connections to the VIP (whichever L4 node takes each).
+    const tcp = await burst(200, tcpViaVip);
+    const udp = await burst(200, udpViaVip);
+    const http = await burst(400, httpViaVip);
+    const https = await burst(100, () =>
+      httpAsk(`https://${vip}:${ports.https}/`, { servername: 'shop.example' }).then((r) => {
         expect(r.body.headers['x-forwarded-proto']).toBe('https');
         return r.body.name;
       }),
@@ -204,12 +231,12 @@ describe('the local cloud end to end', () => {
     expect(Math.abs(share(https, 'h2') - 0.75)).toBeLessThanOrEqual(0.15);
 
     // Sticky sessions (insert cookie): a client holding the cookie stays on its server, whichever L4 (and so
-    // L7) node its connection lands on, on HTTP and HTTPS.
+    // L7) node each of its fresh connections to the VIP lands on, on HTTP and HTTPS.
     for (const scheme of ['http', 'https'] as const) {
-      const base = (address: string) => `${scheme}://${address}:${ports[scheme]}/`;
+      const base = `${scheme}://${vip}:${ports[scheme]}/`;
       const cookies = new Map<string, string>();
       for (let i = 0; i < 40 && cookies.size < 2; i++) {
-        const r = await httpAsk(base(L4[i % 2]!), { servername: 'shop.example' });
+        const r = await httpAsk(base, { servername: 'shop.example' });
         const set = (r.headers['set-cookie'] ?? []).find((c) => c.startsWith('SLBSTICKY='));
         expect(set, 'a first request gets the insert cookie').toBeDefined();
         cookies.set(r.body.name, set!.split(';')[0]!);
@@ -218,8 +245,7 @@ describe('the local cloud end to end', () => {
       for (const [name, cookie] of cookies) {
         const held = await burst(
           30,
-          (i) =>
-            httpAsk(base(L4[i % 2]!), { headers: { cookie }, servername: 'shop.example' }).then((r) => r.body.name),
+          () => httpAsk(base, { headers: { cookie }, servername: 'shop.example' }).then((r) => r.body.name),
           4,
         );
         report(`sticky ${scheme} cookie for ${name}: ${summary(held)}`);
@@ -229,8 +255,8 @@ describe('the local cloud end to end', () => {
   }, 60_000);
 
   it('removes a backend killed under load with no failed request, and takes it back after the healthy threshold', async () => {
-    const httpLoad = loadLoop(alternate(httpVia), { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
-    const tcpLoad = loadLoop(alternate(tcpVia), { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
+    const httpLoad = loadLoop(httpViaVip, { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
+    const tcpLoad = loadLoop(tcpViaVip, { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
     await new Promise((r) => setTimeout(r, 1000));
     const killedAt = Date.now();
     await Promise.all([b.h2.kill(), b.t2.kill()]);
@@ -268,7 +294,7 @@ describe('the local cloud end to end', () => {
     const after = await eventually(
       'the revived backends receive traffic',
       async () => {
-        const [h, t] = await Promise.all([burst(40, alternate(httpVia)), burst(40, alternate(tcpVia))]);
+        const [h, t] = await Promise.all([burst(40, httpViaVip), burst(40, tcpViaVip)]);
         return (h.answers.h2 ?? 0) > 0 && (t.answers.t2 ?? 0) > 0 ? { h, t } : undefined;
       },
       5_000,
@@ -281,85 +307,100 @@ describe('the local cloud end to end', () => {
     expect(after.h.failed + after.t.failed).toBe(0);
   }, 60_000);
 
-  it('an L4 node killed under load: its LB moves to the other node, new connections succeed through it', async () => {
-    // A client as a real one would be: it resolves the LB's name (cached for 500 ms) and, when a connection
-    // fails, tries the next address it was given.
-    let cache: { at: number; addresses: string[] } = { at: 0, addresses: L4 };
-    let firstAttemptFailures = 0;
-    const addresses = async () => {
-      if (Date.now() - cache.at > 500) {
-        const a = await resolveA(cloud.dnsPort, dnsName).catch(() => cache.addresses);
-        cache = { at: Date.now(), addresses: a.length > 0 ? a : cache.addresses };
-      }
-      return cache.addresses;
+  it('an L4 node killed under load: clients that know only the VIP keep connecting, the other node serves the LB', async () => {
+    // Which node dies: in active-standby the one carrying the VIP (killing the standby would show nothing);
+    // in active-active either, as both take new connections.
+    const before = await getLb();
+    const carrying = l4View(before).filter((n) => n.role === 'active');
+    const standby = carrying.length === 1;
+    const victim = carrying[0]!.address;
+    const survivor = L4.find((a) => a !== victim)!;
+    const victimName = `l4-node-${L4.indexOf(victim) + 1}`;
+
+    // Clients as one that was given only the VIP: no other address to fall back to. When each request
+    // succeeded tells the longest time in which none did.
+    const okAt: number[] = [];
+    const timed = (ask: () => Promise<string>) => async () => {
+      const answer = await ask();
+      okAt.push(Date.now());
+      return answer;
     };
-    const withFallback = (via: (address: string) => () => Promise<string>) => async (i: number) => {
-      const list = await addresses();
-      let last: unknown;
-      for (let k = 0; k < list.length; k++) {
-        try {
-          return await via(list[(i + k) % list.length]!)();
-        } catch (err) {
-          if (k === 0) firstAttemptFailures++;
-          last = err;
-        }
-      }
-      throw last;
-    };
-    const httpLoad = loadLoop(withFallback(httpVia), { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
-    const tcpLoad = loadLoop(withFallback(tcpVia), { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
+    const httpLoad = loadLoop(timed(httpViaVip), { concurrency: 4, maxRequests: 20_000, maxMs: 30_000 });
+    const tcpLoad = loadLoop(timed(tcpViaVip), { concurrency: 4, maxRequests: 20_000, maxMs: 30_000 });
     await new Promise((r) => setTimeout(r, 1000));
-    const pid = await cloud.kill('l4-node-1');
-    const killedAt = Date.now();
-    const moved = await eventually(
-      'the LB leaves the killed node',
+    const killStartedAt = Date.now();
+    const pid = await cloud.kill(victimName);
+    // From here the process is gone, and its sockets with it.
+    const deadAt = Date.now();
+    const after = await eventually(
+      'the LB active with the other node serving it',
       async () => {
         const l = await getLb();
-        return l.addresses.length === 1 ? l : undefined;
+        const l4 = l4View(l);
+        const dead = l4.find((n) => n.address === victim);
+        const live = l4.find((n) => n.address === survivor);
+        return l.status === 'active' && live?.online && live.role === 'active' && !dead?.online ? l : undefined;
       },
       10_000,
       100,
     );
-    const movedMs = Date.now() - killedAt;
-    await eventually(
-      'DNS answers the other node only',
-      async () => ((await resolveA(cloud.dnsPort, dnsName)).join() === L4[1] ? true : undefined),
-      5_000,
-      100,
-    );
-    const dnsMs = Date.now() - killedAt;
-    await new Promise((r) => setTimeout(r, 1000));
+    const movedMs = Date.now() - killStartedAt;
+    await new Promise((r) => setTimeout(r, 2000));
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
+    const stoppedAt = Date.now();
+
+    // The longest stretch from the kill on in which no request of either protocol succeeded.
+    const marks = [killStartedAt, ...okAt.filter((t) => t > killStartedAt).sort((x, y) => x - y), stoppedAt];
+    let gapMs = 0;
+    for (let k = 1; k < marks.length; k++) gapMs = Math.max(gapMs, marks[k]! - marks[k - 1]!);
+    const failedAt = [...http.failedAt, ...tcp.failedAt];
+    const inFlight = failedAt.filter((t) => t < deadAt).length;
+    const lastFailure = failedAt.length ? Math.max(...failedAt) - killStartedAt : undefined;
     report(
-      `SIGKILLed l4-node-1 (${L4[0]}, pid ${pid}) under load: LB addresses ${JSON.stringify(moved.addresses)} after ${movedMs} ms, ` +
-        `DNS answers only ${L4[1]} after ${dnsMs} ms`,
+      `SIGKILLed ${victimName} (${victim}, pid ${pid}, ${standby ? 'the active node of active-standby' : 'one of two active-active nodes'}) ` +
+        `under load on VIP ${vip}: LB active with ${survivor} serving ${movedMs} ms after the kill; ` +
+        `L4 nodes ${JSON.stringify(l4View(after))}`,
     );
-    report(`L4 kill — HTTP clients (DNS + fallback): ${summary(http)}`);
-    report(`L4 kill — TCP clients (DNS + fallback): ${summary(tcp)}`);
+    report(`L4 kill — HTTP clients (VIP only): ${summary(http)}`);
+    report(`L4 kill — TCP clients (VIP only): ${summary(tcp)}`);
     report(
-      `L4 kill — connections that failed on their first address and succeeded on the next: ${firstAttemptFailures}`,
+      `L4 kill — failed new connections: ${failedAt.length} (${inFlight} sent before the process was gone, ` +
+        `last one sent ${lastFailure ?? '-'} ms after the kill); longest time without a successful request: ${gapMs} ms`,
     );
-    expect(moved.addresses).toEqual([L4[1]]);
-    report(`L4 kill — LB after the move: status ${moved.status}, nodes ${JSON.stringify(moved.nodes)}`);
-    // `nodes` keeps showing the dead node, marked offline; only the live one hosts the LB.
-    expect(moved.nodes.filter((n) => n.online && n.kind === 'l4').map((n) => n.address)).toEqual([L4[1]]);
-    expect(http.failed + tcp.failed).toBe(0);
+
+    expect(after.address).toBe(vip);
+    expect(after.addresses).toEqual([vip]);
+    expect(await resolveA(cloud.dnsPort, dnsName)).toEqual([vip]);
+    // `nodes` may still list the dead node for a while, offline; only the live one carries the VIP.
+    expect(
+      l4View(after)
+        .filter((n) => n.online && n.role === 'active')
+        .map((n) => n.address),
+    ).toEqual([survivor]);
+    if (standby) {
+      // Active-standby: connections fail only while the standby takes the VIP over.
+      expect(gapMs, 'longest time without a successful request').toBeLessThanOrEqual(3_000);
+      expect(failedAt.filter((t) => t > killStartedAt + 3_000)).toEqual([]);
+    } else {
+      // Active-active: the survivor already holds the VIP; only requests in flight on the dead node fail.
+      expect(failedAt.length - inFlight, 'requests sent after the node was gone that failed').toBe(0);
+      expect(inFlight).toBeLessThanOrEqual(8); // at most the 4 + 4 requests in flight
+      expect(gapMs).toBeLessThanOrEqual(1_000);
+    }
 
     const fresh = await Promise.all([
-      burst(50, tcpVia(L4[1]!)),
-      burst(50, httpVia(L4[1]!)),
-      burst(50, () => udpAsk(L4[1]!, ports.udp)),
-      burst(50, () =>
-        httpAsk(`https://${L4[1]}:${ports.https}/`, { servername: 'shop.example' }).then((r) => r.body.name),
-      ),
+      burst(50, tcpViaVip),
+      burst(50, httpViaVip),
+      burst(50, udpViaVip),
+      burst(50, httpsViaVip),
     ]);
-    report(`after the move, new connections through ${L4[1]}: ${fresh.map(summary).join(' ; ')}`);
+    report(`after the kill, new connections to ${vip}: ${fresh.map(summary).join(' ; ')}`);
     for (const s of fresh) expect(s.failed).toBe(0);
   }, 60_000);
 
   it('the API killed: the nodes keep forwarding from their config', async () => {
-    const httpLoad = loadLoop(httpVia(L4[1]!), { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
-    const tcpLoad = loadLoop(tcpVia(L4[1]!), { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
+    const httpLoad = loadLoop(httpViaVip, { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
+    const tcpLoad = loadLoop(tcpViaVip, { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
     await new Promise((r) => setTimeout(r, 500));
     const pid = await cloud.kill('api');
     const apiDown = await fetch(`${cloud.apiUrl}/healthz`).then(
@@ -369,8 +410,8 @@ describe('the local cloud end to end', () => {
     expect(apiDown).toBe(true);
     await new Promise((r) => setTimeout(r, 3000));
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
-    const udp = await burst(50, () => udpAsk(L4[1]!, ports.udp));
-    report(`SIGKILLed the API (pid ${pid}) under load, kept sending for 3 s with the API down`);
+    const udp = await burst(50, udpViaVip);
+    report(`SIGKILLed the API (pid ${pid}) under load, kept sending to ${vip} for 3 s with the API down`);
     report(`API kill — HTTP clients: ${summary(http)}`);
     report(`API kill — TCP clients: ${summary(tcp)}`);
     report(`API kill — UDP flows afterwards: ${summary(udp)}`);
