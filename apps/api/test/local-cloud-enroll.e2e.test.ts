@@ -21,7 +21,14 @@ async function nodes(cloud: LocalCloud) {
 
 describe('local cloud enrollment', () => {
   it('registers each node under its name, and a restart on the same data reuses their credentials', async () => {
-    const options = { l4: ['127.0.0.151'], l7: ['127.0.0.161'], dataDir, keepData: true, adminToken };
+    const options = {
+      l4: ['127.0.0.151'],
+      l7: ['127.0.0.161'],
+      dataDir,
+      keepData: true,
+      adminToken,
+      addressPools: '127.1.77.0/24', // VIPs of its own: other clouds run alongside
+    };
     const first = await startLocalCloud(options);
     clouds.push(first);
     const before = await nodes(first);

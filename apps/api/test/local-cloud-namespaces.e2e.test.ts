@@ -9,9 +9,10 @@ import { type Backend, eventually, freePortOn, type LocalCloud, startLocalCloud,
 
 const CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 const BUDGET_MS = CHECK.interval * CHECK.unhealthyThreshold * 1000 + 1000;
+// Each cloud allocates VIPs from a pool of its own: on one host two clouds' VIPs must never meet.
 const TOPOLOGIES = [
-  { l4: ['127.0.0.171'], l7: ['127.0.0.181'] },
-  { l4: ['127.0.0.172'], l7: ['127.0.0.182'] },
+  { l4: ['127.0.0.171'], l7: ['127.0.0.181'], addressPools: '127.1.75.0/24' },
+  { l4: ['127.0.0.172'], l7: ['127.0.0.182'], addressPools: '127.1.76.0/24' },
 ];
 
 interface Side {
