@@ -115,6 +115,26 @@ describe('VIPs on the L4 nodes', () => {
     expect(view.nodes.find((n: any) => n.nodeId === 'l4-b').role).toBe('active');
   });
 
+  it('after a controller restart the holder gets its VIP back even before the first node back acked', async () => {
+    const { token } = await newTenant(t.app);
+    const lb = await newLoadBalancer(t.app, token);
+    const id = await tcpListener(token, lb, 80);
+    const { address } = await lbView(token, lb.lbId);
+    const first = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: false });
+    await settle();
+    expect(heldListeners(first).has(id)).toBe(true);
+    const holder = connectFake(t, {
+      nodeId: 'l4-b',
+      kind: 'l4',
+      address: '127.0.0.82',
+      reusePort: false,
+      boundVips: [address],
+    });
+    await ackAll(first, holder);
+    expect(heldListeners(holder).has(id)).toBe(true);
+    expect(heldListeners(first).has(id)).toBe(false);
+  });
+
   it('a bind the node keeps retrying is shown on the LB and the listener until a heartbeat says it healed', async () => {
     const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
     const { token } = await newTenant(t.app);

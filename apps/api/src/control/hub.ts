@@ -443,7 +443,7 @@ export class ControlHub {
         reusePort: s.reusePort,
         channelOpen: s.ws.readyState === s.ws.OPEN,
         bound: s.boundVips,
-        failing: s.failedLbs,
+        serves: (lbId) => s.ackedLbVersions.has(lbId) && !s.failedLbs.has(lbId),
       });
     }
     return out;

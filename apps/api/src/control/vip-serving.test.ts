@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
 
-const node = (id: string, reusePort: boolean, channelOpen = true, bound: string[] = [], failing: string[] = []) =>
-  ({ id, reusePort, channelOpen, bound: new Set(bound), failing: new Set(failing) }) satisfies VipNode;
+/** A node; it serves (acked, binding) every LB it binds unless listed in `notServing`. */
+const node = (id: string, reusePort: boolean, channelOpen = true, bound: string[] = [], notServing: string[] = []) =>
+  ({
+    id,
+    reusePort,
+    channelOpen,
+    bound: new Set(bound),
+    serves: (lb: string) => !notServing.includes(lb),
+  }) satisfies VipNode;
 const nodesOf = (...ns: VipNode[]) => new Map(ns.map((n) => [n.id, n]));
 
 describe('chooseVipBinders', () => {
@@ -33,7 +40,7 @@ describe('chooseVipBinders', () => {
   it('a restarted hub gives a VIP back to the node that says it binds it when the first binder cannot', () => {
     const placement = new Map([['lb-1', ['a', 'b']]]);
     const address = () => '127.1.0.9';
-    // The first node to say hello got the VIP, and fails to bind it: b says it serves it.
+    // The first node to say hello got the VIP, and has not bound it (yet, or cannot): b says it serves it.
     const first = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['a'] }]]);
     const moved = chooseVipBinders(
       placement,

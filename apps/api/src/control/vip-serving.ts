@@ -12,8 +12,11 @@ export interface VipNode {
   channelOpen: boolean;
   /** The addresses it said (at hello) it serves listeners on: where a VIP is when this hub has not placed it. */
   bound: ReadonlySet<string>;
-  /** LBs with a listener it reports it cannot bind (retrying): another node may hold the VIP. */
-  failing: ReadonlySet<string>;
+  /**
+   * It acked this LB's config and binds every listener of it: its hold on the VIP is confirmed. A binder the
+   * hub only just chose, or one that cannot bind (another node may hold the VIP), is not.
+   */
+  serves(lbId: string): boolean;
 }
 
 export interface VipServing {
@@ -26,8 +29,8 @@ export interface VipServing {
  * Who binds each LB's VIP. When every node hosting an LB can share the VIP:port (SO_REUSEPORT), they all
  * bind it and the kernel spreads the clients (active-active, LVS behind ECMP). Otherwise one of them binds
  * it (active-standby, as keepalived): the one that had it while its channel stays open, so a VIP does not
- * move while its node lives and binds it; else an open node that says it binds the VIP already (after a
- * controller restart the first node to say hello is given every VIP, and fails to bind those another node
+ * move while its node lives and serves it; else an open node that says it binds the VIP already (after a
+ * controller restart the first node to say hello is given every VIP, and cannot bind those another node
  * still serves: they go back to that node); else the one that had it; else the open node that ranks first
  * for this LB (rendezvous hashing, so the VIPs of many LBs spread over the nodes and a node's departure moves
  * only its own). Pure.
@@ -51,7 +54,7 @@ export function chooseVipBinders(
     const address = addressOf(lbId);
     const holder = address === null ? undefined : open.find((n) => n.bound.has(address));
     const kept = open.find((n) => n.id === before);
-    if (kept !== undefined && !kept.failing.has(lbId)) owner = kept.id;
+    if (kept?.serves(lbId)) owner = kept.id;
     else if (holder !== undefined) owner = holder.id;
     else if (kept !== undefined) owner = kept.id;
     else if (open.length > 0) owner = rankFirst(lbId, open);
