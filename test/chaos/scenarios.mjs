@@ -1,5 +1,6 @@
 // The fault scenarios. Each runs under steady load, injects its fault, waits for the cloud to notice
 // and recover (bounded polling), and returns its load run(s), which failures its rule allows, and checks.
+import { createConnection } from 'node:net';
 import { stopChild } from './cloud.mjs';
 import { startLoad } from './load.mjs';
 import { FAIL_OPEN, MAIN } from './setup.mjs';
@@ -18,6 +19,21 @@ function mainLoad(env, extra = {}) {
     ...extra,
   });
 }
+
+/** Whether a TCP connect to host:port succeeds (closed at once). */
+const connects = (host, port) =>
+  new Promise((resolve) => {
+    const s = createConnection({ host, port });
+    s.setTimeout(500, () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 
 /** A request in flight during [from, to]: sent before `to`, finished after `from`. */
 const inFlight = (r, from, to) => r.start <= to && r.end >= from;
@@ -71,9 +87,17 @@ async function l4Kill(env) {
   const killedAt = Date.now();
   await cloud.kill(dead);
   const deadAt = Date.now();
-  // Active-standby: the takeover, as the API shows it: the other node active for the LB, the LB active.
+  // Active-standby: the takeover, as the API shows it (the other node active for the LB, the LB active)
+  // and as a client sees it: the first connect to the VIP that succeeds again (the node bound it).
   let takeoverAt = null;
+  let boundAt = null;
   if (standby) {
+    const bound = until(
+      `${env.vip}:${env.listeners.tcp.port} accepting again`,
+      () => connects(env.vip, env.listeners.tcp.port).then((ok) => (ok ? Date.now() : undefined)),
+      15_000,
+      5,
+    );
     await until(
       `${alive} active for the LB`,
       async () => {
@@ -84,6 +108,7 @@ async function l4Kill(env) {
       25,
     );
     takeoverAt = Date.now();
+    boundAt = await bound;
   }
   await env.waitDns([env.vip]);
   // Load on the survivor alone for a while, past the API's offline threshold (3 s).
@@ -100,9 +125,10 @@ async function l4Kill(env) {
   const inFlightAtKill = run.records.filter((r) => !r.ok && inFlight(r, killedAt, deadAt)).length;
   return {
     runs: [run],
-    allowed: (r) => inFlight(r, killedAt, deadAt) || (standby && r.start >= killedAt && r.start <= takeoverAt),
+    events: { killedAt, deadAt, ...(standby ? { takeoverAt, boundAt } : {}) },
+    allowed: (r) => inFlight(r, killedAt, deadAt) || (standby && r.start >= killedAt && r.start <= boundAt),
     allowedRule: standby
-      ? `connections in flight at the kill, or started before ${alive} took the VIP over`
+      ? `connections in flight at the kill, or started before ${alive} took the VIP over (bound it)`
       : 'connections in flight at the kill (they may have been on the dead node)',
     checks: [
       check(
@@ -112,7 +138,11 @@ async function l4Kill(env) {
     ],
     notes: [
       `${mode}: killed ${dead} (${standby ? "the LB's active node" : 'one of the active nodes'}), clients know only the VIP ${env.vip}`,
-      ...(standby ? [`${alive} took the VIP over ${takeoverAt - killedAt} ms after the kill`] : []),
+      ...(standby
+        ? [
+            `${alive} took the VIP over: active in the API ${takeoverAt - killedAt} ms, accepting on the VIP ${boundAt - killedAt} ms after the kill`,
+          ]
+        : []),
       `first answer to a connection made after the kill ${firstOk ? `${firstOk.end - killedAt} ms after it` : 'never'}`,
       `${failedNew.length} new connections after the kill failed, ${inFlightAtKill} in flight at the kill failed`,
       `${dead} back and serving again in ${backMs} ms`,
