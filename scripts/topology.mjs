@@ -20,7 +20,8 @@ export const LOCAL_BACKEND_NETWORKS = [
  * @param {{ root: string, dataDir: string, apiHost: string, apiPort: number, dnsPort: number,
  *           redisUrl: string, adminToken: string,
  *           l4Addresses?: string[], l7Addresses?: string[], metricsPortBase?: number,
- *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string, addressPools?: string }} c
+ *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string,
+ *           addressPools?: string | string[] }} c
  * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', script: string, env: Record<string,string> }[]}
  */
 export function localCloudServices(c) {
@@ -32,6 +33,8 @@ export function localCloudServices(c) {
     ...(c.healthKeyPrefix ? { SLB_HEALTH_KEY_PREFIX: c.healthKeyPrefix } : {}),
   };
   const sync = c.syncPrefix ? { SLB_SESSION_SYNC_PREFIX: c.syncPrefix } : {};
+  // The pools the API hands VIPs out of (SLB_ADDRESS_POOLS); unset: the API's default.
+  const pools = c.addressPools ? { SLB_ADDRESS_POOLS: [c.addressPools].flat().join(',') } : {};
   const services = [
     {
       name: 'api',
@@ -49,7 +52,7 @@ export function localCloudServices(c) {
         // Backends on loopback, as the local cloud's demo and test backends are (production: private ranges).
         SLB_DEFAULT_BACKEND_NETWORKS: LOCAL_BACKEND_NETWORKS.join(','),
         // The VIP pools LBs get their addresses from (unset: the API's default, 127.1.0.0/16).
-        ...(c.addressPools ? { SLB_ADDRESS_POOLS: c.addressPools } : {}),
+        ...pools,
         ...health,
       },
     },

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeProxyV2 } from '../../apps/l4-node/dist/proxy-protocol.js';
-import { encodeQuery } from '../chaos/util.mjs';
+import { encodeQuery, stablePort } from '../chaos/util.mjs';
 import { rawExchange, statuses } from './targets.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -79,10 +79,10 @@ export const ATTACKS = [
     attack: 'request smuggling: Connection names Content-Length / Transfer-Encoding',
     expected: '400, the hidden request never reaches a backend',
     async run(ctx) {
-      const { l4, attacker, targets } = ctx;
+      const { attacker, targets } = ctx;
       const out = [];
       for (const framing of ['content-length', 'transfer-encoding']) {
-        const r = await rawExchange(l4[0], attacker.http.port, smuggle(framing));
+        const r = await rawExchange(attacker.vip, attacker.http.port, smuggle(framing));
         out.push(`${framing}: ${statuses(r.text).join(',') || (r.closedByPeer ? 'closed' : 'no answer')}`);
       }
       const leaked = targets.echo.seen.filter((s) => s.url === '/smuggled').length;
@@ -113,7 +113,8 @@ export const ATTACKS = [
         ['255.255.255.255', 80, 'broadcast'],
         [ctx.l4[0], cloud.metricsPort('l4-node-1'), 'L4 node metrics'],
         [ctx.l7[0], cloud.metricsPort('l7-node-1'), 'L7 node metrics'],
-        [ctx.l4[0], attacker.tcp.port, 'self-loop: an L4 node and its own listener'],
+        // Listeners live on VIPs now; a node's own address is denied whole (the VIP self-loop has its own row).
+        [ctx.l4[0], attacker.tcp.port, 'an L4 node address, a listener port'],
       ];
       const accepted = [];
       const errors = [];
@@ -157,7 +158,7 @@ export const ATTACKS = [
       const header = encodeProxyV2({
         srcAddr: '192.0.2.7',
         srcPort: 40000,
-        dstAddr: ctx.l4[0],
+        dstAddr: ctx.victim.vip,
         dstPort: ctx.victim.http.port,
       });
       const r = await rawExchange(ctx.l7[0], port, [header, 'GET /steal HTTP/1.1\r\nHost: victim\r\n\r\n'], {
@@ -253,7 +254,10 @@ export const ATTACKS = [
     expected: 'no tunnel: the raw bytes never reach the backend',
     async run(ctx) {
       const req = 'GET /ws HTTP/1.1\r\nHost: shop\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n';
-      const r = await rawExchange(ctx.l4[0], ctx.attacker.upgrade.port, [req, 'RAW-TUNNEL-BYTES / HTTP/1.1\r\n\r\n']);
+      const r = await rawExchange(ctx.attacker.vip, ctx.attacker.upgrade.port, [
+        req,
+        'RAW-TUNNEL-BYTES / HTTP/1.1\r\n\r\n',
+      ]);
       const tunnelled = ctx.targets.upgrade.raw.some((d) => d.includes('RAW-TUNNEL'));
       return {
         ok: !tunnelled,
@@ -270,7 +274,7 @@ export const ATTACKS = [
       const req =
         `GET /xff HTTP/1.1\r\nHost: shop\r\nX-Forwarded-For: ${spoof}\r\nForwarded: for=${spoof}\r\nX-Real-IP: ${spoof}\r\n` +
         `X-Client-IP: ${spoof}\r\nTrue-Client-IP: ${spoof}\r\nX-Forwarded-Host: evil.example\r\nConnection: close\r\n\r\n`;
-      await rawExchange(ctx.l4[0], ctx.attacker.http.port, req);
+      await rawExchange(ctx.attacker.vip, ctx.attacker.http.port, req);
       const seen = ctx.targets.echo.seen.filter((s) => s.url === '/xff').at(-1);
       if (!seen) return { ok: false, observed: 'the request did not reach the backend' };
       const leaked = Object.entries(seen.headers).filter(
@@ -290,11 +294,15 @@ export const ATTACKS = [
     expected: '400 for both',
     async run(ctx) {
       const a = await rawExchange(
-        ctx.l4[0],
+        ctx.attacker.vip,
         ctx.attacker.http.port,
         'GET http://victim.example/abs HTTP/1.1\r\nHost: shop\r\n\r\n',
       );
-      const d = await rawExchange(ctx.l4[0], ctx.attacker.http.port, 'GET /dup HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n');
+      const d = await rawExchange(
+        ctx.attacker.vip,
+        ctx.attacker.http.port,
+        'GET /dup HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n',
+      );
       const sa = statuses(a.text)[0];
       const sd = statuses(d.text)[0];
       const verbatim = ctx.targets.echo.seen.some((s) => s.url.startsWith('http://'));
@@ -333,24 +341,29 @@ export const ATTACKS = [
   },
   {
     id: 'tcp-idle-flood',
-    attack: 'one client holds 1,500 idle TCP connections on its listener (fd exhaustion)',
-    expected: 'the node refuses past its per-client cap; another client is still served',
+    attack: "one client holds 500 idle TCP connections past every node's per-client cap (fd exhaustion)",
+    expected: "the nodes refuse past their per-client cap; another tenant's client is still served",
     async run(ctx) {
+      // The cap (1,000) is per node, and active-active every node binding the VIP takes its share of the
+      // connections (SO_REUSEPORT): 500 past the cap of each of them.
+      const lb = await ctx.cloud.ok('GET', `/v1/load-balancers/${ctx.attacker.lb.id}`);
+      const binders = lb.nodes.filter((n) => n.kind === 'l4' && n.role === 'active').length || 1;
+      const total = 1000 * binders + 500;
       const sockets = [];
       let closed = 0;
-      for (let i = 0; i < 1500; i++) {
-        const s = connect({ host: ctx.l4[0], port: ctx.attacker.tcp.port, localAddress: '127.0.0.197' });
+      for (let i = 0; i < total; i++) {
+        const s = connect({ host: ctx.attacker.vip, port: ctx.attacker.tcp.port, localAddress: '127.0.0.197' });
         s.on('error', () => {});
         s.on('close', () => closed++);
         sockets.push(s);
         if (i % 100 === 99) await sleep(20);
       }
       await sleep(2000);
-      const other = await rawExchange(ctx.l4[0], ctx.victim.tcp.port, 'ping\n', { localAddress: '127.0.0.198' });
+      const other = await rawExchange(ctx.victim.vip, ctx.victim.tcp.port, 'ping\n', { localAddress: '127.0.0.198' });
       for (const s of sockets) s.destroy();
       return {
         ok: closed > 0 && other.text.includes('ping'),
-        observed: `${closed} of 1500 refused; another client echoed: ${other.text.includes('ping')}`,
+        observed: `${closed} of ${total} refused (${binders} node(s) binding the VIP); another tenant's client echoed: ${other.text.includes('ping')}`,
       };
     },
   },
@@ -369,7 +382,7 @@ export const ATTACKS = [
       await sleep(200);
       const round = async () => {
         for (const [i, s] of sockets.entries()) {
-          s.send('x', ctx.attacker.udp.port, ctx.l4[0]);
+          s.send('x', ctx.attacker.udp.port, ctx.attacker.vip);
           if (i % 10 === 9) await sleep(20);
         }
         await sleep(500);
@@ -385,6 +398,108 @@ export const ATTACKS = [
         ok: first.size > 0 && renewed >= first.size * 0.9,
         observed: `${first.size} flows at the backend; ${renewed} came back as new flows after 7 s idle`,
       };
+    },
+  },
+  {
+    id: 'vip-claim',
+    attack: "ask for another tenant's VIP as a specific address: a live one, and one held after its LB was deleted",
+    expected: '409 address_in_use for both (the owner takes its held VIP back)',
+    async run(ctx) {
+      const { attacker, victim } = ctx;
+      const live = await call(ctx, attacker, 'POST', '/v1/load-balancers', { name: 'claim-live', address: victim.vip });
+      const doomed = await call(ctx, victim, 'POST', '/v1/load-balancers', { name: 'doomed' });
+      if (doomed.status !== 201) return { ok: false, observed: `victim could not create an LB: ${doomed.status}` };
+      const held = doomed.body.address;
+      const del = await call(ctx, victim, 'DELETE', `/v1/load-balancers/${doomed.body.id}`);
+      const taken = await call(ctx, attacker, 'POST', '/v1/load-balancers', { name: 'claim-held', address: held });
+      const back = await call(ctx, victim, 'POST', '/v1/load-balancers', { name: 'doomed-again', address: held });
+      for (const r of [live, taken])
+        if (r.body?.id) await call(ctx, attacker, 'DELETE', `/v1/load-balancers/${r.body.id}`);
+      if (back.body?.id) await call(ctx, victim, 'DELETE', `/v1/load-balancers/${back.body.id}`);
+      const is409 = (r) => r.status === 409 && r.body?.code === 'address_in_use';
+      const show = (r) => `${r.status} ${r.body?.code ?? ''}`.trim();
+      return {
+        ok: is409(live) && del.status < 300 && is409(taken) && back.status === 201,
+        observed: `live ${victim.vip} → ${show(live)}; held ${held} (deleted: ${del.status}) → ${show(taken)}; the victim takes it back → ${back.status}`,
+      };
+    },
+  },
+  {
+    id: 'vip-cross',
+    attack: "the victim's listener port on the attacker's own VIP, and the attacker's port on the victim's VIP",
+    expected: "refused: a listener is bound on its own LB's VIP only",
+    async run(ctx) {
+      const { attacker, victim } = ctx;
+      const mine = new Set([attacker.http.port, attacker.upgrade.port, attacker.tcp.port]);
+      const theirs = new Set([victim.http.port, victim.tcp.port]);
+      const out = [];
+      let reached = 0;
+      const before = ctx.targets.tcp.stats.accepted;
+      for (const port of [victim.tcp.port, victim.http.port].filter((p) => !mine.has(p))) {
+        const r = await rawExchange(attacker.vip, port, 'ping\n', { idleMs: 1000, timeoutMs: 3000 });
+        if (r.text !== '') reached++;
+        out.push(`${attacker.vip}:${port} → ${r.error ?? (r.text ? 'answered' : 'closed')}`);
+      }
+      for (const port of [attacker.tcp.port].filter((p) => !theirs.has(p))) {
+        const r = await rawExchange(victim.vip, port, 'ping\n', { idleMs: 1000, timeoutMs: 3000 });
+        if (r.text !== '') reached++;
+        out.push(`${victim.vip}:${port} → ${r.error ?? (r.text ? 'answered' : 'closed')}`);
+      }
+      const accepted = ctx.targets.tcp.stats.accepted - before;
+      return {
+        ok: reached === 0 && accepted === 0 && out.every((o) => o.endsWith('ECONNREFUSED')),
+        observed: `${out.join('; ')}; backend connections: ${accepted}`,
+      };
+    },
+  },
+  {
+    id: 'vip-self-loop',
+    attack: 'a TCP listener whose only backend is its own VIP and port (a loop through the node)',
+    expected: 'refused by the API, or left out by the node: no loop',
+    async run(ctx) {
+      const { cloud, attacker } = ctx;
+      const port = await stablePort([attacker.vip]);
+      const l4 = ['l4-node-1', 'l4-node-2'];
+      const denied = async () => {
+        let n = 0;
+        for (const node of l4) {
+          const text = await cloud.metrics(node);
+          for (const line of text.split('\n'))
+            if (line.startsWith('slb_l4_backend_denied_total')) n += Number(line.split(' ').at(-1));
+        }
+        return n;
+      };
+      const before = await denied();
+      const sg = await call(ctx, attacker, 'POST', `/v1/load-balancers/${attacker.lb.id}/server-groups`, {
+        name: 'loop',
+        servers: [{ address: attacker.vip, port }],
+      });
+      if (refused(sg.status))
+        return { ok: true, observed: `the API refused the server: ${sg.status} ${sg.body?.code ?? ''}` };
+      if (sg.status !== 201) return { ok: false, observed: `server group: ${sg.status} ${sg.body?.code ?? ''}` };
+      const l = await call(ctx, attacker, 'POST', `/v1/load-balancers/${attacker.lb.id}/listeners`, {
+        protocol: 'tcp',
+        port,
+        serverGroupId: sg.body.id,
+        healthCheck: { enabled: false },
+      });
+      try {
+        if (l.status !== 201)
+          return { ok: refused(l.status), observed: `the API refused the listener: ${l.status} ${l.body?.code ?? ''}` };
+        const active = await ctx.waitActive(attacker, 15_000);
+        const t0 = Date.now();
+        const r = await rawExchange(attacker.vip, port, 'loop\n', { idleMs: 1500, timeoutMs: 5000 });
+        const ms = Date.now() - t0;
+        const after = await denied();
+        return {
+          ok: active && after > before && r.text === '' && ms < 5000,
+          observed: `the API accepted it; the nodes left the backend out ${after - before} time(s); a connection got ${r.error ?? (r.text ? JSON.stringify(r.text.slice(0, 40)) : 'closed')} in ${ms} ms`,
+        };
+      } finally {
+        if (l.body?.id)
+          await call(ctx, attacker, 'DELETE', `/v1/load-balancers/${attacker.lb.id}/listeners/${l.body.id}`);
+        await call(ctx, attacker, 'DELETE', `/v1/load-balancers/${attacker.lb.id}/server-groups/${sg.body.id}`);
+      }
     },
   },
   {

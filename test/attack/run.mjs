@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The attack runner: one local cloud (the chaos runner's, on its own redis-server and loopback addresses
-// 127.0.0.131+), two tenants, and the reproductions of the data-plane isolation issue run as the attacker,
-// one row each: attack, expected refusal, what happened, verdict. Exits non-zero if a row fails.
+// 127.0.0.131+, VIPs from its own pool 127.1.131.0/24), two tenants whose load balancers listen on their
+// VIPs, and the reproductions of the data-plane isolation issue run as the attacker, one row each: attack,
+// expected refusal, what happened, verdict. Exits non-zero if a row fails.
 //
 //   npm run build && npm run test:attack
 //   npm run test:attack -- --only smuggling,dns-amplification      a subset (ids in attacks.mjs)
@@ -18,6 +19,8 @@ import { echoHttp, echoTcp, silentUdp, upgrade200 } from './targets.mjs';
 const root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 const L4 = ['127.0.0.131', '127.0.0.132'];
 const L7 = ['127.0.0.141', '127.0.0.142'];
+/** The attack cloud's own VIP pool: listeners live on the tenants' VIPs, apart from every other cloud's. */
+const POOLS = ['127.1.131.0/24'];
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]?.split(',')) : null;
 const selected = ATTACKS.filter((a) => !only || only.has(a.id));
@@ -48,6 +51,7 @@ async function tenant(cloud, name, backendPort) {
     return r.body;
   };
   const lb = await ok('POST', '/v1/load-balancers', { name });
+  if (!lb.address) throw new Error(`${name}: load balancer ${lb.id} got no VIP`);
   const sg = (
     await ok('POST', `/v1/load-balancers/${lb.id}/server-groups`, {
       name: 'web',
@@ -55,7 +59,8 @@ async function tenant(cloud, name, backendPort) {
     })
   ).id;
   const listen = async (protocol, serverGroupId, extra = {}) => {
-    const port = await stablePort(L4, { udp: protocol === 'udp' });
+    // Listener ports are the LB's own: free on its VIP is all they need.
+    const port = await stablePort([lb.address], { udp: protocol === 'udp' });
     const l = await ok('POST', `/v1/load-balancers/${lb.id}/listeners`, {
       protocol,
       port,
@@ -65,13 +70,13 @@ async function tenant(cloud, name, backendPort) {
     });
     return { id: l.id, port };
   };
-  return { id: t.id, token, lb, sg, ok, listen };
+  return { id: t.id, token, lb, vip: lb.address, sg, ok, listen };
 }
 
 const rows = [];
 try {
   say(`starting the local cloud (L4 ${L4.join(', ')}, L7 ${L7.join(', ')}); logs in ${outDir}/logs`);
-  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7 });
+  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS });
   await cloud.startAll();
   const targets = {
     echo: await echoHttp(await stablePort()),
@@ -131,7 +136,7 @@ try {
   if (!(await waitActive(attacker, 30_000)) || !(await waitActive(victim, 30_000)))
     throw new Error('the load balancers never became active');
   const ctx = { cloud, attacker, victim, targets, l4: L4, l7: L7, outDir, waitActive };
-  say(`ready: attacker ${attacker.lb.id}, victim ${victim.lb.id}`);
+  say(`ready: attacker ${attacker.lb.id} on ${attacker.vip}, victim ${victim.lb.id} on ${victim.vip}`);
 
   const slow = only && !only.has('api-slow-headers') ? null : slowHeaders(ctx);
   for (const a of selected) {

@@ -73,9 +73,10 @@ const redisPing = (port) =>
   });
 
 /**
- * @param {{ root: string, outDir: string, l4: string[], l7: string[] }} options
+ * @param {{ root: string, outDir: string, l4: string[], l7: string[], addressPools: string[] }} options
+ *   addressPools: where the API takes the load balancers' VIPs from, apart from every other cloud's
  */
-export async function startCloud({ root, outDir, l4, l7 }) {
+export async function startCloud({ root, outDir, l4, l7, addressPools }) {
   const logs = join(outDir, 'logs');
   const dataDir = join(outDir, 'data');
   mkdirSync(logs, { recursive: true });
@@ -97,6 +98,7 @@ export async function startCloud({ root, outDir, l4, l7 }) {
     adminToken,
     l4Addresses: l4,
     l7Addresses: l7,
+    addressPools,
     metricsPortBase: metricsBase,
     healthQueue: id,
     healthKeyPrefix: `${id}:health`,
@@ -115,6 +117,7 @@ export async function startCloud({ root, outDir, l4, l7 }) {
     redisPort,
     l4,
     l7,
+    addressPools,
     services,
     /** Metrics port of a service (nodes and health workers). */
     metricsPort: (name) => Number(byName.get(name)?.env.SLB_METRICS_PORT),
@@ -211,6 +214,13 @@ export async function startCloud({ root, outDir, l4, l7 }) {
         timeoutMs,
         100,
       );
+    },
+
+    /** The L4 nodes' VIP mode as they reported it ('active-active' or 'active-standby'; one value if they agree). */
+    async vipMode() {
+      const page = await cloud.ok('GET', '/v1/nodes?limit=500');
+      const modes = new Set(page.items.filter((n) => n.kind === 'l4').map((n) => n.vipMode ?? 'unknown'));
+      return [...modes].sort().join('/');
     },
 
     async metrics(name) {

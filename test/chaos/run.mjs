@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // The fault-injection ("chaos") runner: one local cloud (API, 2 health workers, 2 L4 and 2 L7 nodes on
-// their own redis-server and loopback addresses), steady HTTP and TCP load through it, and one scenario
-// after another that kills or breaks a part and waits for recovery. Prints a table (scenario, requests,
-// failures, longest gap between two successful answers, verdict) and exits non-zero if a verdict fails.
+// their own redis-server and loopback addresses, VIPs from a pool of its own), steady HTTP and TCP load
+// through the load balancer's VIP, and one scenario after another that kills or breaks a part and waits
+// for recovery. Prints a table (scenario, requests, failures, longest gap between two successful answers,
+// verdict) and exits non-zero if a verdict fails. The L4 nodes share the VIP active-active on runtimes with
+// SO_REUSEPORT (Node >= 22.12), else active-standby (or with SLB_REUSE_PORT=off in the runner's env).
 //
 //   npm run build && npm run test:chaos
 //   npm run test:chaos -- --only l4-kill,flapping      a subset (ids in scenarios.mjs)
@@ -21,6 +23,8 @@ import { Ledger } from './writes.mjs';
 const root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 const L4 = ['127.0.0.111', '127.0.0.112'];
 const L7 = ['127.0.0.121', '127.0.0.122'];
+/** The chaos cloud's own VIP pool, apart from the API's default and every other test cloud's. */
+const POOLS = ['127.1.111.0/24'];
 const TIMEOUT_S = Number(process.env.SLB_CHAOS_TIMEOUT_S ?? 540);
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]?.split(',')) : null;
@@ -156,12 +160,12 @@ setTimeout(() => void finish(1, `overall time limit of ${TIMEOUT_S} s reached`),
 
 try {
   say(`starting the local cloud (L4 ${L4.join(', ')}, L7 ${L7.join(', ')}); logs in ${outDir}/logs`);
-  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7 });
+  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS });
   await cloud.startAll();
   const env = await setUp(cloud, outDir);
   await env.recovered(40_000);
   say(
-    `ready: LB ${env.lb.id} on ${L4.join(' and ')}, HTTP :${env.listeners.http.port}, TCP :${env.listeners.tcp.port}`,
+    `ready: LB ${env.lb.id} on VIP ${env.vip} (L4 nodes ${L4.join(', ')}, ${await cloud.vipMode()}), HTTP :${env.listeners.http.port}, TCP :${env.listeners.tcp.port}`,
   );
   const ledger = new Ledger(cloud, env.writesLb.id, randomUUID().slice(0, 8));
   let broken = null;

@@ -1,9 +1,10 @@
 // The fault scenarios. Each runs under steady load, injects its fault, waits for the cloud to notice
 // and recover (bounded polling), and returns its load run(s), which failures its rule allows, and checks.
+import { createConnection } from 'node:net';
 import { stopChild } from './cloud.mjs';
 import { startLoad } from './load.mjs';
 import { FAIL_OPEN, MAIN } from './setup.mjs';
-import { sleep } from './util.mjs';
+import { sleep, until } from './util.mjs';
 
 const HTTP_RATE = 50;
 const TCP_RATE = 30;
@@ -18,6 +19,21 @@ function mainLoad(env, extra = {}) {
     ...extra,
   });
 }
+
+/** Whether a TCP connect to host:port succeeds (closed at once). */
+const connects = (host, port) =>
+  new Promise((resolve) => {
+    const s = createConnection({ host, port });
+    s.setTimeout(500, () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 
 /** A request in flight during [from, to]: sent before `to`, finished after `from`. */
 const inFlight = (r, from, to) => r.start <= to && r.end >= from;
@@ -51,38 +67,85 @@ async function backendKill(env) {
   };
 }
 
-/** kill -9 of an L4 node; clients re-resolve (DNS drops the node) or fall back to the other address. */
+/**
+ * kill -9 of an L4 node. Clients know only the LB's VIP (DNS answers it; no other address to fall back
+ * to). Active-active (SO_REUSEPORT), the kernel gives new connections to the surviving node's socket at
+ * once; active-standby, the node holding the VIP is killed and the hub moves its listeners to the other.
+ */
 async function l4Kill(env) {
   const { cloud } = env;
-  const [dead, alive] = cloud.l4;
-  const resolver = env.resolver();
-  const load = mainLoad(env, { resolver });
+  const mode = await cloud.vipMode();
+  const standby = mode === 'active-standby';
+  const l4Names = cloud.services.filter((s) => s.kind === 'l4-node').map((s) => s.name);
+  const active = await env.activeL4();
+  // Active-standby: the node whose role is 'active' for the LB; active-active: every node is, take the first.
+  const dead = standby ? active[0] : active.includes('l4-node-1') ? 'l4-node-1' : active[0];
+  if (!dead) throw new Error(`no L4 node active for the LB (${JSON.stringify(active)})`);
+  const alive = l4Names.find((n) => n !== dead);
+  const load = mainLoad(env);
   await sleep(1500);
   const killedAt = Date.now();
-  await cloud.kill('l4-node-1');
+  await cloud.kill(dead);
   const deadAt = Date.now();
-  await env.waitAddresses([alive]);
-  const movedMs = Date.now() - killedAt;
-  await env.waitDns([alive]);
-  const dnsDroppedAt = Date.now();
-  await cloud.start('l4-node-1');
+  // Active-standby: the takeover, as the API shows it (the other node active for the LB, the LB active)
+  // and as a client sees it: the first connect to the VIP that succeeds again (the node bound it).
+  let takeoverAt = null;
+  let boundAt = null;
+  if (standby) {
+    const bound = until(
+      `${env.vip}:${env.listeners.tcp.port} accepting again`,
+      () => connects(env.vip, env.listeners.tcp.port).then((ok) => (ok ? Date.now() : undefined)),
+      15_000,
+      5,
+    );
+    await until(
+      `${alive} active for the LB`,
+      async () => {
+        if (!(await env.activeL4()).includes(alive)) return undefined;
+        return (await env.lbState()).status === 'active' ? true : undefined;
+      },
+      15_000,
+      25,
+    );
+    takeoverAt = Date.now();
+    boundAt = await bound;
+  }
+  await env.waitDns([env.vip]);
+  // Load on the survivor alone for a while, past the API's offline threshold (3 s).
+  await sleep(4000);
+  const restartAt = Date.now();
+  await cloud.start(dead);
   await env.recovered();
-  const backMs = Date.now() - dnsDroppedAt;
+  const backMs = Date.now() - restartAt;
   await sleep(1000);
   const run = await load.stop();
-  const firstToDead = run.records.filter((r) => r.first === dead && r.fallbacks > 0);
+  const afterKill = run.records.filter((r) => r.start >= deadAt);
+  const firstOk = afterKill.filter((r) => r.ok).sort((x, y) => x.end - y.end)[0];
+  const failedNew = afterKill.filter((r) => !r.ok);
+  const inFlightAtKill = run.records.filter((r) => !r.ok && inFlight(r, killedAt, deadAt)).length;
   return {
     runs: [run],
-    // Open on the killed node when it died, or sent to its address before DNS stopped giving it out.
-    allowed: (r) =>
-      (r.addr === dead && inFlight(r, killedAt, deadAt)) ||
-      (r.first === dead && r.start >= killedAt && r.start <= dnsDroppedAt),
-    allowedRule: `connections open on ${dead} at the kill, or made to it before DNS dropped it`,
-    checks: [],
+    events: { killedAt, deadAt, ...(standby ? { takeoverAt, boundAt } : {}) },
+    allowed: (r) => inFlight(r, killedAt, deadAt) || (standby && r.start >= killedAt && r.start <= boundAt),
+    allowedRule: standby
+      ? `connections in flight at the kill, or started before ${alive} took the VIP over (bound it)`
+      : 'connections in flight at the kill (they may have been on the dead node)',
+    checks: [
+      check(
+        afterKill.some((r) => r.ok),
+        `new connections to ${env.vip} succeed after the kill`,
+      ),
+    ],
     notes: [
-      `LB on ${alive} only after ${movedMs} ms, DNS after ${dnsDroppedAt - killedAt} ms`,
-      `${firstToDead.length} connects to ${dead} fell back to ${alive}`,
-      `node back and LB on both in ${backMs} ms`,
+      `${mode}: killed ${dead} (${standby ? "the LB's active node" : 'one of the active nodes'}), clients know only the VIP ${env.vip}`,
+      ...(standby
+        ? [
+            `${alive} took the VIP over: active in the API ${takeoverAt - killedAt} ms, accepting on the VIP ${boundAt - killedAt} ms after the kill`,
+          ]
+        : []),
+      `first answer to a connection made after the kill ${firstOk ? `${firstOk.end - killedAt} ms after it` : 'never'}`,
+      `${failedNew.length} new connections after the kill failed, ${inFlightAtKill} in flight at the kill failed`,
+      `${dead} back and serving again in ${backMs} ms`,
     ],
   };
 }

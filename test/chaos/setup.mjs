@@ -73,8 +73,11 @@ export async function setUp(cloud, outDir) {
     foWeb: await group('fail-open-web', FAIL_OPEN, 'http'),
     foTcp: await group('fail-open-tcp', FAIL_OPEN, 'tcp'),
   };
+  if (!lb.address) throw new Error(`load balancer ${lb.id} got no VIP (pools ${cloud.addressPools})`);
+  const vip = lb.address;
+  // Listener ports are the LB's own: free on its VIP is all they need.
   const listen = async (body) => {
-    const port = await stablePort(cloud.l4);
+    const port = await stablePort([vip]);
     const l = await cloud.ok('POST', `/v1/load-balancers/${lb.id}/listeners`, { ...body, port });
     return { id: l.id, port };
   };
@@ -103,8 +106,10 @@ export async function setUp(cloud, outDir) {
     listeners,
     hc,
     dnsName,
+    vip,
     startHost,
-    resolver: () => new Resolver(cloud.dnsPort, dnsName, cloud.l4),
+    /** A client's resolver: DNS answers the VIP; before the first answer it knows the VIP alone. */
+    resolver: () => new Resolver(cloud.dnsPort, dnsName, [vip]),
 
     async health() {
       return (await cloud.ok('GET', `/v1/load-balancers/${lb.id}/health`)).items;
@@ -142,19 +147,38 @@ export async function setUp(cloud, outDir) {
     async lbState() {
       return cloud.ok('GET', `/v1/load-balancers/${lb.id}`);
     },
-    async waitAddresses(addresses, timeoutMs = 15_000) {
-      const want = [...addresses].sort().join();
+    /** The LB active on its VIP alone, and served by every L4 node in `l4Names` (online and converged). */
+    async waitServed(
+      l4Names = cloud.services.filter((x) => x.kind === 'l4-node').map((x) => x.name),
+      timeoutMs = 15_000,
+    ) {
+      const ids = await env.l4Ids();
+      const want = l4Names.map((n) => ids.get(n));
       await until(
-        `LB addresses ${want}`,
+        `LB active on ${vip} and served by ${l4Names.join(', ')}`,
         async () => {
           const s = await env.lbState();
-          return [...s.addresses].sort().join() === want && s.status === 'active' ? true : undefined;
+          if (s.status !== 'active' || s.addresses.join() !== vip) return undefined;
+          const ok = want.every((id) => s.nodes.some((n) => n.nodeId === id && n.online && n.converged));
+          return ok ? true : undefined;
         },
         timeoutMs,
         100,
       );
     },
-    async waitDns(addresses, timeoutMs = 10_000) {
+    /** L4 node service name → node id (GET /v1/nodes). */
+    async l4Ids() {
+      const page = await cloud.ok('GET', '/v1/nodes?limit=500');
+      return new Map(page.items.filter((n) => n.kind === 'l4').map((n) => [n.name, n.id]));
+    },
+    /** The L4 nodes (service names) the LB's nodes[] shows with role 'active'. */
+    async activeL4() {
+      const ids = await env.l4Ids();
+      const names = new Map([...ids].map(([name, id]) => [id, name]));
+      const s = await env.lbState();
+      return s.nodes.filter((n) => n.kind === 'l4' && n.role === 'active' && n.online).map((n) => names.get(n.nodeId));
+    },
+    async waitDns(addresses = [vip], timeoutMs = 10_000) {
       const want = [...addresses].sort().join();
       await until(
         `DNS answering ${want}`,
@@ -167,8 +191,8 @@ export async function setUp(cloud, outDir) {
     async recovered(timeoutMs = 30_000) {
       await cloud.apiReady(timeoutMs);
       await cloud.nodesOnline(timeoutMs);
-      await env.waitAddresses(cloud.l4, timeoutMs);
-      await env.waitDns(cloud.l4, timeoutMs);
+      await env.waitServed(undefined, timeoutMs);
+      await env.waitDns([vip], timeoutMs);
       await env.allNormal(timeoutMs);
     },
     /** Sum of a counter over some of the cloud's processes (their /metrics). */
