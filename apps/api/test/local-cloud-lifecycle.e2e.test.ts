@@ -179,19 +179,20 @@ describe('the local cloud leaves nothing behind', () => {
         body: JSON.stringify(body),
       });
       expect(res.status).toBe(201);
-      return (await res.json()) as { id: string };
+      return (await res.json()) as { id: string; address?: string };
     };
     const lb = await api('/v1/load-balancers', { name: 'held' });
+    const vip = lb.address!; // clients reach the LB on its VIP, not on the node's address
     const sg = await api(`/v1/load-balancers/${lb.id}/server-groups`, {
       name: 'held',
       servers: [{ address: '127.0.0.1', port: (held.address() as { port: number }).port }],
     });
-    const port = await freePortOn([l4]);
+    const port = await freePortOn([vip]);
     await api(`/v1/load-balancers/${lb.id}/listeners`, { protocol: 'tcp', port, serverGroupId: sg.id });
     let client: ReturnType<typeof createConnection> | undefined;
     for (const until = Date.now() + 10_000; !client && Date.now() < until; ) {
       client = await new Promise<ReturnType<typeof createConnection> | undefined>((resolve) => {
-        const c = createConnection({ host: l4, port });
+        const c = createConnection({ host: vip, port });
         c.once('data', () => resolve(c));
         c.once('error', () => resolve(undefined));
         c.once('close', () => resolve(undefined));
