@@ -13,6 +13,7 @@ import {
   cleanupRedis,
   eventually,
   freePort,
+  freePortOn,
   isolatedHealthEnv,
   L4_MAIN,
   LOOPBACK_BACKENDS_ENV,
@@ -20,6 +21,11 @@ import {
   registerNode,
   startProcess,
 } from './fleet.js';
+
+// The control channel with real processes: the built API and two l4-node processes. Clients reach the LB on
+// its VIP (from a pool of this file's own). Nodes with SO_REUSEPORT (Node.js >= 22.12) all bind it
+// (active-active); elsewhere one node binds it and the other stands by (active-standby): the tests hold in
+// both, and say which node served by the address the backend saw (a node connects upstream from its own).
 
 const ADMIN = 'fleet-admin-token-0123456789';
 const healthEnv = isolatedHealthEnv();
@@ -32,8 +38,15 @@ let api: Proc;
 const nodes = new Map<string, Proc>();
 const backends: Server[] = [];
 const backendPorts: number[] = [];
+/** The addresses the backends were connected from: the nodes that forwarded. */
+const peers = new Set<string>();
+/** A pool of this file's own, so a parallel test's LBs never take its VIP. */
+const POOL = `127.1.${100 + Math.floor(Math.random() * 100)}.0/24`;
+const NODE_ADDRESSES: Record<string, string> = { 'node-a': '127.0.0.11', 'node-b': '127.0.0.12' };
 let frontendPort: number;
 let dnsPort: number;
+/** The LB's VIP, where its clients connect. */
+let vip: string;
 
 /** A records the API's DNS responder gives for `name`. */
 function resolveA(name: string): Promise<string[]> {
@@ -63,6 +76,7 @@ function startApi(): Proc {
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_DNS_PORT: String(dnsPort),
+    SLB_ADDRESS_POOLS: POOL,
     ...healthEnv,
     LOG_LEVEL: 'info',
   });
@@ -120,9 +134,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slb-fleet-'));
   apiPort = await freePort();
   dnsPort = await freePort();
-  frontendPort = await freePort('127.0.0.11');
   for (const name of ['b1', 'b2']) {
     const server = createServer((socket) => {
+      if (socket.remoteAddress) peers.add(socket.remoteAddress);
       socket.on('data', () => socket.end(`${name}\n`));
       socket.on('error', () => {});
     });
@@ -132,8 +146,8 @@ beforeAll(async () => {
   }
   api = startApi();
   await eventually('the API', apiUp);
-  await startNode('node-a', '127.0.0.11');
-  await startNode('node-b', '127.0.0.12');
+  await startNode('node-a', NODE_ADDRESSES['node-a']!);
+  await startNode('node-b', NODE_ADDRESSES['node-b']!);
 }, 30_000);
 
 afterAll(async () => {
@@ -157,10 +171,14 @@ describe('control channel with real processes', () => {
     expect(list.map((n) => n.address).sort()).toEqual(['127.0.0.11', '127.0.0.12']);
   });
 
-  it('a TCP listener created through the API forwards through both nodes within a second', async () => {
+  it('a TCP listener created through the API forwards on the VIP within a second, from every node that binds it', async () => {
     const client = admin();
     const lb = await client.POST('/v1/load-balancers', { body: { name: 'fleet' } });
     lbId = lb.data!.id;
+    vip = lb.data!.address!;
+    expect(vip.startsWith(POOL.replace(/0\/24$/, ''))).toBe(true);
+    expect(lb.data!.addresses).toEqual([vip]);
+    frontendPort = await freePortOn([vip]);
     const sg = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
       params: { path: { lbId } },
       body: { name: 'pool', servers: backendPorts.map((port) => ({ address: '127.0.0.1', port })) },
@@ -172,21 +190,36 @@ describe('control channel with real processes', () => {
       body: { protocol: 'tcp', port: frontendPort, serverGroupId: sgId, scheduler: 'rr' },
     });
     expect(created.response.status).toBe(201);
-    for (const host of ['127.0.0.11', '127.0.0.12']) {
-      await eventually(`traffic through ${host}`, () => ask(host, frontendPort, 500).catch(() => undefined), 5000, 20);
-    }
+    await eventually(`traffic through ${vip}`, () => ask(vip, frontendPort, 500).catch(() => undefined), 5000, 20);
     const elapsed = Date.now() - started;
     expect(elapsed).toBeLessThan(1000);
     const active = await eventually('LB active', async () => {
       const { data } = await client.GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
       return data?.status === 'active' ? data : undefined;
     });
-    expect(active.addresses.sort()).toEqual(['127.0.0.11', '127.0.0.12']);
-    expect(active.nodes.every((n) => n.converged && n.online)).toBe(true);
-    expect(await resolveA(active.dnsName)).toEqual(['127.0.0.11', '127.0.0.12']);
+    expect(active.address).toBe(vip);
+    expect(active.addresses).toEqual([vip]);
+    expect(active.nodes.map((n) => n.address).sort()).toEqual(['127.0.0.11', '127.0.0.12']);
+    expect(active.nodes.every((n) => n.converged && n.online && n.error === undefined)).toBe(true);
+    expect(await resolveA(active.dnsName)).toEqual([vip]);
+    // Both nodes host the LB; which bind its VIP depends on the runtime's SO_REUSEPORT.
+    const modes = new Set((await client.GET('/v1/nodes')).data!.items.map((n) => n.vipMode));
+    expect(modes.size).toBe(1);
+    const binders = active.nodes.filter((n) => n.role === 'active').map((n) => n.address);
+    if (modes.has('active-active')) expect(binders.sort()).toEqual(['127.0.0.11', '127.0.0.12']);
+    else {
+      expect([...modes]).toEqual(['active-standby']);
+      expect(binders).toHaveLength(1);
+      expect(active.nodes.filter((n) => n.role === 'standby')).toHaveLength(1);
+    }
+    peers.clear();
     const answers = new Set<string>();
-    for (let i = 0; i < 6; i++) answers.add(await ask('127.0.0.11', frontendPort));
+    for (let i = 0; i < 6; i++) answers.add(await ask(vip, frontendPort));
     expect(answers).toEqual(new Set(['b1', 'b2']));
+    // Every node that binds the VIP forwards (the kernel spreads connections over reuseport sockets), and
+    // only those: a standby forwards nothing.
+    for (let i = 0; i < 30 && peers.size < binders.length; i++) await ask(vip, frontendPort);
+    expect([...peers].sort()).toEqual(binders.sort());
   });
 
   it('a weight change converges on both nodes: weight 0 takes no new connections', async () => {
@@ -205,9 +238,9 @@ describe('control channel with real processes', () => {
       return data && data.configVersion > before && data.status === 'active' ? data : undefined;
     });
     expect(converged.nodes).toHaveLength(2);
-    for (const host of ['127.0.0.11', '127.0.0.12']) {
-      for (let i = 0; i < 4; i++) expect(await ask(host, frontendPort)).toBe('b1');
-    }
+    expect(converged.nodes.every((n) => n.converged)).toBe(true);
+    // Through the VIP, whichever node takes each connection.
+    for (let i = 0; i < 8; i++) expect(await ask(vip, frontendPort)).toBe('b1');
   });
 
   it('a node with a wrong join token gets nothing and is refused in the log', async () => {
@@ -219,7 +252,8 @@ describe('control channel with real processes', () => {
     expect(intruder.output.join('\n')).toContain('join token was refused');
     const { data } = await admin().GET('/v1/nodes');
     expect(data!.items.map((n) => n.address)).not.toContain('127.0.0.13');
-    await expect(ask('127.0.0.13', frontendPort, 300)).rejects.toThrow();
+    const { data: fleet } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+    expect(fleet!.nodes.map((n) => n.address)).not.toContain('127.0.0.13');
     await intruder.stop('SIGKILL');
     nodes.delete('node-x');
     expect(api.output.join('\n')).not.toContain('wrong-token-0123456789');
@@ -271,44 +305,68 @@ describe('control channel with real processes', () => {
   });
 
   it('with the API down, a restarted node still forwards from its saved snapshot, then reconverges', async () => {
+    // The node that binds the VIP (either one when both do) is restarted alone, so the VIP answers only if
+    // it forwards from disk: the other node is down meanwhile.
+    const { data: lb } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+    const binderId = lb!.nodes.find((n) => n.role === 'active')!.nodeId;
+    const binder = [...ids].find(([, id]) => id === binderId)![0];
+    const other = binder === 'node-a' ? 'node-b' : 'node-a';
     // The node saves what it applied within half a second; wait until its file holds its applied version.
-    const { data: nodeA } = await admin().GET('/v1/nodes/{nodeId}', {
-      params: { path: { nodeId: ids.get('node-a')! } },
-    });
-    await eventually('node-a saved its config', async () => {
-      const saved = JSON.parse(readFileSync(join(dir, 'node-node-a', 'last-known-good.json'), 'utf8'));
-      return saved.version >= nodeA!.appliedConfigVersion ? true : undefined;
+    const { data: saved } = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: binderId } } });
+    await eventually(`${binder} saved its config`, async () => {
+      const file = JSON.parse(readFileSync(join(dir, `node-${binder}`, 'last-known-good.json'), 'utf8'));
+      return file.version >= saved!.appliedConfigVersion ? true : undefined;
     });
     await api.stop('SIGKILL');
-    await nodes.get('node-a')!.stop('SIGKILL');
-    await startNode('node-a', '127.0.0.11');
+    await Promise.all([nodes.get(binder)!.stop('SIGKILL'), nodes.get(other)!.stop('SIGKILL')]);
+    await expect(ask(vip, frontendPort, 300)).rejects.toThrow();
+    await startNode(binder, NODE_ADDRESSES[binder]!);
     await eventually(
-      'node-a forwarding from disk',
-      () => ask('127.0.0.11', frontendPort, 300).catch(() => undefined),
+      `${binder} forwarding from disk`,
+      () => ask(vip, frontendPort, 300).catch(() => undefined),
       10_000,
     );
-    expect(await ask('127.0.0.11', frontendPort)).toBe('b1');
+    peers.clear();
+    expect(await ask(vip, frontendPort)).toBe('b1');
+    expect([...peers]).toEqual([NODE_ADDRESSES[binder]]);
     api = startApi();
     await eventually('the API again', apiUp);
+    await startNode(other, NODE_ADDRESSES[other]!);
     await eventually('LB active after reconnect', async () => {
       const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
-      return data?.status === 'active' && data.nodes.length === 2 ? data : undefined;
+      return data?.status === 'active' && data.nodes.length === 2 && data.nodes.every((n) => n.online && n.converged)
+        ? data
+        : undefined;
     });
   });
 
-  it('a killed L4 node goes offline within seconds and its address leaves the LB', async () => {
-    await nodes.get('node-b')!.stop('SIGKILL');
+  it('a killed L4 node goes offline within seconds and leaves the LB, which stays on its VIP, served by the other', async () => {
+    // The node binding the VIP (either one when both do): in active-standby the other takes the VIP over.
+    const { data: before } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+    const killedId = before!.nodes.find((n) => n.role === 'active')!.nodeId;
+    const killed = [...ids].find(([, id]) => id === killedId)![0];
+    const survivor = killed === 'node-a' ? 'node-b' : 'node-a';
+    await nodes.get(killed)!.stop('SIGKILL');
     const started = Date.now();
-    const lb = await eventually('address removed', async () => {
+    const lb = await eventually('the node removed', async () => {
       const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
-      return data && !data.addresses.includes('127.0.0.12') ? data : undefined;
+      return data && !data.nodes.some((n) => n.nodeId === killedId) ? data : undefined;
     });
     expect(Date.now() - started).toBeLessThan(5000);
-    expect(lb.addresses).toEqual(['127.0.0.11']);
-    expect(await resolveA(lb.dnsName)).toEqual(['127.0.0.11']);
-    const node = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: ids.get('node-b')! } } });
+    expect(lb.nodes.map((n) => [n.address, n.role])).toEqual([[NODE_ADDRESSES[survivor], 'active']]);
+    expect(lb.address).toBe(vip);
+    expect(lb.addresses).toEqual([vip]);
+    expect(await resolveA(lb.dnsName)).toEqual([vip]);
+    const node = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId: killedId } } });
     expect(node.data!.status).toBe('offline');
     expect(node.data!.appliedConfigVersion).toBeGreaterThan(0);
-    expect(await ask('127.0.0.11', frontendPort)).toBe('b1');
+    const served = await eventually('the survivor serving', async () => {
+      const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+      return data?.status === 'active' ? data : undefined;
+    });
+    expect(served.nodes.every((n) => n.converged && n.error === undefined)).toBe(true);
+    peers.clear();
+    expect(await eventually('the VIP answering', () => ask(vip, frontendPort, 500).catch(() => undefined))).toBe('b1');
+    expect([...peers]).toEqual([NODE_ADDRESSES[survivor]]);
   });
 });

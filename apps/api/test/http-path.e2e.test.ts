@@ -10,6 +10,7 @@ import {
   cleanupRedis,
   eventually,
   freePort,
+  freePortOn,
   isolatedHealthEnv,
   L4_MAIN,
   L7_MAIN,
@@ -132,6 +133,10 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
     const apiBackendPort = await backend('api');
     const lb = await client.POST('/v1/load-balancers', { body: { name: 'shop' } });
     const lbId = lb.data!.id;
+    // Its VIP, from the API's default pool (127.1.0.0/16): where clients connect, not the L4 node's address.
+    const vip = lb.data!.address!;
+    expect(vip).toMatch(/^127\.1\.\d+\.\d+$/);
+    expect(lb.data!.addresses).toEqual([vip]);
     const web = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
       params: { path: { lbId } },
       body: { name: 'web', servers: [{ address: '127.0.0.1', port: webPort }] },
@@ -140,7 +145,7 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
       params: { path: { lbId } },
       body: { name: 'api', servers: [{ address: '127.0.0.1', port: apiBackendPort }] },
     });
-    const httpPort = await freePort('127.0.0.41');
+    const httpPort = await freePortOn([vip]);
     const http = await client.POST('/v1/load-balancers/{lbId}/listeners', {
       params: { path: { lbId } },
       body: { protocol: 'http', port: httpPort, serverGroupId: web.data!.id },
@@ -150,7 +155,7 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
       body: { path: '/api', serverGroupId: api.data!.id },
     });
     const cert = await client.POST('/v1/certificates', { body: { name: 'shop', ...makeCertificate('shop.example') } });
-    const httpsPort = await freePort('127.0.0.41');
+    const httpsPort = await freePortOn([vip]);
     await client.POST('/v1/load-balancers/{lbId}/listeners', {
       params: { path: { lbId } },
       body: { protocol: 'https', port: httpsPort, serverGroupId: web.data!.id, certificateId: cert.data!.id },
@@ -158,7 +163,7 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
 
     const home = await eventually(
       'http through the fleet',
-      () => get(`http://127.0.0.41:${httpPort}/`).catch(() => undefined),
+      () => get(`http://${vip}:${httpPort}/`).catch(() => undefined),
       10_000,
     );
     expect(home.status).toBe(200);
@@ -167,15 +172,15 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
     expect(home.body.headers['x-real-ip']).toBe('127.0.0.1');
     expect(home.body.headers['x-forwarded-proto']).toBe('http');
     expect(home.body.headers['x-forwarded-port']).toBe(String(httpPort));
-    const routed = await get(`http://127.0.0.41:${httpPort}/api/orders`, { 'x-forwarded-for': '203.0.113.9' });
+    const routed = await get(`http://${vip}:${httpPort}/api/orders`, { 'x-forwarded-for': '203.0.113.9' });
     expect(routed.body.name).toBe('api');
     // Replaced, not appended (xForwardedForMode defaults to replace): a client cannot forge its own list. And
-    // the L7 node took the PROXY header, so the L4 node dialled it from its own address (127.0.0.41).
+    // the L7 node took the PROXY header, so the L4 node dialled it from its own address (127.0.0.41), not the VIP.
     expect(routed.body.headers['x-forwarded-for']).toBe('127.0.0.1');
 
     const secure = await eventually(
       'https through the fleet',
-      () => get(`https://127.0.0.41:${httpsPort}/`, {}, 'shop.example').catch(() => undefined),
+      () => get(`https://${vip}:${httpsPort}/`, {}, 'shop.example').catch(() => undefined),
       10_000,
     );
     expect(secure.status).toBe(200);

@@ -158,4 +158,24 @@ describe('VIPs on the L4 nodes', () => {
       [],
     );
   });
+
+  it("a bind failure in an ack is the node's lastError until a heartbeat says the retry bound it", async () => {
+    const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
+    const { token } = await newTenant(t.app);
+    const lb = await newLoadBalancer(t.app, token);
+    const id = await tcpListener(token, lb, 7001);
+    await settle();
+    const version = a.unacked.at(-1)!;
+    const reason = 'cannot bind tcp 127.1.0.1:7001: EADDRINUSE';
+    a.unacked = [];
+    a.say({ type: 'ack', version, failedListeners: [{ listenerId: id, reason }] });
+    const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError;
+    expect(await lastError()).toBe(`version ${version}: 1 listener(s) not applied: ${id}: ${reason}`);
+    const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+    a.say({ type: 'heartbeat', load, failedListeners: [{ listenerId: id, reason }] });
+    expect(await lastError()).toBe(`version ${version}: 1 listener(s) not applied: ${id}: ${reason}`);
+    a.say({ type: 'heartbeat', load, failedListeners: [] });
+    expect(await lastError()).toBeNull();
+    expect((await lbView(token, lb.lbId)).status).toBe('active');
+  });
 });

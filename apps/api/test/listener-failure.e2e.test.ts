@@ -20,12 +20,16 @@ import {
   tcpBackend,
 } from './fleet.js';
 
-// Real API and L4 node processes: a listener the node cannot bind (its port is held on the node's address)
-// fails alone. The node names it in its ack, its LB stays provisioning and the node shows why, while the
-// other tenant's LB in the same config is active and forwarding.
+// Real API and L4 node processes: a listener the node cannot bind (its port is held on its LB's VIP by
+// another socket) fails alone. The node names it in its ack and heartbeats, its LB stays provisioning and
+// shows why (the node's error on the LB, the listener's bindErrors, the node's lastError), while the other
+// tenant's LB in the same config is active and forwarding. Once the port frees, the node's retry binds it:
+// the LB becomes active with no error left.
 
 const ADMIN = 'failure-admin-token-0123456789';
 const NODE_ADDRESS = `127.77.${1 + Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`;
+/** A VIP pool of this file's own, so a parallel test's LBs never take its VIPs. */
+const POOL = `127.1.${1 + Math.floor(Math.random() * 99)}.0/24`;
 const healthEnv = isolatedHealthEnv();
 let dir: string;
 let apiUrl: string;
@@ -54,6 +58,7 @@ beforeAll(async () => {
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_DNS_PORT: '0',
+    SLB_ADDRESS_POOLS: POOL,
     ...LOOPBACK_BACKENDS_ENV,
     ...healthEnv,
   });
@@ -76,12 +81,12 @@ afterAll(async () => {
   await node?.stop('SIGKILL');
   await api?.stop('SIGKILL');
   await backend?.kill();
-  await new Promise((r) => (blocker ? blocker.close(r) : r(undefined)));
+  await new Promise((r) => (blocker?.listening ? blocker.close(r) : r(undefined)));
   await cleanupRedis(healthEnv);
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('one unbindable listener keeps its LB provisioning; the other LB of the same config is active', async () => {
+it('one unbindable listener keeps its LB provisioning; the other LB of the same config is active; it heals when the port frees', async () => {
   await eventually(
     'the node online',
     async () => {
@@ -90,37 +95,81 @@ it('one unbindable listener keeps its LB provisioning; the other LB of the same 
     },
     30_000,
   );
-  const [held, free] = [await freePortOn([NODE_ADDRESS]), await freePortOn([NODE_ADDRESS])];
-  blocker = createServer();
-  await new Promise<void>((r) => blocker.listen(held, NODE_ADDRESS, () => r()));
 
-  const lbWith = async (tenant: string, port: number) => {
+  const tenantLb = async (tenant: string) => {
     const t = await http('POST', '/v1/tenants', ADMIN, { name: tenant });
     const token = (await http('POST', `/v1/tenants/${t.body.id}/tokens`, ADMIN, {})).body.token as string;
     const lb = await http('POST', '/v1/load-balancers', token, { name: tenant });
-    const sg = await http('POST', `/v1/load-balancers/${lb.body.id}/server-groups`, token, {
+    expect(lb.status).toBe(201);
+    expect(lb.body.addresses).toEqual([lb.body.address]);
+    return { token, lbId: lb.body.id as string, vip: lb.body.address as string };
+  };
+  const withListener = async (lb: { token: string; lbId: string }, port: number) => {
+    const sg = await http('POST', `/v1/load-balancers/${lb.lbId}/server-groups`, lb.token, {
       name: 'g',
       servers: [{ address: '127.0.0.1', port: backend.port }],
     });
-    const lsn = await http('POST', `/v1/load-balancers/${lb.body.id}/listeners`, token, {
+    const lsn = await http('POST', `/v1/load-balancers/${lb.lbId}/listeners`, lb.token, {
       protocol: 'tcp',
       port,
       serverGroupId: sg.body.id,
     });
     expect(lsn.status).toBe(201);
-    return { token, lbId: lb.body.id as string, listenerId: lsn.body.id as string };
+    return { ...lb, listenerId: lsn.body.id as string };
   };
-  const blocked = await lbWith('blocked', held);
-  const fine = await lbWith('fine', free);
+  const blockedLb = await tenantLb('blocked');
+  const fineLb = await tenantLb('fine');
+  expect(blockedLb.vip).not.toBe(fineLb.vip);
+  // Another process's socket holds the blocked LB's VIP:port before its listener exists: a real bind failure.
+  const [held, free] = [await freePortOn([blockedLb.vip]), await freePortOn([fineLb.vip])];
+  blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(held, blockedLb.vip, () => r()));
+  const blocked = await withListener(blockedLb, held);
+  const fine = await withListener(fineLb, free);
 
-  const status = async (lb: { token: string; lbId: string }) =>
-    (await http('GET', `/v1/load-balancers/${lb.lbId}`, lb.token)).body.status;
-  await eventually('the other LB active', async () => ((await status(fine)) === 'active' ? true : undefined), 30_000);
-  expect(await tcpAsk(NODE_ADDRESS, free)).toBe('b');
+  const get = async (lb: { token: string; lbId: string }) =>
+    (await http('GET', `/v1/load-balancers/${lb.lbId}`, lb.token)).body;
+  await eventually(
+    'the other LB active',
+    async () => ((await get(fine)).status === 'active' ? true : undefined),
+    30_000,
+  );
+  expect(await tcpAsk(fine.vip, free)).toBe('b');
+  const reason = `cannot bind tcp ${blocked.vip}:${held}: EADDRINUSE`;
   const shown = await eventually('the failure shown on the node', async () => {
     const n = await http('GET', `/v1/nodes/${nodeId}`, ADMIN);
     return n.body.lastError?.includes(blocked.listenerId) ? n.body : undefined;
   });
-  expect(shown.lastError).toContain('cannot bind');
-  expect(await status(blocked)).toBe('provisioning');
+  expect(shown.lastError).toContain(reason);
+  const stuck = await get(blocked);
+  expect(stuck.status).toBe('provisioning');
+  expect(stuck.nodes).toEqual([
+    expect.objectContaining({ nodeId, online: true, converged: false, error: `${blocked.listenerId}: ${reason}` }),
+  ]);
+  const listener = await http(
+    'GET',
+    `/v1/load-balancers/${blocked.lbId}/listeners/${blocked.listenerId}`,
+    blocked.token,
+  );
+  expect(listener.body.bindErrors).toEqual([{ nodeId, reason }]);
+  expect((await get(fine)).nodes[0]).not.toHaveProperty('error');
+
+  // The port frees: the node's retry (every 5 s at most) binds it, and its next heartbeat says so.
+  await new Promise((r) => blocker.close(r));
+  const healed = await eventually(
+    'the blocked LB active',
+    async () => {
+      const lb = await get(blocked);
+      return lb.status === 'active' ? lb : undefined;
+    },
+    20_000,
+  );
+  expect(healed.nodes).toEqual([expect.objectContaining({ nodeId, online: true, converged: true })]);
+  expect(healed.nodes[0]).not.toHaveProperty('error');
+  const after = await http('GET', `/v1/load-balancers/${blocked.lbId}/listeners/${blocked.listenerId}`, blocked.token);
+  expect(after.body.bindErrors).toEqual([]);
+  expect(await tcpAsk(blocked.vip, held)).toBe('b');
+  expect(await tcpAsk(fine.vip, free)).toBe('b');
+  const node = await http('GET', `/v1/nodes/${nodeId}`, ADMIN);
+  expect(node.body.lastError).toBeNull();
 }, 120_000);

@@ -19,6 +19,7 @@ import {
   cleanupRedis,
   eventually,
   freePort,
+  freePortOn,
   isolatedHealthEnv,
   L4_MAIN,
   LOOPBACK_BACKENDS_ENV,
@@ -30,17 +31,22 @@ import {
   tcpBackend,
 } from './fleet.js';
 
-// Node trust with real processes: every node its own credential, speaking only for itself.
+// Node trust with real processes: every node its own credential, speaking only for itself. Clients reach
+// the LB on its VIP; which nodes serve it is its nodes[].
 
 const ADMIN = 'trust-admin-token-0123456789';
 const LEGACY = 'trust-legacy-node-token-0123456789';
 const healthEnv = isolatedHealthEnv();
 const A = '127.0.0.41';
 const LEGACY_ADDRESS = '127.0.0.42';
+/** A VIP pool of this file's own, so a parallel test's LBs never take its VIP. */
+const POOL = `127.1.${200 + Math.floor(Math.random() * 30)}.0/24`;
 let dir: string;
 let apiPort: number;
 let dnsPort: number;
 let frontendPort: number;
+/** The LB's VIP. */
+let vip: string;
 let api: Proc;
 let backend: Backend;
 let lbId: string;
@@ -54,6 +60,7 @@ function startApi(extra: Record<string, string> = {}): Proc {
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_DNS_PORT: String(dnsPort),
+    SLB_ADDRESS_POOLS: POOL,
     ...LOOPBACK_BACKENDS_ENV,
     ...healthEnv,
     LOG_LEVEL: 'info',
@@ -84,6 +91,9 @@ async function admin(method: string, path: string, body?: unknown): Promise<{ st
 }
 
 const lb = async () => (await admin('GET', `/v1/load-balancers/${lbId}`)).body;
+/** The nodes an LB view lists, as `<id> <address>`. */
+const servedBy = (view: { nodes: { nodeId: string; address: string }[] }) =>
+  view.nodes.map((n) => `${n.nodeId} ${n.address}`).sort();
 const apiUp = () => fetch(`${apiUrl()}/healthz`).then((r) => (r.ok ? true : undefined));
 const count = (p: Proc, text: string) => p.output.filter((l) => l.includes(text)).length;
 
@@ -91,7 +101,6 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slb-trust-'));
   apiPort = await freePort();
   dnsPort = await freePort();
-  frontendPort = await freePort(A);
   backend = await tcpBackend('b1');
   api = startApi();
   await eventually('the API', apiUp, 20_000);
@@ -100,7 +109,10 @@ beforeAll(async () => {
     id: registered.id,
     proc: startL4(join(dir, 'node-a'), { SLB_NODE_ID: 'trust-a', SLB_NODE_JOIN_TOKEN: registered.joinToken }),
   };
-  lbId = (await admin('POST', '/v1/load-balancers', { name: 'trust' })).body.id;
+  const created = (await admin('POST', '/v1/load-balancers', { name: 'trust' })).body;
+  lbId = created.id;
+  vip = created.address;
+  frontendPort = await freePortOn([vip]);
   const sg = await admin('POST', `/v1/load-balancers/${lbId}/server-groups`, {
     name: 'pool',
     servers: [{ address: '127.0.0.1', port: backend.port }],
@@ -133,7 +145,7 @@ describe('node trust', () => {
     expect(credential).toMatch(/^slbn_/);
     expect(readFileSync(join(dir, 'slb.db')).includes(credential)).toBe(false);
     expect(api.output.join('\n')).not.toContain(credential);
-    expect(await tcpAsk(A, frontendPort)).toBe('b1');
+    expect(await tcpAsk(vip, frontendPort)).toBe('b1');
   });
 
   it('a node without enrollment gets nothing', async () => {
@@ -166,7 +178,7 @@ describe('node trust', () => {
       count(impostor, 'credential refused') > 0 ? true : undefined,
     );
     expect(count(impostor, 'config applied')).toBe(0);
-    expect((await lb()).addresses).toEqual([A]);
+    expect(servedBy(await lb())).toEqual([`${nodeA.id} ${A}`]);
     await impostor.stop('SIGKILL');
   });
 
@@ -190,7 +202,7 @@ describe('node trust', () => {
     expect(nodeA.proc.output.join('\n')).not.toContain('replaced by a newer connection');
     const node = (await admin('GET', `/v1/nodes/${nodeA.id}`)).body;
     expect(node.status).toBe('online');
-    expect((await lb()).addresses).toEqual([A]);
+    expect(servedBy(await lb())).toEqual([`${nodeA.id} ${A}`]);
     await clone.stop('SIGKILL');
   });
 
@@ -271,7 +283,7 @@ describe('node trust', () => {
       'LB active on the new credential',
       async () => {
         const now = await lb();
-        return now.status === 'active' && now.addresses.includes(A) ? true : undefined;
+        return now.status === 'active' && servedBy(now).includes(`${nodeA.id} ${A}`) ? true : undefined;
       },
       20_000,
     );
@@ -285,20 +297,29 @@ describe('node trust', () => {
     });
     ws.terminate();
     expect(status).toBe(401);
-    expect(await tcpAsk(A, frontendPort)).toBe('b1');
+    expect(await tcpAsk(vip, frontendPort)).toBe('b1');
   }, 60_000);
 
-  it('a deleted node is cut off within a heartbeat: out of DNS and addresses, its credential refused', async () => {
-    const dnsName = (await lb()).dnsName;
-    expect(await resolveA(dnsPort, dnsName)).toEqual([A]);
-    const before = count(nodeA.proc, 'credential refused');
+  it('a deleted node is cut off within a heartbeat: out of the LB (which keeps its VIP, in DNS too), its credential refused', async () => {
+    const before = await lb();
+    expect(before.addresses).toEqual([vip]);
+    expect(servedBy(before)).toEqual([`${nodeA.id} ${A}`]);
+    expect(await resolveA(dnsPort, before.dnsName)).toEqual([vip]);
+    const refusedBefore = count(nodeA.proc, 'credential refused');
     const started = Date.now();
     expect((await admin('DELETE', `/v1/nodes/${nodeA.id}`)).status).toBe(204);
-    await eventually('address gone', async () => ((await lb()).addresses.length === 0 ? true : undefined), 5000, 20);
+    const after = await eventually(
+      'node gone',
+      async () => ((await lb()).nodes.length === 0 ? lb() : undefined),
+      5000,
+      20,
+    );
     const gone = Date.now() - started;
-    expect(await resolveA(dnsPort, dnsName)).toEqual([]);
+    expect(after.status).toBe('provisioning');
+    expect(after.addresses).toEqual([vip]);
+    expect(await resolveA(dnsPort, before.dnsName)).toEqual([vip]);
     await eventually('the node is refused', async () =>
-      count(nodeA.proc, 'credential refused') > before ? true : undefined,
+      count(nodeA.proc, 'credential refused') > refusedBefore ? true : undefined,
     );
     expect((await admin('GET', `/v1/nodes/${nodeA.id}`)).status).toBe(404);
     // One heartbeat is a second; the cut-off does not wait for the 3 s offline threshold.

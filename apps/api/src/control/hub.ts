@@ -60,6 +60,8 @@ interface Session {
   /** Listeners the node last reported it could not build or bind (it retries binds), and their LBs. */
   failures: ListenerFailure[];
   failedLbs: Set<string>;
+  /** The acked version whose failed listeners the node's lastError names (null: it names none). */
+  failuresInLastError: number | null;
   /** The node's runtime can share a VIP:port with its peers (SO_REUSEPORT): it may serve active-active. */
   reusePort: boolean;
   /** The addresses it said at hello it serves listeners on (see chooseVipBinders). */
@@ -360,6 +362,7 @@ export class ControlHub {
       ackedLbVersions: new Map(),
       failures: [],
       failedLbs: new Set(),
+      failuresInLastError: null,
       reusePort: hello.reusePort === true,
       boundVips: new Set(hello.boundVips ?? []),
       lastSeen: Date.now(),
@@ -378,7 +381,16 @@ export class ControlHub {
   private heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[]): void {
     recordHeartbeat(this.db, session.nodeId, clampLoad(reported));
     // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
-    if (failures !== undefined) this.setFailures(session, failures);
+    if (failures === undefined) return;
+    const before = JSON.stringify(session.failures);
+    this.setFailures(session, failures);
+    // The node's lastError names the listeners an ack said failed: it follows their retries, so a bind that
+    // healed is no longer shown there either (a refused config's error is left as it is).
+    const version = session.failuresInLastError;
+    if (version !== null && JSON.stringify(failures) !== before) {
+      recordError(this.db, session.nodeId, failedListenersError(version, failures));
+      if (failures.length === 0) session.failuresInLastError = null;
+    }
   }
 
   private setFailures(session: Session, failures: ListenerFailure[]): void {
@@ -407,14 +419,8 @@ export class ControlHub {
         'node applied a config but not every listener of it',
       );
     }
-    const lastError =
-      failedListeners.length === 0
-        ? null
-        : `version ${version}: ${failedListeners.length} listener(s) not applied: ${failedListeners
-            .slice(0, 5)
-            .map((f) => `${f.listenerId}: ${f.reason}`)
-            .join('; ')}`.slice(0, 2000);
-    recordApplied(this.db, session.nodeId, version, lastError);
+    session.failuresInLastError = failedListeners.length === 0 ? null : version;
+    recordApplied(this.db, session.nodeId, version, failedListenersError(version, failedListeners));
   }
 
   private nack(session: Session, version: number, reason: string): void {
@@ -425,6 +431,7 @@ export class ControlHub {
   /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
   private failed(session: Session, version: number, reason: string): void {
     recordError(this.db, session.nodeId, `version ${version}: ${reason}`);
+    session.failuresInLastError = null;
     session.sentVersion = null;
     session.sentJson = new Map();
     session.sentL7Nodes = null;
@@ -868,6 +875,16 @@ interface LbVersions {
 }
 
 /** The LBs a node's failed listeners belong to, from what it was sent. */
+/** A node's lastError for listeners it could not build or bind with `version` (null: none). */
+function failedListenersError(version: number, failed: ListenerFailure[]): string | null {
+  if (failed.length === 0) return null;
+  const named = failed
+    .slice(0, 5)
+    .map((f) => `${f.listenerId}: ${f.reason}`)
+    .join('; ');
+  return `version ${version}: ${failed.length} listener(s) not applied: ${named}`.slice(0, 2000);
+}
+
 function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFailure[]): Set<string> {
   const lbs = new Set<string>();
   if (failed.length === 0) return lbs;

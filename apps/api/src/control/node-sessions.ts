@@ -85,7 +85,7 @@ export function recordApplied(db: Db, nodeId: string, version: number, lastError
   db.update(nodes).set({ appliedConfigVersion: version, lastError }).where(eq(nodes.id, nodeId)).run();
 }
 
-export function recordError(db: Db, nodeId: string, error: string): void {
+export function recordError(db: Db, nodeId: string, error: string | null): void {
   db.update(nodes).set({ lastError: error }).where(eq(nodes.id, nodeId)).run();
 }
 
