@@ -41,7 +41,7 @@ const backendPorts: number[] = [];
 /** The addresses the backends were connected from: the nodes that forwarded. */
 const peers = new Set<string>();
 /** A pool of this file's own, so a parallel test's LBs never take its VIP. */
-const POOL = `127.1.${100 + Math.floor(Math.random() * 100)}.0/24`;
+const POOL = '127.1.79.0/24'; // VIPs of its own (see fleet.ts: pools in use)
 const NODE_ADDRESSES: Record<string, string> = { 'node-a': '127.0.0.11', 'node-b': '127.0.0.12' };
 let frontendPort: number;
 let dnsPort: number;

@@ -87,6 +87,7 @@ beforeAll(async () => {
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
       SLB_DNS_PORT: '0',
+      SLB_ADDRESS_POOLS: '127.1.80.0/24', // VIPs of its own: e2e files run side by side
       ...healthEnv,
     }),
   );
@@ -133,9 +134,9 @@ describe('HTTP and HTTPS through L4 → L7 → backend, configured through the A
     const apiBackendPort = await backend('api');
     const lb = await client.POST('/v1/load-balancers', { body: { name: 'shop' } });
     const lbId = lb.data!.id;
-    // Its VIP, from the API's default pool (127.1.0.0/16): where clients connect, not the L4 node's address.
+    // Its VIP, from the pool this API was given: where clients connect, not the L4 node's address.
     const vip = lb.data!.address!;
-    expect(vip).toMatch(/^127\.1\.\d+\.\d+$/);
+    expect(vip).toMatch(/^127\.1\.80\.\d+$/);
     expect(lb.data!.addresses).toEqual([vip]);
     const web = await client.POST('/v1/load-balancers/{lbId}/server-groups', {
       params: { path: { lbId } },

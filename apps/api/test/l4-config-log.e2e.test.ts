@@ -35,6 +35,7 @@ beforeAll(async () => {
     SLB_DB_PATH: join(dir, 'slb.db'),
     SLB_ADMIN_TOKEN: ADMIN,
     SLB_DNS_PORT: String(await freePort()),
+    SLB_ADDRESS_POOLS: '127.1.81.0/24', // VIPs of its own: e2e files run side by side
     ...healthEnv,
     LOG_LEVEL: 'warn',
   });

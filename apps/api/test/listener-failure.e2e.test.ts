@@ -29,7 +29,7 @@ import {
 const ADMIN = 'failure-admin-token-0123456789';
 const NODE_ADDRESS = `127.77.${1 + Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`;
 /** A VIP pool of this file's own, so a parallel test's LBs never take its VIPs. */
-const POOL = `127.1.${1 + Math.floor(Math.random() * 99)}.0/24`;
+const POOL = '127.1.78.0/24'; // VIPs of its own (see fleet.ts: pools in use)
 const healthEnv = isolatedHealthEnv();
 let dir: string;
 let apiUrl: string;

@@ -95,6 +95,7 @@ beforeAll(async () => {
       SLB_DB_PATH: join(dir, 'slb.db'),
       SLB_ADMIN_TOKEN: ADMIN,
       SLB_DNS_PORT: '0',
+      SLB_ADDRESS_POOLS: '127.1.82.0/24', // VIPs of its own: e2e files run side by side
       ...healthEnv,
       LOG_LEVEL: 'trace',
     }),
