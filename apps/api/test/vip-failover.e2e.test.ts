@@ -442,4 +442,64 @@ describe('VIP failover with real processes', () => {
     },
     90_000,
   );
+
+  it('two tenants with the same TCP and UDP port each reach their own backends on their own VIP', async () => {
+    const fleet = await startFleet('127.1.233.0/24', ['127.0.0.211', '127.0.0.212'], {});
+    const tenants = await Promise.all(
+      ['blue', 'green'].map(async (name) => {
+        const tenant = await fleet.client.POST('/v1/tenants', { body: { name } });
+        const token = await fleet.client.POST('/v1/tenants/{tenantId}/tokens', {
+          params: { path: { tenantId: tenant.data!.id } },
+          body: { role: 'member' },
+        });
+        return createSlbClient({ baseUrl: fleet.apiUrl, token: token.data!.token });
+      }),
+    );
+    const port = await freePortOn(['127.1.233.1', '127.1.233.2']);
+    const lbs = [];
+    for (const [i, client] of tenants.entries()) {
+      const names = [`t${i}-a`, `t${i}-b`];
+      const { tcp, udp } = await backendsFor(fleet, names);
+      const lb = await client.POST('/v1/load-balancers', { body: { name: `tenant-${i}` } });
+      const lbId = lb.data!.id;
+      const group = async (kind: string, ports: number[]) =>
+        (
+          await client.POST('/v1/load-balancers/{lbId}/server-groups', {
+            params: { path: { lbId } },
+            body: { name: kind, servers: ports.map((p) => ({ address: '127.0.0.1', port: p })) },
+          })
+        ).data!.id;
+      for (const [protocol, ports] of [
+        ['tcp', tcp],
+        ['udp', udp],
+      ] as const) {
+        const l = await client.POST('/v1/load-balancers/{lbId}/listeners', {
+          params: { path: { lbId } },
+          body: { protocol, port, serverGroupId: await group(protocol, ports), healthCheck: { enabled: false } },
+        });
+        expect(l.response.status, JSON.stringify(l.error)).toBe(201);
+      }
+      lbs.push({ lbId, vip: lb.data!.address!, names, client });
+    }
+    expect(lbs[0]!.vip).not.toBe(lbs[1]!.vip);
+    for (const lb of lbs) {
+      await eventually(
+        `${lb.lbId} active`,
+        async () => {
+          const { data } = await lb.client.GET('/v1/load-balancers/{lbId}', { params: { path: { lbId: lb.lbId } } });
+          return data?.status === 'active' ? true : undefined;
+        },
+        15_000,
+      );
+      for (let i = 0; i < 6; i++) {
+        expect(lb.names).toContain((await tcpAsk(lb.vip, port, CLIENT_IPS[i % CLIENT_IPS.length]!)).backend);
+      }
+      const flow = await udpFlow(lb.vip, port);
+      try {
+        expect(lb.names).toContain((await eventually('a UDP answer', () => flow.ask(500), 10_000, 100)).backend);
+      } finally {
+        flow.close();
+      }
+    }
+  }, 90_000);
 });
