@@ -4,12 +4,12 @@ import {
   BindRetries,
   type BindRetryOptions,
   bindFailureReason,
+  compileAcl,
   reusePortByVersion,
   type SessionSync,
   type SnapshotChange,
 } from '@slb/node-runtime';
 import type { Logger } from 'pino';
-import { compileAcl } from './acl.js';
 import type { BackendSpec } from './backend-pool.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';

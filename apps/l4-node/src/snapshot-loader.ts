@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Value } from '@sinclair/typebox/value';
 import { NodeSnapshot } from '@slb/model';
-import { compileAcl } from './acl.js';
+import { compileAcl } from '@slb/node-runtime';
 
 export type SnapshotResult = { ok: true; snapshot: NodeSnapshot } | { ok: false; reason: string };
 

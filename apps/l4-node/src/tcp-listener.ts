@@ -1,9 +1,8 @@
 import net from 'node:net';
 import { ConnTrackTable, clientKey, type FlowKey, flowKeyString } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
-import type { SessionSync } from '@slb/node-runtime';
+import type { AclCheck, SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
-import type { AclCheck } from './acl.js';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';

@@ -1,33 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileAcl } from '../src/acl.js';
 import { backend, freePort, idServer, listener, newNode, snapshot, whoAnswers } from './helpers.js';
-
-describe('ACL compilation', () => {
-  it('allow lists only admit listed sources; deny lists refuse them; v4-mapped v6 is treated as v4', () => {
-    const allow = compileAcl({ mode: 'allow', cidrs: ['10.0.0.0/8', '2001:db8::/32', '192.0.2.7'] });
-    const deny = compileAcl({ mode: 'deny', cidrs: ['127.0.0.9/32'] });
-    if (!allow.ok || !deny.ok || !allow.check || !deny.check) throw new Error('should compile');
-    expect(allow.check('10.200.1.1')).toBe(true);
-    expect(allow.check('::ffff:10.200.1.1')).toBe(true);
-    expect(allow.check('11.0.0.1')).toBe(false);
-    expect(allow.check('2001:db8:1::5')).toBe(true);
-    expect(allow.check('192.0.2.7')).toBe(true);
-    expect(allow.check('192.0.2.8')).toBe(false);
-    expect(deny.check('127.0.0.9')).toBe(false);
-    expect(deny.check('127.0.0.1')).toBe(true);
-  });
-
-  it('no ACL and an empty deny list cost nothing; bad CIDRs are reasons, not exceptions', () => {
-    expect(compileAcl(undefined)).toEqual({ ok: true, check: undefined });
-    expect(compileAcl({ mode: 'deny', cidrs: [] })).toEqual({ ok: true, check: undefined });
-    expect(compileAcl({ mode: 'allow', cidrs: ['10.0.0.0/33'] })).toEqual({
-      ok: false,
-      reason: 'invalid ACL CIDR "10.0.0.0/33"',
-    });
-    expect(compileAcl({ mode: 'allow', cidrs: ['1.2.3'] }).ok).toBe(false);
-  });
-});
 
 describe('ACL at accept (real sockets)', () => {
   const node = newNode();

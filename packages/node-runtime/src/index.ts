@@ -1,3 +1,4 @@
+export { type AclCheck, type AclResult, compileAcl } from './acl.js';
 export { BackendGuard, type BackendGuardOptions } from './backend-guard.js';
 export { reconnectDelay } from './backoff.js';
 export {
