@@ -4,10 +4,11 @@ import {
   BindRetries,
   type BindRetryOptions,
   bindFailureReason,
+  compileAcl,
   type SessionSync,
 } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
-import { type ListenerOptions, ListenerRuntime } from './listener.js';
+import { type ListenerBuild, type ListenerOptions, ListenerRuntime } from './listener.js';
 import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
 import { type PoolOptions, Pools } from './pools.js';
 import type { ListenerState, ProxyDeps } from './proxy.js';
@@ -24,6 +25,7 @@ import {
 import { listenerProblem } from './snapshot-loader.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
+import { buildCertificateSet } from './tls.js';
 import { UpstreamPools } from './upstream-pool.js';
 
 // The L7 node as a program without a process: apply snapshots, serve, close. main.ts adds the file,
@@ -222,6 +224,16 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
   }
 
+  /** Builds all a listener serves with; throws why when it cannot (nothing has moved yet then). */
+  function build(l: L7Listener): ListenerBuild {
+    const problem = listenerProblem(l);
+    if (problem !== undefined) throw new Error(problem.slice(1));
+    const acl = compileAcl(l.acl);
+    if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
+    const certs = buildCertificateSet(l.certificates);
+    return { state: stateFor(l), certs, acl: acl.check };
+  }
+
   /**
    * The snapshot's deny set and the node's own endpoints (every listener's address and ports, the bound
    * ones too when the snapshot says 0): a backend matching either is never dialled.
@@ -267,7 +279,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       logger.info({ listener: id }, sentById.has(id) ? 'bind retry replaced by the new config' : 'bind retry dropped');
     }
     // Each changed listener is built before anything moves; one that cannot be keeps what it had.
-    const states = new Map<string, ListenerState>();
+    const built = new Map<string, ListenerBuild>();
     const wanted = new Map<string, L7Listener>();
     for (const l of sent.listeners) {
       if (wanted.has(l.id)) {
@@ -279,9 +291,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         continue;
       }
       try {
-        const problem = listenerProblem(l);
-        if (problem !== undefined) throw new Error(problem.slice(1));
-        states.set(l.id, stateFor(l));
+        built.set(l.id, build(l));
         wanted.set(l.id, l);
       } catch (err) {
         fail(failed, l.id, (err as Error).message);
@@ -311,15 +321,14 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       });
     }
     for (const l of snapshot.listeners) {
-      // Kept above: the same config, still waiting for its bind.
-      if (retrying.has(l.id)) continue;
+      // Only what was built above changes: not a listener kept as it runs (a delta carries unchanged ones as
+      // the very same objects), still waiting for its bind with the same config, or refused.
+      const next = built.get(l.id);
+      if (next === undefined) continue;
       const existing = listeners.get(l.id);
-      // A delta carries unchanged listeners as the very same objects: nothing to rebuild for them.
-      if (existing && appliedConfigs.get(l.id) === l) continue;
-      const state = states.get(l.id) ?? stateFor(l);
       if (existing) {
         try {
-          existing.update(state);
+          existing.update(next);
           appliedConfigs.set(l.id, l);
           failures.delete(l.id);
         } catch (err) {
@@ -329,7 +338,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       }
       let rt: ListenerRuntime;
       try {
-        rt = new ListenerRuntime(state, deps, listenerOptions);
+        rt = new ListenerRuntime(next, deps, listenerOptions);
       } catch (err) {
         fail(failed, l.id, (err as Error).message);
         continue;
@@ -393,7 +402,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     const { l } = entry;
     // Dropped or replaced by an apply while this try waited for the queue.
     if (retrying.get(l.id) !== entry) return null;
-    const rt = new ListenerRuntime(stateFor(l), deps, listenerOptions);
+    const rt = new ListenerRuntime(build(l), deps, listenerOptions);
     const reason = await bind(l, rt);
     if (reason !== null) {
       metrics.bindRetries.labels('failed').inc();

@@ -2,21 +2,20 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import {
   type AddressInfo,
-  BlockList,
   createServer as createNetServer,
   isIPv4,
-  isIPv6,
   type Server as NetServer,
   type Socket,
 } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type L7Listener, type SnapshotAcl, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
+import { type L7Listener, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
+import type { AclCheck } from '@slb/node-runtime';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { startConnectionTracking, transportOf } from './node-http-internals.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
 import { readProxyHeader } from './proxy-protocol.js';
 import type { ProxySources } from './proxy-sources.js';
-import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
+import { type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
 
 // One listener: an HTTP or HTTPS server that never listens itself, fed by two TCP servers: `port`, where
@@ -39,23 +38,19 @@ export interface ListenerOptions {
   readonly proxySources: ProxySources;
 }
 
-export function unmapV4(addr: string): string {
-  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
+/**
+ * What a listener serves with, built from its config before anything moves: a config that cannot be built
+ * (a certificate that does not load, an ACL entry that is no CIDR) throws there and changes nothing.
+ */
+export interface ListenerBuild {
+  readonly state: ListenerState;
+  readonly certs: CertificateSet;
+  /** Whether a client address may connect; undefined: no ACL. */
+  readonly acl: AclCheck | undefined;
 }
 
-function buildAcl(acl: SnapshotAcl | undefined): ((addr: string) => boolean) | null {
-  if (!acl) return null;
-  const list = new BlockList();
-  for (const cidr of acl.cidrs) {
-    const [net, bits] = cidr.split('/');
-    const type = isIPv6(net!) ? 'ipv6' : 'ipv4';
-    if (bits === undefined) list.addAddress(net!, type);
-    else list.addSubnet(net!, Number(bits), type);
-  }
-  return (addr) => {
-    const inList = list.check(addr, isIPv6(addr) ? 'ipv6' : 'ipv4');
-    return acl.mode === 'allow' ? inList : !inList;
-  };
+export function unmapV4(addr: string): string {
+  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
 }
 
 /** Same port, or the port the OS gave when the running config asked for any (0). */
@@ -67,7 +62,7 @@ function samePort(running: number | null, bound: number | null, next: number | n
 export class ListenerRuntime {
   private state: ListenerState;
   private certs: CertificateSet;
-  private allowed: ((addr: string) => boolean) | null;
+  private allowed: AclCheck | undefined;
   private readonly http: Server;
   private readonly proxyServer: NetServer;
   private readonly directServer: NetServer | null;
@@ -79,14 +74,14 @@ export class ListenerRuntime {
   private readonly fast: FastContext | null;
 
   constructor(
-    state: ListenerState,
+    built: ListenerBuild,
     private readonly deps: ProxyDeps,
     private readonly options: ListenerOptions,
   ) {
-    this.state = state;
-    const cfg = state.config;
-    this.certs = buildCertificateSet(cfg.certificates);
-    this.allowed = buildAcl(cfg.acl);
+    this.state = built.state;
+    const cfg = built.state.config;
+    this.certs = built.certs;
+    this.allowed = built.acl;
     const serverOptions = {
       maxHeaderSize: options.maxHeaderSize,
       requestTimeout: cfg.requestTimeout * 1000,
@@ -182,12 +177,9 @@ export class ListenerRuntime {
   }
 
   /** Swaps in a new config that keeps the same sockets; in-flight requests finish on the state they began with. */
-  update(state: ListenerState): void {
-    const cfg = state.config;
-    this.state = state;
-    this.certs = buildCertificateSet(cfg.certificates);
-    this.allowed = buildAcl(cfg.acl);
-    const def = this.certs.defaultCert;
+  update(built: ListenerBuild): void {
+    const cfg = built.state.config;
+    const def = built.certs.defaultCert;
     if (cfg.protocol === 'https' && def && 'setSecureContext' in this.http) {
       (this.http as unknown as { setSecureContext(o: object): void }).setSecureContext({
         cert: def.certificatePem,
@@ -195,6 +187,9 @@ export class ListenerRuntime {
         minVersion: TLS_MIN_VERSION,
       });
     }
+    this.state = built.state;
+    this.certs = built.certs;
+    this.allowed = built.acl;
     this.http.keepAliveTimeout = cfg.idleTimeout * 1000;
     this.http.requestTimeout = cfg.requestTimeout * 1000;
     this.http.headersTimeout = Math.min(this.options.headersTimeoutMs, cfg.requestTimeout * 1000);

@@ -30,14 +30,22 @@ export function dnsNamesOf(certificatePem: string): string[] {
   return cn ? [cn[1]!.toLowerCase()] : [];
 }
 
+/** Throws, naming the certificate (`certificates/<index>: ...`), when one does not load. */
 export function buildCertificateSet(certs: readonly L7Certificate[]): CertificateSet {
   const byName = new Map<string, SecureContext>();
   let defaultContext: SecureContext | undefined;
-  for (const c of certs) {
-    const ctx = createSecureContext({ cert: c.certificatePem, key: c.privateKeyPem, minVersion: TLS_MIN_VERSION });
+  for (const [i, c] of certs.entries()) {
+    let ctx: SecureContext;
+    let names: string[];
+    try {
+      ctx = createSecureContext({ cert: c.certificatePem, key: c.privateKeyPem, minVersion: TLS_MIN_VERSION });
+      names = dnsNamesOf(c.certificatePem);
+    } catch (err) {
+      throw new Error(`certificates/${i}: ${(err as Error).message}`);
+    }
     defaultContext ??= ctx;
     // Earlier certificates win a name both cover, so the order in the snapshot is the tie-breaker.
-    for (const name of dnsNamesOf(c.certificatePem)) if (!byName.has(name)) byName.set(name, ctx);
+    for (const name of names) if (!byName.has(name)) byName.set(name, ctx);
   }
   return { defaultCert: certs[0], byName, defaultContext };
 }

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { listener, proxyHeader, rawExchange, startApp, startBackend } from './helpers.js';
+import { createL7App } from '../src/app.js';
+import { listener, proxyHeader, rawExchange, snapshot, startApp, startBackend } from './helpers.js';
 
 // The listener ACL applies to the real client: the PROXY v2 source when there is one.
 
@@ -16,6 +17,22 @@ describe('listener ACL', () => {
     await expect(request(`${node.url}/`)).rejects.toThrow(); // 127.0.0.1 on the direct port: not in the list
     expect(be.requests).toHaveLength(1);
     await node.app.close();
+    await be.close();
+  });
+
+  it('a listener with an ACL entry that is no CIDR fails alone, naming the entry; the others apply', async () => {
+    const be = await startBackend('a');
+    const app = createL7App({ drainMs: 200 });
+    const bad = listener({ backends: [be.spec], acl: { mode: 'deny', cidrs: ['192.0.2.0/24', '10.0.0.0/33'] } });
+    const good = listener({ backends: [be.spec], acl: { mode: 'deny', cidrs: ['2001:db8::/32'] } });
+    expect(await app.apply(snapshot([bad, good]))).toEqual([
+      { listenerId: bad.id, reason: 'acl: invalid ACL CIDR "10.0.0.0/33"' },
+    ]);
+    expect(app.ports(bad.id)).toBeUndefined();
+    const res = await request(`http://127.0.0.1:${app.ports(good.id)!.direct}/`);
+    expect(res.statusCode).toBe(200);
+    await res.body.dump();
+    await app.close();
     await be.close();
   });
 });
