@@ -223,49 +223,73 @@ export interface WorkerApp {
   currentFailures?(): ListenerFailure[];
 }
 
+/** A worker's line to the primary. Default: the cluster IPC channel of this process. */
+export interface WorkerChannel {
+  onMessage(handler: (m: ToWorker) => void): void;
+  send(m: FromWorker): void;
+}
+
+const ipcChannel: WorkerChannel = {
+  onMessage: (handler) => process.on('message', handler),
+  send: (m) => {
+    if (process.connected) process.send?.(m);
+  },
+};
+
 /** The worker's side: applies what the primary sends, reports its load each second, drains on request. */
-export function runWorker(app: WorkerApp, logger: Logger, onShutdown: () => Promise<void>): void {
+export function runWorker(
+  app: WorkerApp,
+  logger: Logger,
+  onShutdown: () => Promise<void>,
+  channel: WorkerChannel = ipcChannel,
+): void {
   let current: L7NodeSnapshot | null = null;
   let queue = Promise.resolve();
-  const reply = (m: FromWorker) => {
-    if (process.connected) process.send?.(m);
+  const reply = (m: FromWorker) => channel.send(m);
+  /** The config a message asks for; null when it is a delta from a version this worker does not have. */
+  const nextConfig = (m: Exclude<ToWorker, { type: 'slb:shutdown' }>): L7NodeSnapshot | null => {
+    if (m.type === 'slb:snapshot') return m.snapshot;
+    if (current === null || current.version !== m.fromVersion) return null;
+    return {
+      ...current,
+      version: m.version,
+      generatedAt: m.generatedAt,
+      listeners: applyListenerDelta(current.listeners, m.upsert, m.remove),
+    };
   };
-  process.on('message', (m: ToWorker) => {
+  channel.onMessage((m) => {
     if (m.type === 'slb:shutdown') {
       void queue.then(onShutdown);
       return;
     }
-    queue = queue.then(async () => {
-      let next: L7NodeSnapshot;
-      if (m.type === 'slb:snapshot') next = m.snapshot;
-      else if (current !== null && current.version === m.fromVersion)
-        next = {
-          ...current,
-          version: m.version,
-          generatedAt: m.generatedAt,
-          listeners: applyListenerDelta(current.listeners, m.upsert, m.remove),
-        };
-      else {
-        reply({ type: 'slb:applied', id: m.id, version: m.version, error: 'worker out of step with the primary' });
-        return;
-      }
-      try {
-        const failed = await app.apply(next);
-        current = next;
-        const now = app.currentFailures?.();
-        reply({
-          type: 'slb:applied',
-          id: m.id,
-          version: next.version,
-          ...(failed.length > 0 ? { failed } : {}),
-          ...(now === undefined ? {} : { current: now }),
-        });
-      } catch (err) {
-        const reason = (err as Error).message || String(err);
-        logger.warn({ version: next.version, reason }, 'worker could not apply the config');
-        reply({ type: 'slb:applied', id: m.id, version: next.version, error: reason });
-      }
-    });
+    // Every message is answered, an error included, and the queue never stays rejected: a step that threw
+    // would leave the primary waiting for this worker and skip every later config.
+    queue = queue
+      .then(async () => {
+        const version = m.type === 'slb:snapshot' ? m.snapshot.version : m.version;
+        try {
+          const next = nextConfig(m);
+          if (next === null) {
+            reply({ type: 'slb:applied', id: m.id, version, error: 'worker out of step with the primary' });
+            return;
+          }
+          const failed = await app.apply(next);
+          current = next;
+          const now = app.currentFailures?.();
+          reply({
+            type: 'slb:applied',
+            id: m.id,
+            version: next.version,
+            ...(failed.length > 0 ? { failed } : {}),
+            ...(now === undefined ? {} : { current: now }),
+          });
+        } catch (err) {
+          const reason = (err as Error).message || String(err);
+          logger.warn({ version, reason }, 'worker could not apply the config');
+          reply({ type: 'slb:applied', id: m.id, version, error: reason });
+        }
+      })
+      .catch((err: Error) => logger.error({ err: err.message }, 'worker could not answer the primary'));
   });
   const ticker = setInterval(() => {
     const failed = app.currentFailures?.();
