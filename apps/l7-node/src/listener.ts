@@ -11,10 +11,10 @@ import {
 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type L7Listener, type SnapshotAcl, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
+import { readProxyHeader } from '@slb/node-runtime';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { startConnectionTracking, transportOf } from './node-http-internals.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
-import { readProxyHeader } from './proxy-protocol.js';
 import type { ProxySources } from './proxy-sources.js';
 import { buildCertificateSet, type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
