@@ -18,6 +18,18 @@ it.each([
   expect(() => loadConfig(env)).not.toThrow(/db\.internal|\/33/);
 });
 
+// URLs and tokens can carry secrets: a bad value is named by its variable and a reason, never echoed.
+it.each([
+  ['REDIS_URL', 'redis://:s3cret@host:notaport'],
+  ['REDIS_URL', 'redis://:s3cret@'],
+  ['REDIS_URL', 'http://:s3cret@host'],
+  ['SLB_ADMIN_TOKEN', 's3cret'],
+  ['SLB_NODE_TOKEN', 's3cret'],
+])('refuses %s=%s without echoing it', (name, value) => {
+  expect(() => loadConfig({ [name]: value })).toThrow(name);
+  expect(() => loadConfig({ [name]: value })).not.toThrow(/s3cret/);
+});
+
 it("derives deny entries from the API's own endpoints", () => {
   expect(
     cloudEndpointDeny({ host: '127.0.0.1', port: 8080, dnsPort: 8053, redisUrl: 'redis://127.0.0.1:6379' }),

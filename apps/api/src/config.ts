@@ -6,6 +6,7 @@ import {
   parseNetwork,
   parseQuotaDefaults,
   type QuotaLimits,
+  urlProblem,
 } from '@slb/model';
 import { cidrProblem } from './domain/cidr.js';
 import { DEFAULT_ADDRESS_POOLS } from './services/address-pools.js';
@@ -100,6 +101,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (firstError) {
     throw new Error(`invalid environment: ${firstError.path.slice(1) || 'value'} ${firstError.message}`);
   }
+  const redisProblem = urlProblem((withDefaults as Static<typeof Env>).REDIS_URL, ['redis:', 'rediss:']);
+  if (redisProblem !== null) throw new Error(`invalid environment: REDIS_URL ${redisProblem}`);
   const quotas = parseQuotaDefaults((withDefaults as Static<typeof Env>).SLB_QUOTA_DEFAULTS);
   if (!quotas.ok) throw new Error(`invalid environment: SLB_QUOTA_DEFAULTS ${quotas.reason}`);
   const parsed = withDefaults as Static<typeof Env>;

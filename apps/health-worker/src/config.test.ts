@@ -34,3 +34,19 @@ it.each([
     expect(r.reason).not.toContain('\n');
   }
 });
+
+// A URL can carry a password: a bad value is named by its variable and a reason, never echoed.
+it.each([
+  ['REDIS_URL', 'redis://:s3cret@host:notaport'],
+  ['REDIS_URL', 'http://:s3cret@host:6379'],
+  ['REDIS_URL', 'redis://:s3cret@'],
+  ['SLB_API_URL', 'https://user:s3cret@host:99999/'],
+  ['SLB_API_URL', 'ftp://user:s3cret@host/'],
+])('refuses %s=%s without echoing it', (name, value) => {
+  const r = parseConfig({ [name]: value });
+  expect(r.ok).toBe(false);
+  if (!r.ok) {
+    expect(r.reason).toContain(name);
+    expect(r.reason).not.toContain('s3cret');
+  }
+});

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { parseDenyRule } from '@slb/model';
+import { parseDenyRule, urlProblem } from '@slb/model';
 
 const Env = Type.Object({
   // The Redis that carries the BullMQ queue, the target states and the transition stream.
@@ -30,7 +30,10 @@ const Env = Type.Object({
 export type WorkerConfig = Static<typeof Env>;
 export type ConfigResult = { ok: true; config: WorkerConfig } | { ok: false; reason: string };
 
-/** Parses the environment once; a bad value is one line naming the variable, never a stack. */
+/**
+ * Parses the environment once; a bad value is one line naming the variable and why, never a stack and
+ * never the value (REDIS_URL and SLB_API_URL can carry passwords).
+ */
 export function parseConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const raw: Record<string, unknown> = {};
   for (const [key, schema] of Object.entries(Env.properties)) {
@@ -41,13 +44,16 @@ export function parseConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const withDefaults = Value.Default(Env, raw);
   if (!Value.Check(Env, withDefaults)) {
     const e = Value.Errors(Env, withDefaults).First();
-    const name = e?.path.slice(1) ?? '';
-    return {
-      ok: false,
-      reason: `invalid environment ${name}=${JSON.stringify(raw[name])}: ${e?.message ?? 'bad value'}`,
-    };
+    return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
   }
   const config = withDefaults as WorkerConfig;
+  const urls = [
+    ['REDIS_URL', urlProblem(config.REDIS_URL, ['redis:', 'rediss:'])],
+    ['SLB_API_URL', urlProblem(config.SLB_API_URL, ['http:', 'https:'])],
+  ] as const;
+  for (const [name, problem] of urls) {
+    if (problem !== null) return { ok: false, reason: `invalid environment ${name}: ${problem}` };
+  }
   const bad = backendDenyList(config).findIndex((entry) => parseDenyRule(entry) === null);
   if (bad !== -1) {
     return {

@@ -1,14 +1,13 @@
 import net from 'node:net';
 import { ConnTrackTable, clientKey, type FlowKey, flowKeyString } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
-import type { AclCheck, SessionSync } from '@slb/node-runtime';
+import { type AclCheck, encodeProxyV1, encodeProxyV2, type SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
-import { encodeProxyV1, encodeProxyV2 } from './proxy-protocol.js';
 import { RawServer, type RawSocket } from './raw-tcp.js';
 import { TcpSession } from './tcp-session.js';
 

@@ -9,11 +9,10 @@ import {
 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type L7Listener, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
-import type { AclCheck } from '@slb/node-runtime';
+import { type AclCheck, readProxyHeader, unmapV4 } from '@slb/node-runtime';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { startConnectionTracking, transportOf } from './node-http-internals.js';
 import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
-import { readProxyHeader } from './proxy-protocol.js';
 import type { ProxySources } from './proxy-sources.js';
 import { type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
@@ -47,10 +46,6 @@ export interface ListenerBuild {
   readonly certs: CertificateSet;
   /** Whether a client address may connect; undefined: no ACL. */
   readonly acl: AclCheck | undefined;
-}
-
-export function unmapV4(addr: string): string {
-  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
 }
 
 /** Same port, or the port the OS gave when the running config asked for any (0). */

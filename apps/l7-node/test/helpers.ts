@@ -5,8 +5,8 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { L7Backend, L7Listener, L7NodeSnapshot } from '@slb/model';
+import { encodeProxyV2 } from '@slb/node-runtime';
 import { createL7App, type L7App, type L7AppOptions } from '../src/app.js';
-import { encodeProxyV2 } from '../src/proxy-protocol.js';
 
 let seq = 0;
 /** A valid prefixed id for tests: prefix + 20 chars of [0-9a-z]. */

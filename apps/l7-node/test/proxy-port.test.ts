@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
+import { PROXY_V2_SIGNATURE } from '@slb/node-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROXY_V2_SIGNATURE } from '../src/proxy-protocol.js';
 import {
   listener,
   proxyHeader,

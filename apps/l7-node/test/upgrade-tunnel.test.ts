@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,6 +176,33 @@ describe('upgrade connect timeout', () => {
     } finally {
       await node.app.close();
       hole.close();
+    }
+  });
+
+  it('a backend that takes the connection but never answers the upgrade is a 504 after the request timeout', async () => {
+    const held: Socket[] = [];
+    const silent = createServer((s) => held.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as AddressInfo).port;
+    const node = await startApp(
+      listener({
+        requestTimeout: 1,
+        backends: [{ serverId: id('srv'), address: '127.0.0.1', port, weight: 100, healthy: true }],
+      }),
+    );
+    try {
+      const started = Date.now();
+      const answer = await rawExchange(
+        node.direct,
+        'GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+        5000,
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 504 /);
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      await node.app.close();
+      for (const s of held) s.destroy();
+      silent.close();
     }
   });
 });

@@ -7,6 +7,7 @@ export * from './certificate.js';
 export * from './channel.js';
 export * from './common.js';
 export * from './connection-limits.js';
+export * from './env-url.js';
 export * from './health.js';
 export * from './health-jobs.js';
 export * from './ip-address.js';

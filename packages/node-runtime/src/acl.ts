@@ -1,5 +1,6 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { SnapshotAcl } from '@slb/model';
+import { unmapV4 } from './proxy-protocol.js';
 
 // One ACL compiler for both nodes, so an entry means the same (and is refused the same) on L4 and L7.
 
@@ -30,8 +31,4 @@ export function compileAcl(acl: SnapshotAcl | undefined): AclResult {
     return list.check(addr, isIPv4(addr) ? 'ipv4' : 'ipv6');
   };
   return { ok: true, check: acl.mode === 'allow' ? listed : (addr) => !listed(addr) };
-}
-
-function unmapV4(addr: string): string {
-  return addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) ? addr.slice(7) : addr;
 }

@@ -29,6 +29,24 @@ export {
   saveCredential,
 } from './node-credential.js';
 export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
+export {
+  encodeProxyV1,
+  encodeProxyV2,
+  type ParseResult,
+  PROXY_V1_MAX_LENGTH,
+  PROXY_V2_FIXED_LENGTH,
+  PROXY_V2_MAX_PAYLOAD,
+  PROXY_V2_SIGNATURE,
+  type ProxyAddresses,
+  type ProxyEndpoints,
+  type ProxyHeader,
+  type ProxyTransport,
+  parseFixedPart,
+  parseProxyV1,
+  parseProxyV2,
+  readProxyHeader,
+  unmapV4,
+} from './proxy-protocol.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
   detectRuntimeCapabilities,

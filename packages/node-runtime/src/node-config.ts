@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { urlProblem } from '@slb/model';
 import { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 import { CREDENTIAL_FILE } from './node-credential.js';
 
@@ -32,9 +33,16 @@ export type NodeConfigResult<T> =
   | { ok: true; config: T & { configPath: string | undefined } }
   | { ok: false; reason: string };
 
+/** URL-valued variables of NodeEnvProperties and the schemes each takes. */
+const URL_VARIABLES = [
+  ['REDIS_URL', ['redis:', 'rediss:']],
+  ['SLB_SESSION_SYNC_REDIS_URL', ['redis:', 'rediss:']],
+  ['SLB_API_URL', ['http:', 'https:']],
+] as const;
+
 /**
  * Parses a node's argv (`--config <file>`) and environment against its Env schema; a bad value is one
- * line naming the variable, never a stack. Numbers are converted only where the schema wants a number.
+ * line naming the variable and why, never a stack and never the value (URLs and tokens carry secrets). Numbers are converted only where the schema wants a number.
  */
 export function parseNodeConfig<P extends TProperties>(
   schema: TObject<P>,
@@ -62,6 +70,12 @@ export function parseNodeConfig<P extends TProperties>(
   if (!Value.Check(schema, withDefaults)) {
     const e = Value.Errors(schema, withDefaults).First();
     return { ok: false, reason: `invalid environment ${e?.path.slice(1) ?? ''}: ${e?.message ?? 'bad value'}` };
+  }
+  for (const [name, protocols] of URL_VARIABLES) {
+    const value = (withDefaults as Record<string, unknown>)[name];
+    if (typeof value !== 'string' || value === 'off') continue;
+    const problem = urlProblem(value, protocols);
+    if (problem !== null) return { ok: false, reason: `invalid environment ${name}: ${problem}` };
   }
   const channelEnv = withDefaults as {
     SLB_NODE_TOKEN?: string;
