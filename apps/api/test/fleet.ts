@@ -488,10 +488,10 @@ export async function freePortOn(hosts: string[]): Promise<number> {
   throw new Error(`no port free on ${hosts.join(', ')}`);
 }
 
-/** One TCP request through host:port: the backend's name. */
-export function tcpAsk(host: string, port: number, timeoutMs = 2000): Promise<string> {
+/** One TCP request through host:port (from `localAddress`, when given): the backend's answer, trimmed. */
+export function tcpAsk(host: string, port: number, timeoutMs = 2000, localAddress?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = createConnection({ host, port });
+    const socket = createConnection({ host, port, localAddress });
     let data = '';
     const timer = setTimeout(() => {
       socket.destroy();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 import {
   API_MAIN,
+  tcpAsk as askTcp,
   cleanupRedis,
   eventually,
   freePort,
@@ -192,30 +193,8 @@ async function lbView(fleet: Fleet, lbId: string) {
 }
 
 /** One request on a new TCP connection from `from` (the client IP the node's persistence sees). */
-function tcpAsk(host: string, port: number, from: string, timeoutMs = 2000): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const socket = createConnection({ host, port, localAddress: from });
-    let data = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error('timeout'));
-    }, timeoutMs);
-    socket.on('connect', () => socket.write('who\n'));
-    socket.on('data', (d) => {
-      data += d.toString();
-    });
-    socket.on('end', () => {
-      clearTimeout(timer);
-      socket.end();
-      if (data.endsWith('\n')) resolve(parse(data));
-      else reject(new Error(`short answer ${JSON.stringify(data)}`));
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
-}
+const tcpAsk = async (host: string, port: number, from: string, timeoutMs = 2000): Promise<Answer> =>
+  parse(await askTcp(host, port, timeoutMs, from));
 
 /** A UDP client on one fixed source port (one flow for the node): ask() sends a datagram, awaits the answer. */
 async function udpFlow(host: string, port: number) {

@@ -185,3 +185,30 @@ export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: 
   );
   return out;
 }
+
+/**
+ * Which node carried one new connection to `host:port`: the first line the backend answered (it answers with
+ * the peer address it saw, each node's own). Rejects when the connection fails or closes without a line.
+ */
+export function carrier(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.connect({ host, port });
+    let buf = '';
+    const t = setTimeout(() => {
+      c.destroy();
+      reject(new Error('no answer'));
+    }, 3000);
+    c.on('data', (d) => {
+      buf += d.toString();
+    });
+    c.once('error', (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+    c.once('close', () => {
+      clearTimeout(t);
+      if (buf.endsWith('\n')) resolve(buf.trim());
+      else reject(new Error(`connection closed after ${JSON.stringify(buf)}`));
+    });
+  });
+}

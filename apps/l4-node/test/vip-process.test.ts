@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeReusePort } from '@slb/node-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, freePort, listener, pool, snapshot } from './helpers.js';
+import { backend, carrier, freePort, listener, pool, snapshot } from './helpers.js';
 import { type NodeProcess, root, startNode } from './node-process.js';
 
 // Two l4-node processes (dist/main.js) given the same VIP listener, as the hub sends it to every node
@@ -18,30 +18,6 @@ const VIP = '127.1.9.10';
 const NODE_A = '127.0.0.11';
 const NODE_B = '127.0.0.12';
 const canShare = await probeReusePort(VIP);
-
-/** Which node carried one new connection (the backend answers with the peer address it saw). */
-function carrier(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = net.connect({ host: VIP, port });
-    let buf = '';
-    const t = setTimeout(() => {
-      c.destroy();
-      reject(new Error('no answer'));
-    }, 3000);
-    c.on('data', (d) => {
-      buf += d.toString();
-    });
-    c.once('error', (err) => {
-      clearTimeout(t);
-      reject(err);
-    });
-    c.once('close', () => {
-      clearTimeout(t);
-      if (buf.endsWith('\n')) resolve(buf.trim());
-      else reject(new Error('closed without an answer'));
-    });
-  });
-}
 
 describe(`two l4-node processes on one VIP:port (${canShare ? 'active-active, SO_REUSEPORT' : 'no SO_REUSEPORT: the second retries'})`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'l4-vip-'));
@@ -78,7 +54,7 @@ describe(`two l4-node processes on one VIP:port (${canShare ? 'active-active, SO
     nodes.push(b);
     const applied = await b.waitLog((l) => l.msg === 'config applied');
 
-    const burst = await pool(Array.from({ length: 100 }), 16, () => carrier(port));
+    const burst = await pool(Array.from({ length: 100 }), 16, () => carrier(VIP, port));
     if (canShare) {
       expect(applied.failed).toBe(0);
       expect(new Set(burst)).toEqual(new Set([NODE_A, NODE_B]));
@@ -97,7 +73,7 @@ describe(`two l4-node processes on one VIP:port (${canShare ? 'active-active, SO
       expect(await b.metric('slb_l4_listeners_bind_failing')).toBe(0);
       expect(await b.metric('slb_l4_bind_retries_total', 'result="bound"')).toBe(1);
     }
-    const after = await pool(Array.from({ length: 100 }), 16, () => carrier(port));
+    const after = await pool(Array.from({ length: 100 }), 16, () => carrier(VIP, port));
     expect(new Set(after)).toEqual(new Set([NODE_B]));
   }, 30_000);
 });

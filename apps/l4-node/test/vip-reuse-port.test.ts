@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { L4Node } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
-import { backend, freePort, listener, pool, snapshot } from './helpers.js';
+import { backend, carrier, freePort, listener, pool, snapshot } from './helpers.js';
 
 // Every L4 node hosting an LB binds its VIP:port at once (active-active); on one host they share it with
 // SO_REUSEPORT and the kernel spreads connections and flows between them. Each node connects upstream from
@@ -53,30 +53,6 @@ async function peerServer(): Promise<number> {
   return (s.address() as net.AddressInfo).port;
 }
 
-/** Which node carried one new connection to the VIP: the backend's first line. Rejects on failure. */
-function carrier(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = net.connect({ host: VIP, port });
-    let buf = '';
-    const t = setTimeout(() => {
-      c.destroy();
-      reject(new Error('no answer'));
-    }, 3000);
-    c.on('data', (d) => {
-      buf += d.toString();
-    });
-    c.once('error', (err) => {
-      clearTimeout(t);
-      reject(err);
-    });
-    c.once('close', () => {
-      clearTimeout(t);
-      if (buf.endsWith('\n')) resolve(buf.trim());
-      else reject(new Error(`connection closed after ${JSON.stringify(buf)}`));
-    });
-  });
-}
-
 function tally(names: string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const n of names) out[n] = (out[n] ?? 0) + 1;
@@ -95,14 +71,14 @@ describe('two nodes share a VIP:port (SO_REUSEPORT)', () => {
       expect(await a.apply(snapshot(1, [lsn]))).toEqual([]);
       expect(await b.apply(snapshot(1, [lsn]))).toEqual([]);
 
-      const burst = tally(await pool(Array.from({ length: CLIENTS }), 32, () => carrier(port)));
+      const burst = tally(await pool(Array.from({ length: CLIENTS }), 32, () => carrier(VIP, port)));
       expect(Object.keys(burst).sort()).toEqual([NODE_A, NODE_B]);
       // The kernel hashes each connection's addresses: roughly half each, far from all on one node.
       expect(burst[NODE_A]!).toBeGreaterThan(CLIENTS / 10);
       expect(burst[NODE_B]!).toBeGreaterThan(CLIENTS / 10);
 
       await a.close();
-      const after = tally(await pool(Array.from({ length: CLIENTS }), 32, () => carrier(port)));
+      const after = tally(await pool(Array.from({ length: CLIENTS }), 32, () => carrier(VIP, port)));
       expect(after).toEqual({ [NODE_B]: CLIENTS });
     },
   );
@@ -156,7 +132,7 @@ describe('two nodes share a VIP:port (SO_REUSEPORT)', () => {
     const reason = `cannot bind tcp ${VIP}:${port}: EADDRINUSE`;
     expect(await b.apply(snapshot(1, [exclusive]))).toEqual([{ listenerId: exclusive.id, reason }]);
     expect(b.currentFailures()).toEqual([{ listenerId: exclusive.id, reason }]);
-    expect(await carrier(port)).toBe(NODE_A);
+    expect(await carrier(VIP, port)).toBe(NODE_A);
   });
 
   it('a listener asking for reusePort on a runtime without it binds exclusively (the second node fails)', async () => {
