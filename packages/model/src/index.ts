@@ -17,6 +17,7 @@ export * from './listener.js';
 export * from './load-balancer.js';
 export * from './namespace.js';
 export * from './node.js';
+export * from './plan.js';
 export * from './quota.js';
 export * from './rule.js';
 export * from './server-group.js';
