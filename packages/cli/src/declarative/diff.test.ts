@@ -319,6 +319,12 @@ describe('load balancer files', () => {
     expect(() => loadSpec(write('broken.yaml', 'name: [unclosed'), dir)).toThrow(/not valid YAML/);
   });
 
+  it('the example file in the package is valid', () => {
+    const examples = fileURLToPath(new URL('../../examples', import.meta.url));
+    const spec = loadSpec('web.yaml', examples);
+    expect(spec.listeners?.map((l) => `${l.protocol}:${l.port}`)).toEqual(['tcp:5432', 'http:8088']);
+  });
+
   it('the published JSON Schema is fresh, valid 2020-12, and accepts an exported file', () => {
     const path = fileURLToPath(new URL(`../../${SCHEMA_FILE}`, import.meta.url));
     expect(readFileSync(path, 'utf8')).toBe(schemaDocument());
