@@ -248,6 +248,28 @@ describe('a plan that fails answers as the REST write would', () => {
     expect(unknown.body.errors[0].path).toBe('/operations/0/serverGroupId');
   });
 
+  it('a path parameter of the REST write is the operation field that carries it', async () => {
+    const tenant = await newTenant(t.app, 'initech');
+    const { lbId, sgId, servers } = await newLoadBalancer(t.app, tenant.token);
+    // The tenant's networks no longer cover its servers: their next update is refused, on the server id.
+    await call(t.app, ADMIN_TOKEN, 'PUT', `/v1/tenants/${tenant.tenantId}/backend-networks`, {
+      networks: ['10.9.0.0/16'],
+    });
+    const srvId = servers[0]!.id;
+    const body = { weight: 10 };
+    const url = `/v1/load-balancers/${lbId}/server-groups/${sgId}/servers/${srvId}`;
+    const rest = await call(t.app, tenant.token, 'PATCH', url, body);
+    const res = await plan(
+      [{ op: 'updateServer', loadBalancerId: lbId, serverGroupId: sgId, serverId: srvId, body }],
+      tenant.token,
+    );
+    expect(rest.status).toBe(422);
+    expect(rest.body.errors[0].path).toBe('/params/srvId');
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe(rest.body.code);
+    expect(res.body.errors[0].path).toBe('/operations/0/serverId');
+  });
+
   it('412 for a stale ifMatch, 200 with the current ETag', async () => {
     const { lbId } = await newLoadBalancer(t.app, token);
     const etag = (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).headers.etag as string;

@@ -103,12 +103,13 @@ const PARAM_FIELDS: Record<string, string> = {
 
 /** The REST write's error, naming the operation: `/body/port` becomes `/operations/3/body/port`. */
 function inOperation(err: ApiError, index: number, op: string): ApiError {
-  const errors = err.errors?.map(
-    (e): FieldError => ({
-      ...e,
-      path: `/operations/${index}${e.path.replace(/^\/params\/(\w+)/, (m, p: string) => (PARAM_FIELDS[p] ? `/${PARAM_FIELDS[p]}` : m))}`,
-    }),
-  );
+  // A path parameter is a field of the operation itself: `/params/srvId` is `/operations/3/serverId`.
+  const field = (path: string) =>
+    path.replace(/^\/params\/(\w+)/, (m, p: string) => {
+      const name = PARAM_FIELDS[p];
+      return name === undefined ? m : `/${name}`;
+    });
+  const errors = err.errors?.map((e): FieldError => ({ ...e, path: `/operations/${index}${field(e.path)}` }));
   return new ApiError(err.code, `operation ${index} (${op}): ${err.detail}`, errors, err.quota);
 }
 
