@@ -114,6 +114,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Route is for admin tokens only (cluster-wide resources). */
     adminOnly?: boolean;
+    /**
+     * A write route that changes nothing that stays (a plan: run, then rolled back): the nodes are not told
+     * to recompile nor the health checks replanned after it.
+     */
+    dryRun?: boolean;
   }
 }
 
@@ -269,7 +274,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter(
       (m) => m !== 'GET' && m !== 'HEAD',
     );
-    if (!route.url.startsWith('/v1/') || methods.length === 0) return;
+    if (!route.url.startsWith('/v1/') || methods.length === 0 || route.config?.dryRun) return;
     const hook = methods.some((m) => writeChangesHealthTargets(m, route.url)) ? afterTargetWrite : afterWrite;
     const existing = route.onResponse ? (Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]) : [];
     route.onResponse = [...existing, hook] as typeof route.onResponse;

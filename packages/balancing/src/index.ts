@@ -17,5 +17,14 @@ export {
   maglevLookup,
 } from './maglev.js';
 export { type PersistenceOptions, PersistenceTable } from './persistence.js';
+export {
+  type PoolBackend,
+  type PoolConfig,
+  type PoolImpact,
+  type PoolImpactOptions,
+  poolCandidates,
+  poolImpact,
+  type ServerImpact,
+} from './plan-impact.js';
 export * from './schedulers/index.js';
 export type { FlowKey, WeightedBackend } from './types.js';

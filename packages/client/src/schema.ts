@@ -320,6 +320,26 @@ export interface paths {
         patch: operations["updateRule"];
         trace?: never;
     };
+    "/v1/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan changes (dry run)
+         * @description Validates a list of write operations exactly as the writes themselves would run them, in order and with the same checks (ports, addresses, quotas, backend policy, `ifMatch` ETags), then rolls every one of them back: nothing is created, changed or sent to the nodes, and no address, port or name is used up. A create may carry a `ref` label that later operations name as `ref:<label>` wherever an id goes. The first operation that fails answers as its REST write would (the same status and `code`), its `detail` starting `operation N (opName): ` and its field paths under `/operations/N`. When all succeed: each operation's status and the id it acted on (a create's id is the one it got in the dry run; the real create gets another), and, for every listener (per server group for HTTP and HTTPS) whose forwarding would change, each backend's share of new flows before and after and `movedShare`, the share of client flows that would go to another backend: Maglev table slots that point elsewhere for `sch`/`tch`, the weight share of servers that stop taking new connections for `wrr`/`wlc`/`rr`.
+         */
+        post: operations["planChanges"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/certificates": {
         parameters: {
             query?: never;
@@ -1163,6 +1183,249 @@ export interface components {
         NodePage: {
             items: components["schemas"]["Node"][];
             nextCursor: string | null;
+        };
+        /** Plan */
+        Plan: {
+            operations: components["schemas"]["PlanOperationResult"][];
+            /** @description only listeners whose forwarding changes */
+            listeners: components["schemas"]["PlanListenerImpact"][];
+        };
+        /** Plan_addServers */
+        Plan_addServers: {
+            /** @enum {string} */
+            op: "addServers";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverGroupId: string;
+            body: components["schemas"]["AddServers"];
+        };
+        /** Plan_createListener */
+        Plan_createListener: {
+            /** @enum {string} */
+            op: "createListener";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description a label later operations use as ref:<label> */
+            ref?: string;
+            body: components["schemas"]["CreateListener"];
+        };
+        /** Plan_createLoadBalancer */
+        Plan_createLoadBalancer: {
+            /** @enum {string} */
+            op: "createLoadBalancer";
+            /** @description a label later operations use as ref:<label> */
+            ref?: string;
+            body: components["schemas"]["CreateLoadBalancer"];
+        };
+        /** Plan_createRule */
+        Plan_createRule: {
+            /** @enum {string} */
+            op: "createRule";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+            /** @description a label later operations use as ref:<label> */
+            ref?: string;
+            body: components["schemas"]["CreateRule"];
+        };
+        /** Plan_createServerGroup */
+        Plan_createServerGroup: {
+            /** @enum {string} */
+            op: "createServerGroup";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description a label later operations use as ref:<label> */
+            ref?: string;
+            body: components["schemas"]["CreateServerGroup"];
+        };
+        /** Plan_deleteListener */
+        Plan_deleteListener: {
+            /** @enum {string} */
+            op: "deleteListener";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_deleteLoadBalancer */
+        Plan_deleteLoadBalancer: {
+            /** @enum {string} */
+            op: "deleteLoadBalancer";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_deleteRule */
+        Plan_deleteRule: {
+            /** @enum {string} */
+            op: "deleteRule";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            ruleId: string;
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_deleteServer */
+        Plan_deleteServer: {
+            /** @enum {string} */
+            op: "deleteServer";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverGroupId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverId: string;
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_deleteServerGroup */
+        Plan_deleteServerGroup: {
+            /** @enum {string} */
+            op: "deleteServerGroup";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverGroupId: string;
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_startListener */
+        Plan_startListener: {
+            /** @enum {string} */
+            op: "startListener";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+        };
+        /** Plan_stopListener */
+        Plan_stopListener: {
+            /** @enum {string} */
+            op: "stopListener";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+        };
+        /** Plan_updateListener */
+        Plan_updateListener: {
+            /** @enum {string} */
+            op: "updateListener";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+            body: components["schemas"]["UpdateListener"];
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_updateLoadBalancer */
+        Plan_updateLoadBalancer: {
+            /** @enum {string} */
+            op: "updateLoadBalancer";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            body: components["schemas"]["UpdateLoadBalancer"];
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_updateRule */
+        Plan_updateRule: {
+            /** @enum {string} */
+            op: "updateRule";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            listenerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            ruleId: string;
+            body: components["schemas"]["UpdateRule"];
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_updateServer */
+        Plan_updateServer: {
+            /** @enum {string} */
+            op: "updateServer";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverGroupId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverId: string;
+            body: components["schemas"]["UpdateServer"];
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** Plan_updateServerGroup */
+        Plan_updateServerGroup: {
+            /** @enum {string} */
+            op: "updateServerGroup";
+            /** @description an id, or ref:<label> of an earlier create */
+            loadBalancerId: string;
+            /** @description an id, or ref:<label> of an earlier create */
+            serverGroupId: string;
+            body: components["schemas"]["UpdateServerGroup"];
+            /** @description ETag the resource must still have */
+            ifMatch?: string;
+        };
+        /** PlanListenerImpact */
+        PlanListenerImpact: {
+            loadBalancerId: string;
+            listenerId: string;
+            protocol: string;
+            port: number;
+            serverGroupId: string;
+            /**
+             * @description added: starts serving; removed: stops serving; changed: its backends or scheduler change
+             * @enum {string}
+             */
+            change: "added" | "removed" | "changed";
+            scheduler: string;
+            /**
+             * @description maglev: movedShare counts Maglev table slots (sch, tch) that point elsewhere, as the nodes build them; weights: the share of flows on servers that stop taking new connections
+             * @enum {string}
+             */
+            method: "maglev" | "weights";
+            movedShare: number | null;
+            servers: components["schemas"]["PlanServerImpact"][];
+        };
+        /** PlanOperation */
+        PlanOperation: components["schemas"]["Plan_createLoadBalancer"] | components["schemas"]["Plan_updateLoadBalancer"] | components["schemas"]["Plan_deleteLoadBalancer"] | components["schemas"]["Plan_createServerGroup"] | components["schemas"]["Plan_updateServerGroup"] | components["schemas"]["Plan_deleteServerGroup"] | components["schemas"]["Plan_addServers"] | components["schemas"]["Plan_updateServer"] | components["schemas"]["Plan_deleteServer"] | components["schemas"]["Plan_createListener"] | components["schemas"]["Plan_updateListener"] | components["schemas"]["Plan_deleteListener"] | components["schemas"]["Plan_startListener"] | components["schemas"]["Plan_stopListener"] | components["schemas"]["Plan_createRule"] | components["schemas"]["Plan_updateRule"] | components["schemas"]["Plan_deleteRule"];
+        /** PlanOperationResult */
+        PlanOperationResult: {
+            index: number;
+            op: string;
+            /** @description the status the REST write would answer */
+            status: number;
+            id: string | null;
+        };
+        /** PlanRequest */
+        PlanRequest: {
+            operations: components["schemas"]["PlanOperation"][];
+        };
+        /** PlanServerImpact */
+        PlanServerImpact: {
+            serverId: string;
+            address: string;
+            port: number;
+            weightBefore: number | null;
+            weightAfter: number | null;
+            /** @description share of new flows it takes now (0–1) */
+            shareBefore: number;
+            /** @description share of new flows it would take (0–1) */
+            shareAfter: number;
+            /** @description false: removed, weight 0, or its listener goes away */
+            takesNewConnections: boolean;
+            drainSeconds: number | null;
         };
         /** Problem */
         Problem: {
@@ -2456,6 +2719,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Rule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    planChanges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Plan"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -84,7 +84,11 @@ export const PlanServerImpact = Type.Object(
 );
 export type PlanServerImpact = Static<typeof PlanServerImpact>;
 
-/** What the plan does to one listener's traffic towards one server group. */
+/**
+ * What the plan does to one listener's traffic towards one server group: a TCP/UDP listener's backends (its
+ * serverGroupId is the group after the plan), or one server group of an HTTP/HTTPS listener (the L7 nodes
+ * balance each group on its own; a group the listener or its rules stop using is `removed`).
+ */
 export const PlanListenerImpact = Type.Object(
   {
     loadBalancerId: Type.String(),
@@ -115,7 +119,12 @@ export const PlanOperationResult = Type.Object(
     index: Type.Integer(),
     op: Type.String(),
     status: Type.Integer({ description: 'the status the REST write would answer' }),
-    id: Nullable(Type.String({ description: 'the id it creates or changes (a create: the id it would get)' })),
+    id: Nullable(
+      Type.String({
+        description:
+          'the id it creates or changes (a create: the id it got in the dry run, the real create gets another; addServers: the server group)',
+      }),
+    ),
   },
   { title: 'PlanOperationResult', additionalProperties: false },
 );

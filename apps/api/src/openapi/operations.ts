@@ -65,6 +65,10 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   getRule: ['Get a forwarding rule', 'One host and path rule.'],
   updateRule: ['Update a forwarding rule', 'Changes its match, target group or priority.'],
   deleteRule: ['Delete a forwarding rule', 'Requests it matched go to the listener’s own server group again.'],
+  planChanges: [
+    'Plan changes (dry run)',
+    "Validates a list of write operations exactly as the writes themselves would run them, in order and with the same checks (ports, addresses, quotas, backend policy, `ifMatch` ETags), then rolls every one of them back: nothing is created, changed or sent to the nodes, and no address, port or name is used up. A create may carry a `ref` label that later operations name as `ref:<label>` wherever an id goes. The first operation that fails answers as its REST write would (the same status and `code`), its `detail` starting `operation N (opName): ` and its field paths under `/operations/N`. When all succeed: each operation's status and the id it acted on (a create's id is the one it got in the dry run; the real create gets another), and, for every listener (per server group for HTTP and HTTPS) whose forwarding would change, each backend's share of new flows before and after and `movedShare`, the share of client flows that would go to another backend: Maglev table slots that point elsewhere for `sch`/`tch`, the weight share of servers that stop taking new connections for `wrr`/`wlc`/`rr`.",
+  ],
   listCertificates: ['List certificates', "The tenant's certificates, paginated; private keys are never returned."],
   createCertificate: [
     'Upload a certificate',
@@ -127,6 +131,10 @@ export const TAGS = [
   { name: 'listeners', description: 'Frontend ports (TCP, UDP, HTTP, HTTPS) of a load balancer and how they forward.' },
   { name: 'rules', description: 'Host and path forwarding rules of HTTP and HTTPS listeners.' },
   { name: 'server-groups', description: 'Named sets of backend servers that listeners and rules forward to.' },
+  {
+    name: 'plans',
+    description: 'Dry runs: what a list of writes would do to live traffic, validated and rolled back.',
+  },
   { name: 'certificates', description: 'TLS certificates and keys for HTTPS listeners; keys are never returned.' },
   { name: 'acls', description: 'Access control lists: CIDRs a listener allows or denies.' },
   { name: 'nodes', description: 'The L4 and L7 forwarding fleet (admin only).' },

@@ -6,6 +6,7 @@ import { certificateRoutes } from './certificates.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
 import { nodeRoutes } from './nodes.js';
+import { planRoutes } from './plans.js';
 import { quotaRoutes } from './quotas.js';
 import { ruleRoutes } from './rules.js';
 import { serverGroupRoutes } from './server-groups.js';
@@ -16,6 +17,7 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(serverGroupRoutes);
   await app.register(listenerRoutes);
   await app.register(ruleRoutes);
+  await app.register(planRoutes);
   await app.register(certificateRoutes);
   await app.register(aclRoutes);
   await app.register(nodeRoutes);

@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Plan, PlanOperation, PlanRequest } from '@slb/model';
+import { compileBody } from '../plugins/validation.js';
+import { runPlan } from '../services/plans.js';
+import { AUTH_PROBLEMS, problems } from './shared.js';
+
+/**
+ * The request as it is validated: each operation against the one write its `op` names (a tagged union), so
+ * a bad port is reported at its path instead of as every other operation's missing fields. The document
+ * keeps the plain union.
+ */
+const PlanRequestByOp = {
+  ...PlanRequest,
+  properties: {
+    operations: {
+      ...PlanRequest.properties.operations,
+      items: { type: 'object', required: ['op'], discriminator: { propertyName: 'op' }, oneOf: PlanOperation.anyOf },
+    },
+  },
+};
+
+const validatePlanRequest = compileBody(PlanRequestByOp);
+
+export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/plans', {
+    // Writes nothing that stays: the nodes are not told to recompile, the health checks not replanned.
+    config: { dryRun: true },
+    schema: {
+      tags: ['plans'],
+      operationId: 'planChanges',
+      body: PlanRequest,
+      response: { 200: Plan, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
+    },
+    validatorCompiler: () => validatePlanRequest,
+    handler: (request) => runPlan(app.store.db, app.services, request.auth, request.body.operations),
+  });
+};
