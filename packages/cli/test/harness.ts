@@ -14,6 +14,7 @@ import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
  */
 export const CLI_BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export const API_MAIN = fileURLToPath(new URL('../../../apps/api/dist/main.js', import.meta.url));
+export const HEALTH_WORKER_MAIN = fileURLToPath(new URL('../../../apps/health-worker/dist/main.js', import.meta.url));
 
 export interface ApiProcess {
   url: string;
@@ -23,6 +24,8 @@ export interface ApiProcess {
   output: string[];
   /** `{ SLB_API_URL, SLB_TOKEN }` for runCli: the admin. */
   env: Record<string, string>;
+  /** Its health queue and key prefix in Redis (its own), for a health worker. */
+  healthEnv: { SLB_HEALTH_QUEUE: string; SLB_HEALTH_KEY_PREFIX: string };
   stop(): Promise<void>;
 }
 
@@ -93,11 +96,34 @@ export async function startApi(options: StartApiOptions = {}): Promise<ApiProces
       (r) => r.ok,
       () => false,
     );
-    if (ok) return { url, adminToken, dataDir, output, env: { SLB_API_URL: url, SLB_TOKEN: adminToken }, stop };
+    if (ok) {
+      const healthEnv = { SLB_HEALTH_QUEUE: queue, SLB_HEALTH_KEY_PREFIX: `${queue}:health` };
+      return { url, adminToken, dataDir, output, env: { SLB_API_URL: url, SLB_TOKEN: adminToken }, healthEnv, stop };
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stop();
   throw new Error(`the API did not start:\n${output.join('\n')}`);
+}
+
+/** A health worker for `api` (its queue and prefix), so server statuses really change; stop() ends it. */
+export function startHealthWorker(api: ApiProcess): { output: string[]; stop(): Promise<void> } {
+  const output: string[] = [];
+  const child = spawn(process.execPath, [HEALTH_WORKER_MAIN], {
+    env: { ...process.env, SLB_API_URL: api.url, ...api.healthEnv, SLB_METRICS_PORT: '0', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
+  child.stderr?.on('data', (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean)));
+  return {
+    output,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 /** A new empty home folder (HOME and XDG_CONFIG_HOME under it), removed when the file's tests end. */
