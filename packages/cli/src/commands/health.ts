@@ -93,8 +93,8 @@ export const healthCommand: Command = {
     ];
     if (!args.values.watch) {
       const { items, listeners } = await poll(ctx, lbId);
-      if (ctx.format !== 'table') return void (await printList(ctx, items, columns));
-      ctx.out(render(ctx, items, listeners, new Set()));
+      if (ctx.format === 'table') ctx.out(render(ctx, items, listeners, new Set()));
+      else await printList(ctx, items, columns);
       return 0;
     }
     let previous: Map<string, string> | undefined;
