@@ -1,4 +1,5 @@
 import type { Api } from './api.js';
+import type { ConfigStore, Resolved } from './config.js';
 
 export type OutputFormat = 'table' | 'json' | 'yaml';
 
@@ -7,6 +8,8 @@ export interface Context {
   /** The API from the selected profile or SLB_API_URL/SLB_TOKEN; created on first use, so help needs none. */
   api(): Api;
   format: OutputFormat;
+  /** stdout is a terminal: --watch redraws in place there. */
+  tty: boolean;
   /** ANSI colours: only on a terminal, never with NO_COLOR or --no-color. */
   color: boolean;
   /** Writes to stdout (a newline is added when missing). */
@@ -17,6 +20,12 @@ export interface Context {
   signal: AbortSignal;
   /** The working directory files on the command line are relative to. */
   cwd: string;
+  /** Read by `slb login` (a token piped in, or typed without echo on a terminal). */
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  /** The user's config.json and credentials.json. */
+  store: ConfigStore;
+  /** Profile, API URL and token after flags > environment > profile > defaults (the token is never printed). */
+  settings(): Resolved;
 }
 
 export interface OptionSpec {
@@ -46,6 +55,8 @@ export interface Command {
   options?: Record<string, OptionSpec>;
   /** Names of positional arguments, in order; a trailing '?' marks an optional one. */
   positionals?: string[];
+  /** What each positional is, for --help (by name, without the '?'). */
+  arguments?: Record<string, string>;
   /** Resolves to the exit code (0 when omitted). Throws UsageError / ApiProblemError / ConnectionError. */
   run(ctx: Context, args: ParsedArgs): Promise<number | undefined>;
 }

@@ -38,6 +38,16 @@ export class UsageError extends Error {
   readonly exitCode = EXIT.usage;
 }
 
+/** A failure the CLI finds itself (no token, nothing by that name): a message and its class's exit code. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+  ) {
+    super(message);
+  }
+}
+
 /** A non-2xx answer from the API. */
 export class ApiProblemError extends Error {
   readonly exitCode: ExitCode;
