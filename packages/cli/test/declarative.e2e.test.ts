@@ -1,9 +1,15 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { type Backend, type LocalCloud, startLocalCloud, tcpAsk, tcpBackend } from '../../../apps/api/test/fleet.js';
+import { Api } from '../src/api.js';
+import { applyOperations, withEtags } from '../src/declarative/apply.js';
+import { diffLoadBalancer } from '../src/declarative/diff.js';
+import { findLoadBalancer, readLiveState } from '../src/declarative/live.js';
+import { loadSpec } from '../src/declarative/load.js';
+import { ApiProblemError } from '../src/errors.js';
 import { runCli } from './harness.js';
 
 /*
@@ -119,7 +125,9 @@ describe('slb apply, plan and export', () => {
     expect(after).not.toContain('d');
     const observed = after.filter((b, i) => b !== before[i]).length / CLIENTS;
     // Sampling error of 3,000 clients at p≈0.25 is 0.8 points; 3 points is almost four of those.
-    console.log(`plan accuracy: predicted ${(impact.movedShare * 100).toFixed(2)}% moved, observed ${(observed * 100).toFixed(2)}% of ${CLIENTS} clients`);
+    console.log(
+      `plan accuracy: predicted ${(impact.movedShare * 100).toFixed(2)}% moved, observed ${(observed * 100).toFixed(2)}% of ${CLIENTS} clients`,
+    );
     expect(Math.abs(observed - impact.movedShare)).toBeLessThan(0.03);
   }, 120_000);
 
@@ -132,5 +140,22 @@ describe('slb apply, plan and export', () => {
     const unchanged = JSON.parse((await cli(['export', 'accuracy', '-o', 'json'])).stdout);
     expect(unchanged.listeners[0].persistenceTimeout).toBe(0);
     expect(readFileSync(bad, 'utf8')).toContain('stickySession');
+  }, 60_000);
+
+  it('a resource changed between reading and writing is a 412, reported, never overwritten', async () => {
+    const api = new Api(cloud.apiUrl, cloud.adminToken);
+    const v3 = file('v3.yaml', backends.slice(0, 2));
+    const spec = loadSpec(v3, dir);
+    const state = await readLiveState(api, await findLoadBalancer(api, 'accuracy'));
+    const operations = await withEtags(api, diffLoadBalancer(spec, state).operations);
+    expect(operations.map((o) => o.op)).toEqual(['deleteServer']);
+    // Someone else changes that server after apply read it.
+    const target = operations[0] as { loadBalancerId: string; serverGroupId: string; serverId: string };
+    const path = `/v1/load-balancers/${target.loadBalancerId}/server-groups/${target.serverGroupId}/servers/${target.serverId}`;
+    await api.call('PATCH', path, { body: { weight: 7 } });
+    const failure = await applyOperations(api, operations, () => {}).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(ApiProblemError);
+    expect((failure as ApiProblemError).status).toBe(412);
+    expect((await api.get<{ weight: number }>(path)).weight).toBe(7);
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import type { Command, Context, ParsedArgs } from '../command.js';
-import { EXIT, UsageError } from '../errors.js';
+import { CliError, EXIT, UsageError } from '../errors.js';
+import { lbPath, resolveLb } from './shared.js';
 
 /*
  * apply, plan and export: a load balancer described whole in one file. The modules they need (the model's
@@ -45,13 +46,15 @@ async function prepare(ctx: Context, args: ParsedArgs) {
   try {
     diff = diffLoadBalancer(spec, state);
   } catch (err) {
-    if (err instanceof UnknownReferenceError) throw Object.assign(new Error(err.message), { exitCode: EXIT.notFound });
+    if (err instanceof UnknownReferenceError) throw new CliError(err.message, EXIT.notFound);
     throw err;
   }
   const operations = await apply.withEtags(api, diff.operations);
   const plan = operations.length > 0 ? await apply.planOnApi(api, operations) : null;
   const paint = ctx.color ? render.COLOURS : render.PLAIN;
-  return { spec, lb, diff, operations, plan, api, apply, render, paint };
+  const groupNames = render.groupNamesOf(state.serverGroups, operations, plan);
+  const text = () => render.renderPlan(spec.name, diff, plan, paint, groupNames);
+  return { spec, lb, diff, operations, plan, api, apply, render, text };
 }
 
 async function findOrFail(
@@ -62,8 +65,7 @@ async function findOrFail(
   try {
     return await live.findLoadBalancer(api, name);
   } catch (err) {
-    if (err instanceof live.AmbiguousNameError)
-      throw Object.assign(new Error(err.message), { exitCode: EXIT.conflict });
+    if (err instanceof live.AmbiguousNameError) throw new CliError(err.message, EXIT.conflict);
     throw err;
   }
 }
@@ -89,8 +91,8 @@ export const planCommand: Command = {
     'exit-code': { type: 'boolean', description: `exit ${EXIT_CHANGES} when the live LB differs from the file` },
   },
   async run(ctx, args) {
-    const { spec, diff, operations, plan, render, paint } = await prepare(ctx, args);
-    if (ctx.format === 'table') ctx.out(render.renderPlan(spec.name, diff, plan, paint));
+    const { spec, diff, operations, plan, text } = await prepare(ctx, args);
+    if (ctx.format === 'table') ctx.out(text());
     else await structured(ctx, { loadBalancer: spec.name, changes: diff.changes, notes: diff.notes, operations, plan });
     return args.values['exit-code'] && operations.length > 0 ? EXIT_CHANGES : EXIT.ok;
   },
@@ -109,9 +111,9 @@ export const applyCommand: Command = {
   async run(ctx, args) {
     const timeout = args.values.timeout === undefined ? 60 : Number(args.values.timeout);
     if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError('--timeout takes a number of seconds');
-    const { spec, lb, diff, operations, plan, api, apply, render, paint } = await prepare(ctx, args);
+    const { spec, lb, diff, operations, api, apply, render, text } = await prepare(ctx, args);
     const table = ctx.format === 'table';
-    if (table) ctx.out(render.renderPlan(spec.name, diff, plan, paint));
+    if (table) ctx.out(text());
     const results = await apply.applyOperations(api, operations, (done, i) => {
       if (table) ctx.err(`  [${i + 1}/${operations.length}] ${done.op}${done.id ? ` ${done.id}` : ''}: ${done.status}`);
     });
@@ -124,7 +126,7 @@ export const applyCommand: Command = {
       });
     }
     if (table) {
-      if (operations.length > 0) ctx.out(`Applied: ${render.summary(diff.changes).replace(/^Plan: /, '')}`);
+      if (operations.length > 0) ctx.out(render.appliedSummary(diff.changes));
       if (converged === true) ctx.out('Every node serves it.');
     } else {
       await structured(ctx, {
@@ -157,12 +159,7 @@ export const exportCommand: Command = {
       import('../declarative/export.js'),
     ]);
     const api = ctx.api();
-    const lb = ref.startsWith('lb-')
-      ? await api.get<NonNullable<Awaited<ReturnType<typeof live.findLoadBalancer>>>>(
-          `/v1/load-balancers/${encodeURIComponent(ref)}`,
-        )
-      : await findOrFail(live, api, ref);
-    if (!lb) throw Object.assign(new Error(`no load balancer is named ${ref}`), { exitCode: EXIT.notFound });
+    const lb = await api.get<import('../declarative/diff.js').LiveLoadBalancer>(lbPath(await resolveLb(ctx, ref)));
     const spec = exportLoadBalancer(await live.readLiveState(api, lb));
     if (ctx.format === 'json') ctx.out(JSON.stringify(spec, null, 2));
     else {

@@ -3,6 +3,7 @@ import { aclCommands } from './acls.js';
 import { addressPoolCommands } from './address-pools.js';
 import { certificateCommands } from './certificates.js';
 import { completionCommand } from './completion.js';
+import { DECLARATIVE_COMMANDS } from './declarative.js';
 import { healthCommand } from './health.js';
 import { listenerCommands } from './listeners.js';
 import { loadBalancerCommands } from './load-balancers.js';
@@ -18,6 +19,7 @@ import { tenantCommands, tokenCommands } from './tenants.js';
  * generated from it: a command added here is complete. Keep heavy imports inside `run` (startup time).
  */
 export const COMMANDS: Command[] = [
+  ...DECLARATIVE_COMMANDS,
   ...loadBalancerCommands,
   ...listenerCommands,
   ...serverGroupCommands,

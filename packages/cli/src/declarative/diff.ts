@@ -281,7 +281,7 @@ function diffServers(
   spec: ServerGroupSpec,
   live: LiveServerGroup,
   lbId: string,
-  drainSeconds: number | null,
+  drainSeconds: string | null,
   middle: PlanOperation[],
   late: PlanOperation[],
   changes: Change[],
@@ -303,7 +303,7 @@ function diffServers(
     const details: string[] = [];
     if (s.weight !== undefined && s.weight !== current.weight) {
       body.weight = s.weight;
-      const drains = s.weight === 0 && drainSeconds !== null ? ` (drains for ${drainSeconds} s)` : '';
+      const drains = s.weight === 0 && drainSeconds !== null ? ` (${drainSeconds})` : '';
       details.push(`weight ${current.weight} → ${s.weight}${drains}`);
     }
     if (s.description !== undefined && s.description !== current.description) {
@@ -321,13 +321,13 @@ function diffServers(
     const key = endpoint(s.address, s.port);
     if (wanted.has(key)) continue;
     late.unshift({ op: 'deleteServer', loadBalancerId: lbId, serverGroupId: live.id, serverId: s.id });
-    const drains = drainSeconds !== null ? [`drains for ${drainSeconds} s`] : [];
+    const drains = drainSeconds !== null ? [drainSeconds] : [];
     changes.push({ action: '-', what: `server ${key} ${where}`, details: drains });
   }
 }
 
-/** The drain time of the listeners that send to a group (the longest, when they differ), or null if none does. */
-function drainOf(group: string, spec: LoadBalancerSpec, live: LiveState): number | null {
+/** `drains for 60 s` (or `up to` the longest, when the listeners sending to the group differ), or null if none does. */
+function drainOf(group: string, spec: LoadBalancerSpec, live: LiveState): string | null {
   const liveGroup = live.serverGroups.find((g) => g.name === group);
   const times = (spec.listeners ?? [])
     .filter((l) => l.serverGroup === group || (l.rules ?? []).some((r) => r.serverGroup === group))
@@ -338,7 +338,9 @@ function drainOf(group: string, spec: LoadBalancerSpec, live: LiveState): number
   if (times.length === 0 && liveGroup) {
     for (const l of live.listeners) if (l.serverGroupId === liveGroup.id) times.push(l.connectionDrainTimeout);
   }
-  return times.length ? Math.max(...times) : null;
+  if (times.length === 0) return null;
+  const longest = Math.max(...times);
+  return `drains for ${times.every((t) => t === longest) ? '' : 'up to '}${longest} s`;
 }
 
 /** The ids a listener's names stand for; undefined where the file leaves the field out. */

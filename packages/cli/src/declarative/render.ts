@@ -1,4 +1,4 @@
-import type { Plan, PlanListenerImpact } from '@slb/model';
+import type { Plan, PlanListenerImpact, PlanOperation } from '@slb/model';
 import type { Change, Diff } from './diff.js';
 
 export interface Paint {
@@ -15,7 +15,13 @@ export const PLAIN: Paint = { add: (t) => t, change: (t) => t, remove: (t) => t,
 const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
 
 /** The changes, one line each with the field changes under it, then what they do to live traffic. */
-export function renderPlan(name: string, diff: Diff, plan: Plan | null, paint: Paint): string {
+export function renderPlan(
+  name: string,
+  diff: Diff,
+  plan: Plan | null,
+  paint: Paint,
+  groupNames: ReadonlyMap<string, string> = new Map(),
+): string {
   const lines: string[] = [];
   if (diff.changes.length === 0) {
     lines.push(`No changes: load balancer ${name} matches the file.`);
@@ -31,21 +37,43 @@ export function renderPlan(name: string, diff: Diff, plan: Plan | null, paint: P
   const traffic = plan?.listeners ?? [];
   if (traffic.length > 0) {
     lines.push('', 'Traffic:');
-    for (const l of traffic) lines.push(...renderImpact(l, paint));
+    for (const l of traffic) lines.push(...renderImpact(l, paint, groupNames));
   }
   if (diff.changes.length > 0) lines.push('', summary(diff.changes));
   return lines.join('\n');
 }
 
+const count = (changes: Change[], a: Change['action']) => changes.filter((c) => c.action === a).length;
+
 export function summary(changes: Change[]): string {
-  const count = (a: Change['action']) => changes.filter((c) => c.action === a).length;
-  return `Plan: ${count('+')} to add, ${count('~')} to change, ${count('-')} to delete.`;
+  return `Plan: ${count(changes, '+')} to add, ${count(changes, '~')} to change, ${count(changes, '-')} to delete.`;
 }
 
-function renderImpact(l: PlanListenerImpact, paint: Paint): string[] {
-  const head = `  listener ${l.protocol}:${l.port} → ${l.serverGroupId} (${l.scheduler})`;
+export function appliedSummary(changes: Change[]): string {
+  return `Applied: ${count(changes, '+')} added, ${count(changes, '~')} changed, ${count(changes, '-')} deleted.`;
+}
+
+/**
+ * Server group names by id, for the traffic lines: the live groups, and those the plan would create (the
+ * dry run gave them ids that the real create will not reuse, so only the plan's own answer knows them).
+ */
+export function groupNamesOf(
+  live: { id: string; name: string }[],
+  operations: PlanOperation[],
+  plan: Plan | null,
+): Map<string, string> {
+  const names = new Map(live.map((g) => [g.id, g.name]));
+  for (const result of plan?.operations ?? []) {
+    const op = operations[result.index];
+    if (op?.op === 'createServerGroup' && result.id) names.set(result.id, op.body.name);
+  }
+  return names;
+}
+
+function renderImpact(l: PlanListenerImpact, paint: Paint, groupNames: ReadonlyMap<string, string>): string[] {
+  const head = `  listener ${l.protocol}:${l.port} → ${groupNames.get(l.serverGroupId) ?? l.serverGroupId} (${l.scheduler})`;
   const lines: string[] = [];
-  if (l.change === 'added') lines.push(`${head}: starts serving`);
+  if (l.change === 'added') return [`${head}: starts serving`];
   else if (l.change === 'removed') lines.push(paint.remove(`${head}: stops serving; every flow on it ends`));
   else {
     const how =
