@@ -3,7 +3,6 @@ import { createServer as createHttpsServer } from 'node:https';
 import {
   type AddressInfo,
   createServer as createNetServer,
-  isIPv4,
   type Server as NetServer,
   type Socket,
 } from 'node:net';
