@@ -24,3 +24,4 @@ export * from './server-group.js';
 export * from './snapshot.js';
 export * from './snapshot-deny.js';
 export * from './tenant.js';
+export * from './traffic.js';
