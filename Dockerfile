@@ -22,6 +22,7 @@ COPY packages/balancing/package.json packages/balancing/
 COPY packages/health/package.json packages/health/
 COPY packages/client/package.json packages/client/
 COPY packages/node-runtime/package.json packages/node-runtime/
+COPY packages/cli/package.json packages/cli/
 COPY apps/api/package.json apps/api/
 COPY apps/health-worker/package.json apps/health-worker/
 COPY apps/l4-node/package.json apps/l4-node/
@@ -57,6 +58,10 @@ COPY --from=build /app/packages/client/package.json packages/client/
 COPY --from=build /app/packages/client/dist packages/client/dist
 COPY --from=build /app/packages/node-runtime/package.json packages/node-runtime/
 COPY --from=build /app/packages/node-runtime/dist packages/node-runtime/dist
+# The slb CLI, for `docker compose exec api node packages/cli/dist/bin.js …`.
+COPY --from=build /app/packages/cli/package.json packages/cli/
+COPY --from=build /app/packages/cli/dist packages/cli/dist
+COPY --from=build /app/packages/cli/schema packages/cli/schema
 COPY --from=build /app/apps/api/package.json apps/api/
 COPY --from=build /app/apps/api/dist apps/api/dist
 COPY --from=build /app/apps/health-worker/package.json apps/health-worker/

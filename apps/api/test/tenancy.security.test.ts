@@ -38,6 +38,7 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   deleteServer: 'tenant',
   listListeners: 'tenant',
   createListener: 'tenant',
+  planChanges: 'tenant',
   getListener: 'tenant',
   updateListener: 'tenant',
   deleteListener: 'tenant',
@@ -98,6 +99,8 @@ interface Fixture {
 const pem = makeCertificate('security.example');
 /** A valid body for each write, naming the victim's resources where it names any. */
 const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
+  // A dry run naming the victim's LB: 404 for anyone else, exactly as the write it stands for.
+  planChanges: (ids) => ({ operations: [{ op: 'updateLoadBalancer', loadBalancerId: ids.lbId, body: { name: 'x' } }] }),
   createLoadBalancer: () => ({ name: 'x' }),
   updateLoadBalancer: () => ({ name: 'stolen' }),
   createServerGroup: () => ({ name: 'x' }),
@@ -204,7 +207,11 @@ async function rolledBack<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 const label = (op: Operation) => `${op.method} ${op.path}`;
+/** Operations that name their resources in the body, not the path (a plan's operations): scoped the same way. */
+const BODY_SCOPED = new Set(['planChanges']);
 const hasPathParams = (op: Operation) => op.path.includes('{');
+/** Names another resource, in the path or (a plan) in the body: someone else's answers 404. */
+const namesResources = (op: Operation) => hasPathParams(op) || BODY_SCOPED.has(op.operationId);
 
 describe('every operation of the OpenAPI document is classified', () => {
   it('as tenant or admin, with no stale entries', () => {
@@ -275,7 +282,7 @@ describe('authentication on every operation', () => {
         expect((await call(t.app, null, op.method, encoded, body)).status, encoded).toBe(401);
         const member = await rolledBack(() => call(t.app, tenants[1]!.token, op.method, encoded, body));
         if (CLASSIFICATION[op.operationId] === 'admin') expect(member.status, encoded).toBe(403);
-        else if (hasPathParams(op)) expect(member.status, encoded).toBe(404);
+        else if (namesResources(op)) expect(member.status, encoded).toBe(404);
         else expect(member.status, encoded).toBeLessThan(300);
       }
       expect(dumpDatabase(t.app)).toBe(before);
@@ -290,7 +297,7 @@ describe('tenant isolation on every tenant operation', () => {
     [1, 0],
     [0, 1],
   ] as const) {
-    it.each(tenantOps.filter(hasPathParams).map((op) => [label(op), op] as const))(
+    it.each(tenantOps.filter(namesResources).map((op) => [label(op), op] as const))(
       `%s: tenant ${attacker} gets 404 for tenant ${victim}'s resource and changes nothing`,
       async (_n, op) => {
         const { url, body } = requestFor(op, tenants[victim]!);
@@ -323,7 +330,7 @@ describe('tenant isolation on every tenant operation', () => {
     },
   );
 
-  it.each(tenantOps.filter((op) => op.method === 'POST' && !hasPathParams(op)).map((op) => [label(op), op] as const))(
+  it.each(tenantOps.filter((op) => op.method === 'POST' && !namesResources(op)).map((op) => [label(op), op] as const))(
     '%s: what a member creates belongs to its own tenant',
     async (_n, op) => {
       await rolledBack(async () => {
