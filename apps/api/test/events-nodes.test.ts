@@ -95,3 +95,25 @@ it('records a listener a node cannot bind and when it binds again, not per heart
     detail: { failing: false, previousReason: 'cannot bind: EADDRINUSE' },
   });
 });
+
+it('records L7 nodes serving an LB once it has an HTTP listener, and leaving when it has none', async () => {
+  const { token } = await newTenant(t.app);
+  connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
+  connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.91' });
+  const { lbId, sgId } = await newLoadBalancer(t.app, token);
+  await settle();
+  const l7 = async () => (await eventsOf(token, lbId, 'node')).filter((e) => e.detail.nodeKind === 'l7');
+  expect(await l7()).toEqual([]);
+  const http = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
+    protocol: 'http',
+    port: 8080,
+    serverGroupId: sgId,
+  });
+  expect(http.status).toBe(201);
+  expect((await l7()).map((e) => e.summary)).toEqual(['L7 node l7-a (127.0.0.91) began serving']);
+  await call(t.app, token, 'DELETE', `/v1/load-balancers/${lbId}/listeners/${http.body.id}`);
+  expect((await l7()).map((e) => e.summary)).toEqual([
+    'L7 node l7-a (127.0.0.91) stopped serving',
+    'L7 node l7-a (127.0.0.91) began serving',
+  ]);
+});

@@ -696,17 +696,26 @@ export class ControlHub {
   /** Records the listeners this node newly cannot bind, and those it binds again (`bind` events). */
   private observeBinds(session: Session, failures: ListenerFailure[]): void {
     if (!this.events) return;
-    const lbOf = new Map<string, string>();
-    for (const [lbId, ids] of session.sentByLb) for (const id of ids) lbOf.set(id, lbId);
+    // Every heartbeat repeats the failures: the same ones cost a lookup per failure, nothing more.
+    const before = this.binds.get(session.nodeId);
+    if ((before?.size ?? 0) === failures.length && failures.every((f) => before?.has(f.listenerId))) return;
+    let lbOf: Map<string, string> | null = null;
+    const lbOfListener = (listenerId: string) => {
+      if (lbOf === null) {
+        lbOf = new Map();
+        for (const [lbId, ids] of session.sentByLb) for (const id of ids) lbOf.set(id, lbId);
+      }
+      return lbOf.get(listenerId);
+    };
     const label = (lbId: string, listenerId: string) => {
       const lb = this.compiled.get(lbId);
       const config = (lb?.l4.find((l) => l.config.id === listenerId) ?? lb?.l7.find((l) => l.config.id === listenerId))
         ?.config as { protocol?: string; port?: number } | undefined;
       return config ? `${config.protocol}:${config.port}` : null;
     };
-    const { state, events } = bindEvents(this.binds.get(session.nodeId) ?? new Map(), failures, {
+    const { state, events } = bindEvents(before ?? new Map(), failures, {
       nodeId: session.nodeId,
-      lbOf: (id) => lbOf.get(id),
+      lbOf: lbOfListener,
       label,
       // A listener deleted since is not "bound again": it is gone.
       exists: (lbId, id) => label(lbId, id) !== null,
