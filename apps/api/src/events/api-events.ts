@@ -1,12 +1,15 @@
 import { type Db, listeners, rules, serverGroups, servers } from '@slb/db';
 import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
-import type { EventSink } from './store.js';
+import type { EventStore } from './store.js';
 
 /*
  * `api` events: every successful write under /v1/load-balancers, who made it (the token's id, tenant and
  * role, never the token) and what (the operationId and the resource), with a line for people. The hooks are
- * attached to those write routes only; recording queues the event (see EventStore) and never fails the write.
+ * attached to those write routes only. The event is one prepared INSERT before the response goes out (tens of
+ * µs): once a client has its answer the event is there, and a write a caller rolls back (a test's outer
+ * transaction) takes its event with it, which a queued INSERT after the response would not. It never fails
+ * the write.
  */
 
 /** The fields of a request or response body the lines use; any of them may be absent. */
@@ -120,7 +123,7 @@ export function recordsApiEvents(url: string, methods: string[], dryRun: boolean
 }
 
 /** The hooks a recorded write route gets: before-read (some operations), keep the result, record on send. */
-export function apiEventHooks(db: Db, events: EventSink, operationId: string | undefined) {
+export function apiEventHooks(db: Db, events: Pick<EventStore, 'recordNow'>, operationId: string | undefined) {
   const read = operationId ? beforeReads(db)[operationId] : undefined;
   const preHandler: preHandlerHookHandler | undefined = read
     ? (request, _reply, done) => {
@@ -155,7 +158,12 @@ export function apiEventHooks(db: Db, events: EventSink, operationId: string | u
   return { preHandler, preSerialization, onSend };
 }
 
-function record(events: EventSink, request: FastifyRequest, reply: FastifyReply, operationId?: string): void {
+function record(
+  events: Pick<EventStore, 'recordNow'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  operationId?: string,
+): void {
   // A failed write changed nothing; a replayed create (Idempotency-Key) did not write again.
   if (reply.statusCode >= 400 || reply.getHeader('idempotent-replayed') === 'true') return;
   const params = (request.params ?? {}) as Facts['params'];
@@ -176,7 +184,7 @@ function record(events: EventSink, request: FastifyRequest, reply: FastifyReply,
   };
   const described = DESCRIBE[operation]?.(facts) ?? { summary: `${operation} ${resourceId}` };
   const { tokenId, tenantId, role } = request.auth;
-  events.record({
+  events.recordNow({
     loadBalancerId: lbId,
     kind: 'api',
     summary: described.summary,

@@ -56,9 +56,10 @@ type Row = [
 ];
 
 /**
- * The events of every load balancer. Recording never throws and never waits for the disk: events are queued
- * and written by one INSERT transaction per turn of the event loop (a write's request is answered first).
- * Reads flush the queue, so a client sees its own writes' events. Retention is pruned in bounded batches.
+ * The events of every load balancer. `record` never throws: events are queued and written by one INSERT
+ * transaction per turn of the event loop (the hub's, which may come by the thousand); reads flush the queue
+ * first. `recordNow` writes one at once (an API write's, a health transition's, in their own turn). Retention
+ * is pruned in bounded batches.
  */
 export class EventStore implements EventSink {
   readonly stats: EventStats = { recorded: 0, dropped: 0, pruned: 0 };
