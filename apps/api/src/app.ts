@@ -16,6 +16,8 @@ import { ControlHub } from './control/hub.js';
 import { installNamespaceRoute } from './control/namespace-route.js';
 import { UpgradeGuard, type UpgradeGuardOptions } from './control/upgrade-guard.js';
 import { ApiError } from './errors.js';
+import { apiEventHooks, recordsApiEvents } from './events/api-events.js';
+import { EventStore, type EventStoreOptions } from './events/store.js';
 import { HealthScheduler, TransitionConsumer } from './health/index.js';
 import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
@@ -95,6 +97,16 @@ export interface AppOptions {
   migrationsFolder?: string;
   /** Header/request/keep-alive deadlines and the connection cap of the HTTP server (see http-limits.ts). */
   httpLimits?: HttpLimits;
+  /** The load balancers' events: retention and batching (see EventStore), and how often they are pruned. */
+  events?: EventStoreOptions & {
+    /** Milliseconds between pruning runs. Default 60,000. */
+    pruneIntervalMs?: number;
+    /**
+     * A node's joins and leaves are recorded at most once per this many ms (the net change since, per LB);
+     * the first change of a quiet node at once. Default 30,000 (see ServingLog).
+     */
+    nodeEventIntervalMs?: number;
+  };
 }
 
 declare module 'fastify' {
@@ -107,6 +119,8 @@ declare module 'fastify' {
     metricsRegistry: Registry;
     /** This deployment's Redis names: from its cluster id in the database, or the operator's overrides. */
     namespace: DeploymentNamespace;
+    /** The load balancers' events (GET /v1/load-balancers/{lbId}/events). */
+    events: EventStore;
   }
   interface FastifyRequest {
     auth: AuthContext;
@@ -171,7 +185,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     : null;
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
 
-  const hub = new ControlHub(store.db, app.log, Date.now(), { openKey: (stored) => box.open(stored) });
+  const events = new EventStore(store.db, store.sqlite, { logger: app.log, ...options.events });
+  app.decorate('events', events);
+  const hub = new ControlHub(store.db, app.log, Date.now(), {
+    openKey: (stored) => box.open(stored),
+    events,
+    nodeEventIntervalMs: options.events?.nodeEventIntervalMs,
+  });
   // The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed.
   const healthScheduler = options.redisUrl
     ? new HealthScheduler({ db: store.db, redisUrl: options.redisUrl, queue: namespace.healthQueue, logger: app.log })
@@ -182,6 +202,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         redisUrl: options.redisUrl,
         keyPrefix: namespace.healthKeyPrefix,
         logger: app.log,
+        events,
         onTransition: (message) => hub.healthChanged(message.listenerId),
       })
     : null;
@@ -190,6 +211,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ?.start()
       .catch((err) => app.log.warn({ err: String(err) }, 'health transitions: Redis unreachable'));
     healthScheduler?.requestSync();
+    events.startPruning(options.events?.pruneIntervalMs ?? 60_000);
   });
   app.addHook('onClose', async () => {
     await transitions?.close();
@@ -228,6 +250,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onClose', async () => {
     redis?.disconnect();
+    events.close();
     store.close();
   });
 
@@ -270,11 +293,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
     done();
   };
+  // Writes under /v1/load-balancers are also recorded as the LB's `api` events (see events/api-events.ts).
+  const hooksOf = <T>(hooks: T | T[] | undefined): T[] => (hooks ? (Array.isArray(hooks) ? hooks : [hooks]) : []);
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).filter(
       (m) => m !== 'GET' && m !== 'HEAD',
     );
     if (!route.url.startsWith('/v1/') || methods.length === 0 || route.config?.dryRun) return;
+    if (recordsApiEvents(route.url, methods, route.config?.dryRun)) {
+      const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
+      const { preHandler, preSerialization, onSend } = apiEventHooks(store.db, events, operationId);
+      if (preHandler) route.preHandler = [...hooksOf(route.preHandler), preHandler] as typeof route.preHandler;
+      route.preSerialization = [...hooksOf(route.preSerialization), preSerialization] as typeof route.preSerialization;
+      route.onSend = [...hooksOf(route.onSend), onSend] as typeof route.onSend;
+    }
     const hook = methods.some((m) => writeChangesHealthTargets(m, route.url)) ? afterTargetWrite : afterWrite;
     const existing = route.onResponse ? (Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse]) : [];
     route.onResponse = [...existing, hook] as typeof route.onResponse;

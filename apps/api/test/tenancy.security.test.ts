@@ -27,6 +27,7 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   updateLoadBalancer: 'tenant',
   deleteLoadBalancer: 'tenant',
   getLoadBalancerHealth: 'tenant',
+  listLoadBalancerEvents: 'tenant',
   listServerGroups: 'tenant',
   createServerGroup: 'tenant',
   getServerGroup: 'tenant',

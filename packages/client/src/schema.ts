@@ -76,6 +76,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/load-balancers/{lbId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List load balancer events
+         * @description What happened to the load balancer, newest first, paginated with `limit` and `cursor`, optionally one `kind`: `api` (a change made through the API: whose token, which operation, which resource), `health` (a server turned normal or abnormal), `node` (a node began or stopped serving it) and `bind` (a node could not bind one of its listeners, or again could). The newest 10,000 events of each load balancer are kept, none older than 7 days; they are deleted with the load balancer.
+         */
+        get: operations["listLoadBalancerEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/load-balancers/{lbId}/server-groups": {
         parameters: {
             query?: never;
@@ -1129,6 +1149,38 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** LoadBalancerEvent */
+        LoadBalancerEvent: {
+            /** @description evt- id; ids sort in the order the events were recorded */
+            id: string;
+            loadBalancerId: string;
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description api: a change made through the API; health: a server turned normal or abnormal; node: a node began or stopped serving it; bind: a node could not bind (or again could) one of its listeners
+             * @enum {string}
+             */
+            kind: "api" | "health" | "node" | "bind";
+            /** @description one line for people, e.g. "listener tcp:80 stopped" */
+            summary: string;
+            actor: {
+                tokenId: string;
+                tenantId: string;
+                /** @enum {string} */
+                role: "admin" | "member";
+            } | null;
+            operation: string | null;
+            resourceId: string | null;
+            /** @description kind-specific facts, e.g. {status: "abnormal", reason: "timeout"} */
+            detail: {
+                [key: string]: unknown;
+            };
+        };
+        /** LoadBalancerEventPage */
+        LoadBalancerEventPage: {
+            items: components["schemas"]["LoadBalancerEvent"][];
+            nextCursor: string | null;
+        };
         /** LoadBalancerHealth */
         LoadBalancerHealth: {
             items: components["schemas"]["ServerHealth"][];
@@ -2048,6 +2100,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LoadBalancerHealth"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listLoadBalancerEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description api: a change made through the API; health: a server turned normal or abnormal; node: a node began or stopped serving it; bind: a node could not bind (or again could) one of its listeners */
+                kind?: "api" | "health" | "node" | "bind";
+            };
+            header?: never;
+            path: {
+                lbId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of load balancer events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoadBalancerEventPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId } from './ids.js';
+import { firstIdAt, newId } from './ids.js';
 
 describe('newId', () => {
   it('has the prefix and 20 base32 characters', () => {
@@ -16,5 +16,17 @@ describe('newId', () => {
     ];
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('firstIdAt', () => {
+  it('sorts after every id made before the time and not after any made from it on', () => {
+    const t = 1_900_000_000_000;
+    const before = newId('event', t - 1);
+    const cutoff = firstIdAt('event', t);
+    const after = newId('event', t);
+    expect(cutoff).toMatch(/^evt-[0-9a-z]{20}$/);
+    expect(before < cutoff).toBe(true);
+    expect(cutoff <= after).toBe(true);
   });
 });

@@ -37,3 +37,11 @@ export function newId(kind: IdKind, now: number = Date.now()): string {
   lastRandom = random;
   return `${ID_PREFIX[kind]}-${base32(BigInt(lastTime), 10)}${base32(random, 10)}`;
 }
+
+/**
+ * The smallest id `newId(kind)` can give at `ms`: ids made before `ms` sort below it, so an age cutoff on a
+ * table keyed by such ids is a primary-key range.
+ */
+export function firstIdAt(kind: IdKind, ms: number): string {
+  return `${ID_PREFIX[kind]}-${base32(BigInt(Math.max(0, Math.floor(ms))), 10)}${'0'.repeat(10)}`;
+}

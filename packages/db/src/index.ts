@@ -1,5 +1,5 @@
 export { ensureClusterId } from './cluster-id.js';
-export { newId } from './ids.js';
+export { firstIdAt, newId } from './ids.js';
 export { DEFAULT_MIGRATIONS_FOLDER, runMigrations, SchemaTooNewError } from './migrate.js';
 export { type Db, type OpenDatabase, openDatabase } from './open.js';
 export * from './schema/index.js';

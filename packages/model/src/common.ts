@@ -13,6 +13,7 @@ export const ID_PREFIX = {
   acl: 'acl',
   node: 'node',
   addressPool: 'pool',
+  event: 'evt',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

@@ -15,6 +15,9 @@ import {
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type WebSocket from 'ws';
+import { type BindState, bindEvents } from '../events/bind-events.js';
+import { type ServingChange, ServingLog, type ServingNode } from '../events/serving-log.js';
+import type { EventSink } from '../events/store.js';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
 import {
   type CompiledLb,
@@ -100,6 +103,10 @@ export interface ControlHubOptions {
   maxMessageBytes?: number;
   /** Decrypts a stored private key for the L7 nodes (SecretBox.open); default: stored in clear (tests). */
   openKey?: (stored: string) => string;
+  /** Where nodes joining and leaving LBs, and their bind failures, are recorded; default: nowhere. */
+  events?: EventSink;
+  /** A flapping node's joins and leaves are recorded at most once per this many ms (see ServingLog); default 30,000. */
+  nodeEventIntervalMs?: number;
 }
 
 /**
@@ -162,6 +169,16 @@ export class ControlHub {
     this.sessionSyncPrefix = prefix;
   }
   private readonly openKey: (stored: string) => string;
+  private readonly events: EventSink | null;
+  private readonly servingLog: ServingLog;
+  private servingTimer: NodeJS.Timeout | null = null;
+  /** Something that decides which node serves which LB moved since the serving log last looked. */
+  private servingDirty = true;
+  private observedL7Pool: string | null = null;
+  /** LBs with HTTP/HTTPS listeners: every online L7 node serves them. */
+  private readonly l7Lbs = new Set<string>();
+  /** Per node (across its sessions), the listeners it last said it cannot bind: bind events on change only. */
+  private readonly binds = new Map<string, BindState>();
 
   constructor(
     private readonly db: Db,
@@ -173,6 +190,8 @@ export class ControlHub {
     this.version = now;
     this.maxMessageBytes = options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES;
     this.openKey = options.openKey ?? ((stored) => stored);
+    this.events = options.events ?? null;
+    this.servingLog = new ServingLog({ intervalMs: options.nodeEventIntervalMs });
     this.ticker = setInterval(() => this.checkLiveness(), LIVENESS_TICK_MS);
     this.ticker.unref();
     this.rejoining = lastKnownL7(db);
@@ -196,6 +215,7 @@ export class ControlHub {
     this.closed = true;
     clearInterval(this.ticker);
     if (this.rejoinTimer) clearTimeout(this.rejoinTimer);
+    if (this.servingTimer) clearTimeout(this.servingTimer);
     for (const s of this.sessions.values()) s.ws.close(1001, 'controller shutting down');
   }
 
@@ -395,6 +415,7 @@ export class ControlHub {
 
   private setFailures(session: Session, failures: ListenerFailure[]): void {
     session.failures = failures;
+    this.observeBinds(session, failures);
     const before = session.failedLbs;
     session.failedLbs = failedLbsOf(session.sentByLb, failures);
     // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
@@ -577,7 +598,11 @@ export class ControlHub {
 
   private recompile(): void {
     // Nothing to push to: compile lazily when the first node says hello.
-    if (this.sessions.size === 0) return;
+    if (this.sessions.size === 0) {
+      this.servingDirty = true;
+      this.observeServing();
+      return;
+    }
     const { changed, beyond } = this.refreshCompiled();
     const online = this.onlineL4();
     const onlineIds = new Set(online.map((n) => n.id));
@@ -622,6 +647,82 @@ export class ControlHub {
       else if (session.kind === 'l4') this.pushL4(session, l7Pool);
       else this.pushL7(session);
     }
+    if (fullDiff || l7Json !== this.observedL7Pool) this.servingDirty = true;
+    this.observedL7Pool = l7Json;
+    for (const id of changed) {
+      const l7 = (this.compiled.get(id)?.l7.length ?? 0) > 0;
+      if (l7 !== this.l7Lbs.has(id)) this.servingDirty = true;
+      if (l7) this.l7Lbs.add(id);
+      else this.l7Lbs.delete(id);
+    }
+    this.observeServing();
+  }
+
+  /**
+   * Records nodes that began or stopped serving an LB (`node` events): the L4 nodes its placement names, and
+   * every online L7 node for an LB with HTTP/HTTPS listeners. Looks only when something that decides it moved.
+   */
+  private observeServing(): void {
+    if (!this.events || this.closed || !this.servingDirty) return;
+    this.servingDirty = false;
+    const now = Date.now();
+    const view = new Map<string, ServingNode & { lbs: Set<string> }>();
+    for (const s of this.sessions.values()) {
+      if (s.kind === 'l7' && !this.isOnline(s, now)) continue;
+      view.set(s.nodeId, { kind: s.kind, address: s.address, lbs: new Set() });
+    }
+    for (const [lbId, nodeIds] of this.placement) {
+      for (const id of nodeIds) if (this.sessions.get(id)?.kind === 'l4') view.get(id)?.lbs.add(lbId);
+    }
+    for (const node of view.values()) {
+      if (node.kind !== 'l7') continue;
+      for (const lb of this.lbs) if ((this.compiled.get(lb.id)?.l7.length ?? 0) > 0) node.lbs.add(lb.id);
+    }
+    const { changes, retryAt } = this.servingLog.observe(view, now);
+    for (const c of changes) this.events.record(servingEvent(c));
+    if (retryAt !== null && this.servingTimer === null) {
+      this.servingTimer = setTimeout(
+        () => {
+          this.servingTimer = null;
+          this.servingDirty = true;
+          this.observeServing();
+        },
+        Math.max(0, retryAt - now),
+      );
+      this.servingTimer.unref();
+    }
+  }
+
+  /** Records the listeners this node newly cannot bind, and those it binds again (`bind` events). */
+  private observeBinds(session: Session, failures: ListenerFailure[]): void {
+    if (!this.events) return;
+    // Every heartbeat repeats the failures: the same ones cost a lookup per failure, nothing more.
+    const before = this.binds.get(session.nodeId);
+    if ((before?.size ?? 0) === failures.length && failures.every((f) => before?.has(f.listenerId))) return;
+    let lbOf: Map<string, string> | null = null;
+    const lbOfListener = (listenerId: string) => {
+      if (lbOf === null) {
+        lbOf = new Map();
+        for (const [lbId, ids] of session.sentByLb) for (const id of ids) lbOf.set(id, lbId);
+      }
+      return lbOf.get(listenerId);
+    };
+    const label = (lbId: string, listenerId: string) => {
+      const lb = this.compiled.get(lbId);
+      const config = (lb?.l4.find((l) => l.config.id === listenerId) ?? lb?.l7.find((l) => l.config.id === listenerId))
+        ?.config as { protocol?: string; port?: number } | undefined;
+      return config ? `${config.protocol}:${config.port}` : null;
+    };
+    const { state, events } = bindEvents(before ?? new Map(), failures, {
+      nodeId: session.nodeId,
+      lbOf: lbOfListener,
+      label,
+      // A listener deleted since is not "bound again": it is gone.
+      exists: (lbId, id) => label(lbId, id) !== null,
+    });
+    if (state.size === 0) this.binds.delete(session.nodeId);
+    else this.binds.set(session.nodeId, state);
+    for (const e of events) this.events.record(e);
   }
 
   /** The node's next config goes out as a full snapshot; versions in flight are still acked as before. */
@@ -920,4 +1021,15 @@ function samePlacement(a: ReadonlyMap<string, string[]>, b: ReadonlyMap<string, 
     if (other === undefined || other.length !== nodes.length || other.some((n, i) => n !== nodes[i])) return false;
   }
   return true;
+}
+
+function servingEvent(c: ServingChange) {
+  const node = `${c.kind.toUpperCase()} node ${c.nodeId} (${c.address})`;
+  return {
+    loadBalancerId: c.lbId,
+    kind: 'node' as const,
+    summary: c.joined ? `${node} began serving` : `${node} stopped serving`,
+    resourceId: c.nodeId,
+    detail: { nodeId: c.nodeId, nodeKind: c.kind, address: c.address, change: c.joined ? 'joined' : 'left' },
+  };
 }

@@ -9,9 +9,10 @@ import {
   HealthTransitionMessage,
   healthTransitionsStream,
 } from '@slb/model';
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
+import type { EventStore } from '../events/store.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS, implausibleSince } from './transition-time.js';
 
 export interface TransitionConsumerOptions {
@@ -43,6 +44,11 @@ export interface TransitionConsumerOptions {
   /** Clock skew tolerated between a worker and the API when judging a report's `since`, ms. Default: 60,000. */
   maxClockSkewMs?: number;
   logger?: FastifyBaseLogger;
+  /**
+   * Where a target that turned normal or abnormal is recorded as its LB's `health` event, in the transaction
+   * that stores it (so a redelivered message records it once). Absent: no events.
+   */
+  events?: Pick<EventStore, 'recordNow'>;
 }
 
 export interface TransitionStats {
@@ -244,11 +250,20 @@ export class TransitionConsumer {
     const skew = this.options.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS;
     return db.transaction((tx) => {
       const listener = tx
-        .select({ createdAt: listeners.createdAt })
+        .select({
+          createdAt: listeners.createdAt,
+          loadBalancerId: listeners.loadBalancerId,
+          protocol: listeners.protocol,
+          port: listeners.port,
+        })
         .from(listeners)
         .where(eq(listeners.id, m.listenerId))
         .get();
-      const server = tx.select({ createdAt: servers.createdAt }).from(servers).where(eq(servers.id, m.serverId)).get();
+      const server = tx
+        .select({ createdAt: servers.createdAt, address: servers.address, port: servers.port })
+        .from(servers)
+        .where(eq(servers.id, m.serverId))
+        .get();
       if (!listener || !server) return 'skipped';
       const why = implausibleSince(m.since, [listener.createdAt, server.createdAt], now, skew);
       if (why) {
@@ -267,6 +282,11 @@ export class TransitionConsumer {
       };
       // A row dated beyond now + skew was stored before reports were checked: any report replaces it.
       const future = new Date(now + skew).toISOString();
+      const previous = tx
+        .select({ status: serverHealth.status })
+        .from(serverHealth)
+        .where(and(eq(serverHealth.listenerId, m.listenerId), eq(serverHealth.serverId, m.serverId)))
+        .get();
       const { changes } = tx
         .insert(serverHealth)
         .values({ listenerId: m.listenerId, serverId: m.serverId, ...row })
@@ -276,6 +296,29 @@ export class TransitionConsumer {
           setWhere: sql`${serverHealth.since} <= excluded.since OR ${serverHealth.since} > ${future}`,
         })
         .run();
+      if (changes > 0 && previous?.status !== m.status) {
+        try {
+          this.options.events?.recordNow({
+            loadBalancerId: listener.loadBalancerId,
+            kind: 'health',
+            summary: `server ${server.address}:${server.port} ${m.status} on listener ${listener.protocol}:${listener.port}${row.lastError ? ` (${row.lastError})` : ''}`,
+            resourceId: m.serverId,
+            detail: {
+              listenerId: m.listenerId,
+              serverId: m.serverId,
+              address: server.address,
+              port: server.port,
+              status: m.status,
+              previousStatus: previous?.status ?? null,
+              reason: row.lastError,
+              since,
+            },
+          });
+        } catch (err) {
+          // The health row is what the nodes follow: it is stored even when its event cannot be.
+          this.options.logger?.warn({ err: String(err), id }, 'health event not recorded');
+        }
+      }
       return changes > 0 ? 'stored' : 'stale';
     });
   }

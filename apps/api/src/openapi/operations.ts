@@ -29,6 +29,10 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
     'Get backend health',
     'The health of every server behind every listener: `normal`, `abnormal` or `unavailable`, since when, and the last error.',
   ],
+  listLoadBalancerEvents: [
+    'List load balancer events',
+    'What happened to the load balancer, newest first, paginated with `limit` and `cursor`, optionally one `kind`: `api` (a change made through the API: whose token, which operation, which resource), `health` (a server turned normal or abnormal), `node` (a node began or stopped serving it) and `bind` (a node could not bind one of its listeners, or again could). The newest 10,000 events of each load balancer are kept, none older than 7 days; they are deleted with the load balancer.',
+  ],
   listServerGroups: ['List server groups', "The load balancer's server groups with their servers, paginated."],
   createServerGroup: [
     'Create a server group',

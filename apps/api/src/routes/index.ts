@@ -3,6 +3,7 @@ import { aclRoutes } from './acls.js';
 import { addressPoolRoutes } from './address-pools.js';
 import { backendNetworkRoutes } from './backend-networks.js';
 import { certificateRoutes } from './certificates.js';
+import { eventRoutes } from './events.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
 import { nodeRoutes } from './nodes.js';
@@ -14,6 +15,7 @@ import { tenantRoutes } from './tenants.js';
 
 export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(loadBalancerRoutes);
+  await app.register(eventRoutes);
   await app.register(serverGroupRoutes);
   await app.register(listenerRoutes);
   await app.register(ruleRoutes);

@@ -1,4 +1,4 @@
-import { eq, gt, type SQL } from 'drizzle-orm';
+import { eq, gt, lt, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { ApiError } from '../errors.js';
 
@@ -17,16 +17,25 @@ export function encodeCursor(lastId: string): string {
   return Buffer.from(lastId, 'utf8').toString('base64url');
 }
 
-/** The cursor is the last id of the previous page; ids sort by creation time. */
-export function cursorFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
-  if (cursor === undefined) return undefined;
+/** The last id of the previous page, from a cursor this API returned; anything else is 400. */
+function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[a-z]{2,4}-[0-9a-z]{20}$/.test(id)) {
     throw new ApiError('invalid_cursor', 'cursor is not one this API returned', [
       { path: '/querystring/cursor', message: 'invalid cursor' },
     ]);
   }
-  return gt(column, id);
+  return id;
+}
+
+/** The cursor is the last id of the previous page; ids sort by creation time. */
+export function cursorFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
+  return cursor === undefined ? undefined : gt(column, decodeCursor(cursor));
+}
+
+/** The same for a list served newest first (descending ids): the next page is below the cursor. */
+export function cursorBeforeFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
+  return cursor === undefined ? undefined : lt(column, decodeCursor(cursor));
 }
 
 /** Rows were fetched with limit + 1: the extra row only says there is a next page. */

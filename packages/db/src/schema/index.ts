@@ -4,6 +4,7 @@ export * from './address-pools.js';
 export * from './certificates.js';
 export * from './cluster.js';
 export * from './idempotency-keys.js';
+export * from './lb-events.js';
 export * from './listeners.js';
 export * from './load-balancers.js';
 export * from './nodes.js';

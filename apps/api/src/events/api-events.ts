@@ -1,0 +1,202 @@
+import { type Db, listeners, rules, serverGroups, servers } from '@slb/db';
+import { eq } from 'drizzle-orm';
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { EventStore } from './store.js';
+
+/*
+ * `api` events: every successful write under /v1/load-balancers, who made it (the token's id, tenant and
+ * role, never the token) and what (the operationId and the resource), with a line for people. The hooks are
+ * attached to those write routes only. The event is one prepared INSERT before the response goes out (tens of
+ * µs): once a client has its answer the event is there, and a write a caller rolls back (a test's outer
+ * transaction) takes its event with it, which a queued INSERT after the response would not. It never fails
+ * the write.
+ */
+
+/** The fields of a request or response body the lines use; any of them may be absent. */
+interface Any {
+  id?: string;
+  name?: string;
+  address?: string;
+  port?: number;
+  weight?: number;
+  protocol?: string;
+  domain?: string | null;
+  path?: string | null;
+  servers?: unknown[];
+  items?: Any[];
+}
+interface Facts {
+  params: Record<string, string | undefined>;
+  body: Record<string, unknown>;
+  /** The response body as the handler returned it (null for a 204). */
+  result: Any | null;
+  /** What the write replaced, for the few operations whose line names it (a PK read before the handler). */
+  before: Any | null;
+}
+type Describe = (f: Facts) => { summary: string; detail?: Record<string, unknown> };
+
+const endpoint = (s: Any | null | undefined) => (s ? `${s.address}:${s.port}` : 'server');
+const listenerName = (l: Any | null | undefined) => (l ? `${l.protocol}:${l.port}` : 'listener');
+const ruleName = (r: Any | null | undefined) => (r ? `${r.domain ?? '*'}${r.path ?? ''}` : 'rule');
+const fields = (body: Record<string, unknown>) => Object.keys(body ?? {});
+const changed = (body: Record<string, unknown>) => (fields(body).length > 0 ? `: ${fields(body).join(', ')}` : '');
+
+const DESCRIBE: Record<string, Describe> = {
+  createLoadBalancer: ({ result }) => ({
+    summary: `load balancer "${result?.name}" created${result?.address ? ` at ${result.address}` : ''}`,
+  }),
+  updateLoadBalancer: ({ body }) => ({ summary: `load balancer updated${changed(body)}` }),
+  createServerGroup: ({ result }) => ({
+    summary: `server group "${result?.name}" created with ${result?.servers?.length ?? 0} server(s)`,
+  }),
+  updateServerGroup: ({ result }) => ({ summary: `server group renamed to "${result?.name}"` }),
+  deleteServerGroup: ({ before }) => ({ summary: `server group "${before?.name ?? '?'}" deleted` }),
+  addServers: ({ result }) => {
+    const items: Any[] = result?.items ?? [];
+    const named = items.slice(0, 3).map(endpoint).join(', ');
+    const more = items.length > 3 ? ` and ${items.length - 3} more` : '';
+    return { summary: `server(s) ${named}${more} added`, detail: { serverIds: items.slice(0, 100).map((s) => s.id) } };
+  },
+  updateServer: ({ before, result, body }) =>
+    before && result && before.weight !== result.weight
+      ? {
+          summary: `server ${endpoint(result)} weight ${before.weight} → ${result.weight}`,
+          detail: { weight: { from: before.weight, to: result.weight } },
+        }
+      : { summary: `server ${endpoint(result)} updated${changed(body)}` },
+  deleteServer: ({ before }) => ({ summary: `server ${endpoint(before)} removed` }),
+  createListener: ({ result }) => ({ summary: `listener ${listenerName(result)} created` }),
+  updateListener: ({ result, body }) => ({ summary: `listener ${listenerName(result)} updated${changed(body)}` }),
+  deleteListener: ({ before }) => ({ summary: `listener ${listenerName(before)} deleted` }),
+  startListener: ({ result }) => ({ summary: `listener ${listenerName(result)} started` }),
+  stopListener: ({ result }) => ({ summary: `listener ${listenerName(result)} stopped` }),
+  createRule: ({ result }) => ({ summary: `rule ${ruleName(result)} created` }),
+  updateRule: ({ result, body }) => ({ summary: `rule ${ruleName(result)} updated${changed(body)}` }),
+  deleteRule: ({ before }) => ({ summary: `rule ${ruleName(before)} deleted` }),
+};
+
+/** Reads of what a write is about to replace or remove, by operationId: only where its line needs it. */
+function beforeReads(db: Db): Record<string, (params: Facts['params']) => Any | undefined> {
+  const server = (p: Facts['params']) =>
+    db
+      .select({ address: servers.address, port: servers.port, weight: servers.weight })
+      .from(servers)
+      .where(eq(servers.id, p.srvId ?? ''))
+      .get();
+  const listener = (p: Facts['params']) =>
+    db
+      .select({ protocol: listeners.protocol, port: listeners.port })
+      .from(listeners)
+      .where(eq(listeners.id, p.lsnId ?? ''))
+      .get();
+  return {
+    updateServer: server,
+    deleteServer: server,
+    deleteListener: listener,
+    deleteServerGroup: (p) =>
+      db
+        .select({ name: serverGroups.name })
+        .from(serverGroups)
+        .where(eq(serverGroups.id, p.sgId ?? ''))
+        .get(),
+    deleteRule: (p) =>
+      db
+        .select({ domain: rules.domain, path: rules.path })
+        .from(rules)
+        .where(eq(rules.id, p.ruleId ?? ''))
+        .get(),
+  };
+}
+
+/** The most specific id in the path: a server before its group, a rule before its listener. */
+const PARAM_ORDER = ['srvId', 'ruleId', 'lsnId', 'sgId', 'lbId'] as const;
+
+const results = new WeakMap<FastifyRequest, { result: Any | null; before: Any | null }>();
+
+/** Whether a route's writes are recorded: a write under /v1/load-balancers that is not a dry run. */
+export function recordsApiEvents(url: string, methods: string[], dryRun: boolean | undefined): boolean {
+  return (
+    !dryRun &&
+    (url === '/v1/load-balancers' || url.startsWith('/v1/load-balancers/')) &&
+    methods.some((m) => m !== 'GET' && m !== 'HEAD')
+  );
+}
+
+/** The hooks a recorded write route gets: before-read (some operations), keep the result, record on send. */
+export function apiEventHooks(db: Db, events: Pick<EventStore, 'recordNow'>, operationId: string | undefined) {
+  const read = operationId ? beforeReads(db)[operationId] : undefined;
+  const preHandler: preHandlerHookHandler | undefined = read
+    ? (request, _reply, done) => {
+        try {
+          results.set(request, { result: null, before: read(request.params as Facts['params']) ?? null });
+        } catch {
+          // The line loses a detail; the write goes on.
+        }
+        done();
+      }
+    : undefined;
+  const preSerialization = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (err: null, payload: unknown) => void,
+  ) => {
+    if (reply.statusCode < 400 && payload !== null && typeof payload === 'object') {
+      const kept = results.get(request);
+      results.set(request, { result: payload as Any, before: kept?.before ?? null });
+    }
+    done(null, payload);
+  };
+  const onSend: onSendHookHandler = (request, reply, payload, done) => {
+    try {
+      record(events, request, reply, operationId);
+    } catch (err) {
+      request.log.warn({ err: String(err) }, 'api event not recorded');
+    }
+    done(null, payload);
+  };
+  return { preHandler, preSerialization, onSend };
+}
+
+function record(
+  events: Pick<EventStore, 'recordNow'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  operationId?: string,
+): void {
+  // A failed write changed nothing; a replayed create (Idempotency-Key) did not write again.
+  if (reply.statusCode >= 400 || reply.getHeader('idempotent-replayed') === 'true') return;
+  const params = (request.params ?? {}) as Facts['params'];
+  const kept = results.get(request);
+  const result = kept?.result ?? null;
+  const lbId = params.lbId ?? (operationId === 'createLoadBalancer' ? result?.id : undefined);
+  // Deleting the LB deletes its events with it: there is nothing left to record it in.
+  if (typeof lbId !== 'string' || operationId === 'deleteLoadBalancer') return;
+  const operation = operationId ?? `${request.method} ${request.routeOptions.url}`;
+  const paramId = PARAM_ORDER.map((k) => params[k]).find((v) => v !== undefined);
+  const resourceId: string | null =
+    typeof result?.id === 'string' ? result.id : (paramId ?? (typeof lbId === 'string' ? lbId : null));
+  const facts: Facts = {
+    params,
+    body: (request.body ?? {}) as Record<string, unknown>,
+    result,
+    before: kept?.before ?? null,
+  };
+  const described = DESCRIBE[operation]?.(facts) ?? { summary: `${operation} ${resourceId}` };
+  const { tokenId, tenantId, role } = request.auth;
+  events.recordNow({
+    loadBalancerId: lbId,
+    kind: 'api',
+    summary: described.summary,
+    actor: { tokenId, tenantId, role },
+    operation,
+    resourceId,
+    detail: {
+      method: request.method,
+      route: request.routeOptions.url,
+      status: reply.statusCode,
+      ...(request.method === 'PATCH' ? { fields: fields(facts.body) } : {}),
+      ...described.detail,
+    },
+  });
+}
