@@ -290,6 +290,77 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
     expect(await page.getByTestId('events').textContent()).toMatch(/listener/i);
   }, 30_000);
 
+  it('draws charts and lists events from answers of the agreed shapes (stand-ins while the routes are 404)', async (ctx) => {
+    const probe = await fetch(`${cloud.apiUrl}/v1/load-balancers/${lbId}/metrics`, {
+      headers: { authorization: `Bearer ${cloud.adminToken}` },
+    });
+    if (probe.status !== 404) ctx.skip('the API serves metrics: the real charts are tested above');
+    // TrafficMetrics and LoadBalancerEventPage (packages/model/src/traffic.ts), answered by the browser itself:
+    // the console's rendering of them (uPlot under the console's CSP) is tested before the routes exist.
+    const now = Math.floor(Date.now() / 10_000) * 10;
+    const timestamps = Array.from({ length: 90 }, (_, i) => now - (89 - i) * 10);
+    const wave = (k: number) => timestamps.map((_, i) => (i < 5 ? null : Math.round(k * (1 + Math.sin(i / 6)))));
+    const metrics = {
+      loadBalancerId: lbId,
+      listenerId: null,
+      from: new Date((now - 900) * 1000).toISOString(),
+      to: new Date(now * 1000).toISOString(),
+      step: 10,
+      timestamps,
+      activeConnections: wave(40),
+      newConnectionsPerSecond: wave(12),
+      bytesInPerSecond: wave(50_000),
+      bytesOutPerSecond: wave(400_000),
+      droppedConnectionsPerSecond: wave(0),
+      requestsPerSecond: { '2xx': wave(10), '3xx': wave(1), '4xx': wave(1), '5xx': wave(0) },
+      upstreamTimeP50Ms: wave(3),
+      upstreamTimeP99Ms: wave(20),
+    };
+    const events = {
+      items: [
+        {
+          id: 'evt-2',
+          loadBalancerId: lbId,
+          at: new Date().toISOString(),
+          kind: 'health',
+          summary: `server 127.0.0.1:${backends[0]!.port} abnormal on tcp:${listenerPort}`,
+          actor: null,
+          operation: null,
+          resourceId: null,
+          detail: { status: 'abnormal', reason: 'failed' },
+        },
+        {
+          id: 'evt-1',
+          loadBalancerId: lbId,
+          at: new Date(Date.now() - 60_000).toISOString(),
+          kind: 'api',
+          summary: `listener tcp:${listenerPort} created`,
+          actor: { tokenId: 'tok-1', tenantId: 'ten-1', role: 'admin' },
+          operation: 'createListener',
+          resourceId: listenerId,
+          detail: {},
+        },
+      ],
+      nextCursor: null,
+    };
+    const json = (body: unknown) => ({ status: 200, contentType: 'application/json', body: JSON.stringify(body) });
+    await page.route('**/v1/load-balancers/*/metrics*', (route) => route.fulfill(json(metrics)));
+    await page.route('**/v1/load-balancers/*/events*', (route) => route.fulfill(json(events)));
+    try {
+      await page.reload();
+      await heading('web');
+      await page.getByTestId('charts').waitFor();
+      expect(await page.locator('[data-chart] canvas').count()).toBe(3); // tcp: no request or upstream charts
+      expect(await page.getByTestId('events').textContent()).toContain(`listener tcp:${listenerPort} created`);
+      await page.getByRole('button', { name: '1 h' }).click();
+      expect(await page.getByRole('button', { name: '1 h' }).getAttribute('aria-pressed')).toBe('true');
+      await visit('load-balancer-charts-stand-in');
+      report('charts and events drawn from stand-in answers of the agreed shapes (the routes answer 404 here)');
+    } finally {
+      await page.unrouteAll();
+    }
+  }, 30_000);
+
   it('edits the load balancer, a server and the listener through their forms', async () => {
     await page.getByRole('link', { name: 'Edit', exact: true }).click();
     await heading('Edit load balancer');

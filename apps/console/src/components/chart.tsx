@@ -24,7 +24,7 @@ export default function Chart(props: { title: string; unit: string; timestamps: 
       height: 180,
       legend: { show: true },
       scales: { x: { time: true } },
-      axes: [{}, { values: (_u, ticks) => ticks.map((t) => compact(t)) }],
+      axes: [{}, { size: 56, values: (_u, ticks) => ticks.map((t) => compact(t)) }],
       series: [{}, ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, spanGaps: false }))],
     };
     plot.current = new uPlot(opts, [props.timestamps, ...props.series.map((s) => s.values)] as uPlot.AlignedData, el);

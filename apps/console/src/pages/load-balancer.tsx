@@ -321,7 +321,9 @@ export function LoadBalancerPage({ session, lbId }: { session: Session; lbId: st
                               return (
                                 <li key={h.listenerId} data-health={`${h.listenerId}/${h.serverId}`}>
                                   {l ? listenerName(l) : h.listenerId}: <Status value={h.status} />
-                                  {h.lastError ? <span class="muted small"> ({h.lastError})</span> : null}
+                                  {h.lastError && h.status !== 'normal' ? (
+                                    <span class="muted small"> ({h.lastError})</span>
+                                  ) : null}
                                 </li>
                               );
                             })}
