@@ -1,11 +1,6 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import {
-  type AddressInfo,
-  createServer as createNetServer,
-  type Server as NetServer,
-  type Socket,
-} from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type L7Listener, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model';
 import { type AclCheck, readProxyHeader, unmapV4 } from '@slb/node-runtime';
