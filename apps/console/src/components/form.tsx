@@ -13,11 +13,16 @@ export interface FormState {
   /** Runs `send`; an API problem's errors land next to their fields and the first one takes the focus. */
   submit(send: () => Promise<void>): Promise<void>;
   formRef: { current: HTMLFormElement | null };
+  /** Sets every value (an edit form's resource, once read): the form is shown from then on. */
   replace(values: Values): void;
+  /** False while an edit form waits for its resource: typing before it arrives would be overwritten. */
+  ready: boolean;
 }
 
-export function useForm(initial: Values): FormState {
+/** `editing`: the form is hidden until replace() brings the resource's values. */
+export function useForm(initial: Values, editing = false): FormState {
   const [values, setValues] = useState<Values>(initial);
+  const [ready, setReady] = useState(!editing);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [busy, setBusy] = useState(false);
   const formRef = useRef<HTMLFormElement | null>(null);
@@ -32,7 +37,11 @@ export function useForm(initial: Values): FormState {
     busy,
     formRef,
     set: (name, value) => setValues((v) => ({ ...v, [name]: value })),
-    replace: setValues,
+    ready,
+    replace: (next) => {
+      setValues(next);
+      setReady(true);
+    },
     submit: async (send) => {
       setBusy(true);
       setErrors({});
@@ -160,7 +169,7 @@ export function FormError({ form }: { form: FormState }) {
   );
 }
 
-export function FormPage(props: { title: string; children: ComponentChildren; back: string }) {
+export function FormPage(props: { title: string; children: ComponentChildren; back: string; ready?: boolean }) {
   return (
     <section aria-labelledby="page-title">
       <p>
@@ -169,7 +178,7 @@ export function FormPage(props: { title: string; children: ComponentChildren; ba
       <h1 id="page-title" tabIndex={-1}>
         {props.title}
       </h1>
-      {props.children}
+      {props.ready === false ? <p role="status">Loading…</p> : props.children}
     </section>
   );
 }

@@ -20,7 +20,7 @@ function Submit({ form, label }: { form: FormState; label: string }) {
 }
 
 export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: string }) {
-  const form = useForm({ name: '', addressType: 'internet', deletionProtection: 'false' });
+  const form = useForm({ name: '', addressType: 'internet', deletionProtection: 'false' }, !!lbId);
   useEffect(() => {
     if (!lbId) return;
     void session.client
@@ -55,7 +55,11 @@ export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: s
     });
   };
   return (
-    <FormPage title={lbId ? 'Edit load balancer' : 'Create load balancer'} back={lbId ? href('lbs', lbId) : href()}>
+    <FormPage
+      title={lbId ? 'Edit load balancer' : 'Create load balancer'}
+      back={lbId ? href('lbs', lbId) : href()}
+      ready={form.ready}
+    >
       <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
         <FormError form={form} />
         <Field form={form} name="name" label="Name" required hint="1–64 characters" />
@@ -82,19 +86,22 @@ const PROTOCOLS = ['tcp', 'udp', 'http', 'https'] as const;
 const SCHEDULERS = ['wrr', 'wlc', 'rr', 'sch', 'tch'] as const;
 
 export function ListenerForm({ session, lbId, lsnId }: { session: Session; lbId: string; lsnId?: string }) {
-  const form = useForm({
-    protocol: 'tcp',
-    port: '',
-    backendPort: '',
-    serverGroupId: '',
-    scheduler: 'wrr',
-    'healthCheck.enabled': 'true',
-    'healthCheck.interval': '',
-    'healthCheck.unhealthyThreshold': '',
-    'healthCheck.healthyThreshold': '',
-    'healthCheck.path': '',
-    description: '',
-  });
+  const form = useForm(
+    {
+      protocol: 'tcp',
+      port: '',
+      backendPort: '',
+      serverGroupId: '',
+      scheduler: 'wrr',
+      'healthCheck.enabled': 'true',
+      'healthCheck.interval': '',
+      'healthCheck.unhealthyThreshold': '',
+      'healthCheck.healthyThreshold': '',
+      'healthCheck.path': '',
+      description: '',
+    },
+    !!lsnId,
+  );
   const [groups, setGroups] = useState<Schemas['ServerGroup'][]>([]);
   useEffect(() => {
     void session.client
@@ -168,7 +175,7 @@ export function ListenerForm({ session, lbId, lsnId }: { session: Session; lbId:
     });
   };
   return (
-    <FormPage title={lsnId ? 'Edit listener' : 'Add listener'} back={href('lbs', lbId)}>
+    <FormPage title={lsnId ? 'Edit listener' : 'Add listener'} back={href('lbs', lbId)} ready={form.ready}>
       <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
         <FormError form={form} />
         {lsnId ? (
@@ -267,7 +274,7 @@ const emptyRow = (i: number) => ({
 });
 
 export function ServerGroupForm({ session, lbId, sgId }: { session: Session; lbId: string; sgId?: string }) {
-  const form = useForm({ name: '', ...emptyRow(0) });
+  const form = useForm({ name: '', ...emptyRow(0) }, !!sgId);
   const [count, setCount] = useState(sgId ? 0 : 1);
   useEffect(() => {
     if (!sgId) return;
@@ -299,7 +306,7 @@ export function ServerGroupForm({ session, lbId, sgId }: { session: Session; lbI
     });
   };
   return (
-    <FormPage title={sgId ? 'Edit server group' : 'Add server group'} back={href('lbs', lbId)}>
+    <FormPage title={sgId ? 'Edit server group' : 'Add server group'} back={href('lbs', lbId)} ready={form.ready}>
       <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
         <FormError form={form} />
         <Field form={form} name="name" label="Name" required />
@@ -369,7 +376,7 @@ export function ServersForm({ session, lbId, sgId }: { session: Session; lbId: s
 
 export function ServerForm(props: { session: Session; lbId: string; sgId: string; srvId: string }) {
   const { session, lbId, sgId, srvId } = props;
-  const form = useForm({ weight: '', description: '' });
+  const form = useForm({ weight: '', description: '' }, true);
   const [name, setName] = useState(srvId);
   useEffect(() => {
     void session.client
@@ -395,7 +402,7 @@ export function ServerForm(props: { session: Session; lbId: string; sgId: string
     });
   };
   return (
-    <FormPage title={`Edit server ${name}`} back={href('lbs', lbId)}>
+    <FormPage title={`Edit server ${name}`} back={href('lbs', lbId)} ready={form.ready}>
       <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
         <FormError form={form} />
         <Field form={form} name="weight" label="Weight" type="number" hint="0–100; 0 takes no new connections" />
