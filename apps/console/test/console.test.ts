@@ -31,19 +31,19 @@ const DIST_INDEX = fileURLToPath(new URL('../dist/index.html', import.meta.url))
 
 const report = (line: string) => console.log(`[console] ${line}`);
 
+/** SLB_CHROMIUM names the browser (and only it is tried); else Debian's, then the usual other names. */
 function findChromium(): string | null {
-  const candidates = [
-    process.env.SLB_CHROMIUM,
-    '/usr/bin/chromium',
-    '/usr/bin/chromium-browser',
-    '/usr/bin/google-chrome',
-  ];
-  return candidates.find((p): p is string => !!p && existsSync(p)) ?? null;
+  const candidates = process.env.SLB_CHROMIUM
+    ? [process.env.SLB_CHROMIUM]
+    : ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+  return candidates.find((p) => existsSync(p)) ?? null;
 }
 
 const chromiumPath = findChromium();
 if (!chromiumPath) {
-  report('skipped the browser tests: no Chromium found (/usr/bin/chromium; apt-get install -y chromium)');
+  report(
+    `skipped the browser tests: no Chromium at ${process.env.SLB_CHROMIUM ?? '/usr/bin/chromium'} (apt-get install -y chromium)`,
+  );
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
