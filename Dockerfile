@@ -21,12 +21,14 @@ COPY packages/db/package.json packages/db/
 COPY packages/balancing/package.json packages/balancing/
 COPY packages/health/package.json packages/health/
 COPY packages/client/package.json packages/client/
+COPY packages/cli/package.json packages/cli/
 COPY packages/node-runtime/package.json packages/node-runtime/
 COPY packages/cli/package.json packages/cli/
 COPY apps/api/package.json apps/api/
 COPY apps/health-worker/package.json apps/health-worker/
 COPY apps/l4-node/package.json apps/l4-node/
 COPY apps/l7-node/package.json apps/l7-node/
+COPY apps/console/package.json apps/console/
 RUN npm ci
 
 COPY . .
@@ -35,7 +37,8 @@ RUN npm run build \
   && test -f apps/api/dist/main.js \
   && test -f apps/health-worker/dist/main.js \
   && test -f apps/l4-node/dist/main.js \
-  && test -f apps/l7-node/dist/main.js
+  && test -f apps/l7-node/dist/main.js \
+  && test -f apps/console/dist/index.html
 # Production dependencies only; the native better-sqlite3 binary built above stays (same base image below).
 RUN npm prune --omit=dev
 
@@ -56,6 +59,8 @@ COPY --from=build /app/packages/health/package.json packages/health/
 COPY --from=build /app/packages/health/dist packages/health/dist
 COPY --from=build /app/packages/client/package.json packages/client/
 COPY --from=build /app/packages/client/dist packages/client/dist
+COPY --from=build /app/packages/cli/package.json packages/cli/
+COPY --from=build /app/packages/cli/dist packages/cli/dist
 COPY --from=build /app/packages/node-runtime/package.json packages/node-runtime/
 COPY --from=build /app/packages/node-runtime/dist packages/node-runtime/dist
 # The slb CLI, for `docker compose exec api node packages/cli/dist/bin.js …`.
@@ -70,6 +75,9 @@ COPY --from=build /app/apps/l4-node/package.json apps/l4-node/
 COPY --from=build /app/apps/l4-node/dist apps/l4-node/dist
 COPY --from=build /app/apps/l7-node/package.json apps/l7-node/
 COPY --from=build /app/apps/l7-node/dist apps/l7-node/dist
+# The web console, a static build the API serves at /console (apps/api/dist/plugins/console.js finds it here).
+COPY --from=build /app/apps/console/package.json apps/console/
+COPY --from=build /app/apps/console/dist apps/console/dist
 # packages/db/dist finds its migrations at ../../../migrations, i.e. /app/migrations.
 COPY --from=build /app/migrations migrations
 COPY --from=build /app/scripts/demo-backend.mjs scripts/

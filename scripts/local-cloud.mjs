@@ -393,6 +393,7 @@ process.stdout.write(
     '',
     `local cloud ready in ${readyIn} s`,
     `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
+    `  console       ${apiUrl}/console/   (in a browser; sign in with the admin token)`,
     `  admin token   ${adminToken}   (also in ${dataDir}/admin-token)`,
     `  DNS           127.0.0.1:${dnsPort} (UDP and TCP), zone slb.internal`,
     `  nodes         L4 ${l4Addresses.join(', ')}   L7 ${l7Addresses.join(', ')}   Redis ${redisUrl}`,

@@ -23,6 +23,7 @@ import { registerTransitionMetrics } from './health/transition-metrics.js';
 import { writeChangesHealthTargets } from './health/write-routes.js';
 import { describeRoute, finishDocument } from './openapi/document.js';
 import { TAGS } from './openapi/operations.js';
+import { installConsole } from './plugins/console.js';
 import { installDrain } from './plugins/drain.js';
 import { answerFrameworkError, installErrorHandling } from './plugins/errors.js';
 import { applyConnectionCap, type HttpLimits, httpServerOptions } from './plugins/http-limits.js';
@@ -92,6 +93,8 @@ export interface AppOptions {
 
   /** Per-tenant quota defaults (SLB_QUOTA_DEFAULTS); default the built-in ones (QUOTAS in @slb/model). */
   quotaDefaults?: QuotaLimits;
+  /** The web console's build (apps/console/dist) served at /console; default DEFAULT_CONSOLE_DIR. */
+  consoleDir?: string;
   /** A pino logger; silent when absent. */
   logger?: FastifyBaseLogger;
   migrationsFolder?: string;
@@ -133,6 +136,8 @@ declare module 'fastify' {
      * to recompile nor the health checks replanned after it.
      */
     dryRun?: boolean;
+    /** This route's Content-Security-Policy in place of the API's `default-src 'none'` (the console's pages). */
+    contentSecurityPolicy?: string;
   }
 }
 
@@ -390,6 +395,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installChannelServer(app, hub, { legacyToken: options.nodeToken, guard });
   installEnrollRoute(app, hub, guard);
   installNamespaceRoute(app, namespace);
+  installConsole(app, options.consoleDir);
   app.addSchema(ProblemSchema);
   await app.register(registerRoutes, { prefix: '/v1' });
   return app;

@@ -309,7 +309,8 @@ describe('Dockerfile', () => {
     for (const ws of workspaces) expect(copied, `${ws}/package.json`).toContain(`${ws}/package.json`);
     expect(copied).toContain('.');
     for (const app of workspaces.filter((w) => w.startsWith('apps/'))) {
-      expect(text, app).toContain(`test -f ${app}/dist/main.js`);
+      // The console is a static build (served by the API), not a process.
+      expect(text, app).toContain(`test -f ${app}/dist/${app === 'apps/console' ? 'index.html' : 'main.js'}`);
     }
   });
 
