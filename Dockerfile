@@ -21,7 +21,6 @@ COPY packages/db/package.json packages/db/
 COPY packages/balancing/package.json packages/balancing/
 COPY packages/health/package.json packages/health/
 COPY packages/client/package.json packages/client/
-COPY packages/cli/package.json packages/cli/
 COPY packages/node-runtime/package.json packages/node-runtime/
 COPY packages/cli/package.json packages/cli/
 COPY apps/api/package.json apps/api/
@@ -59,8 +58,6 @@ COPY --from=build /app/packages/health/package.json packages/health/
 COPY --from=build /app/packages/health/dist packages/health/dist
 COPY --from=build /app/packages/client/package.json packages/client/
 COPY --from=build /app/packages/client/dist packages/client/dist
-COPY --from=build /app/packages/cli/package.json packages/cli/
-COPY --from=build /app/packages/cli/dist packages/cli/dist
 COPY --from=build /app/packages/node-runtime/package.json packages/node-runtime/
 COPY --from=build /app/packages/node-runtime/dist packages/node-runtime/dist
 # The slb CLI, for `docker compose exec api node packages/cli/dist/bin.js …`.
