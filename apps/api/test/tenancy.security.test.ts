@@ -86,7 +86,8 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
  * Routes outside the document that answer without a token. `/control/v1/namespace` gives health workers the
  * deployment's Redis names (no secret: a queue name and two key prefixes).
  */
-const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics', '/control/v1/namespace'];
+/** `/console` is the web console's page and assets: the app asks for a token itself. */
+const PUBLIC_ROUTES = ['/openapi.json', '/healthz', '/readyz', '/metrics', '/control/v1/namespace', '/console'];
 /** Routes outside the document for nodes, which present a join token instead (and get 401 without one). */
 const NODE_ROUTES = ['/control/v1/enroll'];
 
