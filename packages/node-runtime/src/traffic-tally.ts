@@ -32,7 +32,7 @@ export class ListenerTraffic {
   response(status: number): void {
     if (this.responses === null) return;
     const i = Math.trunc(status / 100) - 2;
-    this.responses[i < 0 ? 0 : i > 3 ? 3 : i]!++;
+    this.responses[Math.max(0, Math.min(i, 3))]!++;
   }
 
   /** The backend's response head arrived after `ms`. */
