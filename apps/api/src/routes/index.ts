@@ -5,6 +5,7 @@ import { backendNetworkRoutes } from './backend-networks.js';
 import { certificateRoutes } from './certificates.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
+import { metricsRoutes } from './metrics.js';
 import { nodeRoutes } from './nodes.js';
 import { planRoutes } from './plans.js';
 import { quotaRoutes } from './quotas.js';
@@ -16,6 +17,7 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(loadBalancerRoutes);
   await app.register(serverGroupRoutes);
   await app.register(listenerRoutes);
+  await app.register(metricsRoutes);
   await app.register(ruleRoutes);
   await app.register(planRoutes);
   await app.register(certificateRoutes);
