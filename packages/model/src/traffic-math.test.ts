@@ -48,7 +48,7 @@ describe('TrafficDeltas', () => {
 
   it('keeps a node gauge per bucket as differences from its last value in the bucket', () => {
     const d = new TrafficDeltas({ baselineMs: 0 });
-    d.apply('n1', 'b', [], T0);
+    d.apply('n1', 'b', [], T0 - 10_000); // the node's first bucket here is the one before
     expect(d.apply('n1', 'b', [report('l1', 0, 5)], T0 + 1000)[0]?.gauge).toBe(5);
     expect(d.apply('n1', 'b', [report('l1', 0, 5)], T0 + 2000)).toEqual([]);
     expect(d.apply('n1', 'b', [report('l1', 0, 2)], T0 + 3000)[0]?.gauge).toBe(-3);
@@ -56,12 +56,13 @@ describe('TrafficDeltas', () => {
     expect(d.apply('n1', 'b', [report('l1', 0, 0)], T0 + 10_000)[0]?.gauge).toBe(0);
   });
 
-  it('restarts every counter from its new value under a new boot id', () => {
+  it('restarts every counter from its new value under a new boot id, the gauge counting the node once', () => {
     const d = new TrafficDeltas();
-    d.apply('n1', 'a', [report('l1', 500)], T0);
-    d.apply('n1', 'a', [report('l1', 510)], T0 + 1000);
-    const [w] = d.apply('n1', 'b', [report('l1', 4)], T0 + 2000);
+    d.apply('n1', 'a', [report('l1', 500)], T0 - 10_000);
+    d.apply('n1', 'a', [report('l1', 510, 6)], T0 + 1000);
+    const [w] = d.apply('n1', 'b', [report('l1', 4, 1)], T0 + 2000);
     expect(w?.counters?.[0]).toBe(4);
+    expect(w?.gauge).toBe(-5);
   });
 
   it('counts a listener new on a known node from zero after the baseline window, not before', () => {
@@ -74,7 +75,9 @@ describe('TrafficDeltas', () => {
   it('treats a listener silent for longer than staleMs as a baseline', () => {
     const d = new TrafficDeltas({ baselineMs: 0, staleMs: 10_000 });
     d.apply('n1', 'a', [report('l1', 1)], T0);
-    expect(d.apply('n1', 'a', [report('l1', 1000)], T0 + 60_000)).toEqual([]);
+    expect(d.apply('n1', 'a', [report('l1', 1000)], T0 + 60_000)).toEqual([
+      { listenerId: 'l1', bucket: bucketOf(T0 + 60_000), counters: null, gauge: 0 },
+    ]);
   });
 });
 

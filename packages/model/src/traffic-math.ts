@@ -99,17 +99,39 @@ export interface BucketWrite {
 }
 
 interface ListenerState {
-  counters: number[];
+  /** The last reading; null: the node restarted, the next reading is all new. */
+  counters: number[] | null;
   at: number;
-  /** The bucket of the node's last gauge write for this listener and the value written; skip: none this bucket. */
+  /** The bucket of the node's last gauge write for this listener, and the value it holds there. */
   gaugeBucket: number;
   gaugeValue: number;
+}
+
+/**
+ * What to add to a bucket's gauge for one node's new value: the whole value for its first in the bucket (a
+ * zero too: a field says "reported", unlike none), else the difference from its previous one (null: none).
+ */
+function gaugeChange(state: ListenerState, bucket: number, active: number): number | null {
+  if (state.gaugeBucket !== bucket) {
+    state.gaugeBucket = bucket;
+    state.gaugeValue = active;
+    return active;
+  }
+  if (active === state.gaugeValue) return null;
+  const change = active - state.gaugeValue;
+  state.gaugeValue = active;
+  return change;
 }
 
 interface NodeState {
   bootId: string;
   /** Set when first heard of in this process: listeners first seen before this are a baseline too. */
   baselineUntil: number;
+  /**
+   * The bucket of that first beat, when it was a baseline: the previous API process may have written this
+   * node's gauges in it, so none are written there (a bucket never counts a node twice).
+   */
+  firstBucket: number;
   seenAt: number;
   listeners: Map<string, ListenerState>;
 }
@@ -151,15 +173,20 @@ export class TrafficDeltas {
   apply(nodeId: string, bootId: string, listeners: readonly ListenerTrafficReport[], nowMs: number): BucketWrite[] {
     this.sweep(nowMs);
     let node = this.nodes.get(nodeId);
-    let restarted = false;
     if (node === undefined) {
-      node = { bootId, baselineUntil: nowMs + this.baselineMs, seenAt: nowMs, listeners: new Map() };
+      node = {
+        bootId,
+        baselineUntil: nowMs + this.baselineMs,
+        firstBucket: bucketOf(nowMs),
+        seenAt: nowMs,
+        listeners: new Map(),
+      };
       this.nodes.set(nodeId, node);
     } else if (node.bootId !== bootId) {
+      // Every counter starts again from its new value; the gauges stay, so this bucket still counts the node once.
       node.bootId = bootId;
       node.baselineUntil = 0;
-      node.listeners.clear();
-      restarted = true;
+      for (const state of node.listeners.values()) state.counters = null;
     }
     node.seenAt = nowMs;
     const bucket = bucketOf(nowMs);
@@ -167,30 +194,15 @@ export class TrafficDeltas {
     for (const r of listeners) {
       const next = countersOf(r);
       const prev = node.listeners.get(r.id);
-      const baseline = prev === undefined ? !restarted && nowMs < node.baselineUntil : nowMs - prev.at > this.staleMs;
-      const state: ListenerState = prev ?? { counters: next, at: nowMs, gaugeBucket: bucket, gaugeValue: Number.NaN };
-      if (baseline) {
-        // No gauge either for the rest of this bucket: the previous process may have written this node's.
-        Object.assign(state, { counters: next, at: nowMs, gaugeBucket: bucket, gaugeValue: Number.NaN });
-        node.listeners.set(r.id, state);
-        continue;
-      }
-      const delta = counterDelta(prev?.counters, next);
-      let gauge: number | null;
-      // The first value in a bucket is written whole, a zero too: a field says "reported", unlike none.
-      if (prev === undefined || state.gaugeBucket !== bucket) gauge = r.active;
-      else if (Number.isNaN(state.gaugeValue)) gauge = null;
-      else gauge = r.active === state.gaugeValue ? null : r.active - state.gaugeValue;
-      if (gauge !== null) {
-        state.gaugeBucket = bucket;
-        state.gaugeValue = r.active;
-      }
+      const baseline = prev === undefined ? nowMs < node.baselineUntil : nowMs - prev.at > this.staleMs;
+      const state = prev ?? { counters: null, at: nowMs, gaugeBucket: -1, gaugeValue: 0 };
+      const delta = baseline ? null : counterDelta(state.counters ?? undefined, next);
+      const counters = delta?.some((n) => n > 0) ? delta : null;
+      const gauge = bucket === node.firstBucket ? null : gaugeChange(state, bucket, r.active);
       state.counters = next;
       state.at = nowMs;
       node.listeners.set(r.id, state);
-      const counters = delta.some((n) => n > 0) ? delta : null;
-      if (counters === null && gauge === null) continue;
-      writes.push({ listenerId: r.id, bucket, counters, gauge });
+      if (counters !== null || gauge !== null) writes.push({ listenerId: r.id, bucket, counters, gauge });
     }
     return writes;
   }
