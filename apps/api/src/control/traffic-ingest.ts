@@ -47,7 +47,10 @@ export class TrafficIngest {
   heartbeat(nodeId: string, report: TrafficReport, nowMs = this.now()): void {
     const writes = this.deltas.apply(nodeId, report.bootId, report.listeners, nowMs);
     if (writes.length === 0) return;
-    if (this.redis.status !== 'ready') return this.dropped(writes.length, 'not connected');
+    if (this.redis.status !== 'ready') {
+      this.dropped(writes.length, 'not connected');
+      return;
+    }
     const fresh: string[] = [];
     const pipeline = this.redis.pipeline();
     for (const w of writes) this.write(pipeline, w, fresh);
