@@ -4,6 +4,7 @@ import { ensureClusterId, type OpenDatabase, openDatabase, runMigrations } from 
 import {
   DEFAULT_BACKEND_NETWORKS,
   type DeploymentNamespace,
+  metricsKeyPrefixOf,
   namespaceWithOverrides,
   type QuotaLimits,
 } from '@slb/model';
@@ -14,6 +15,7 @@ import { installChannelServer } from './control/channel-server.js';
 import { installEnrollRoute } from './control/enroll-route.js';
 import { ControlHub } from './control/hub.js';
 import { installNamespaceRoute } from './control/namespace-route.js';
+import { registerTrafficIngestMetrics, TrafficIngest } from './control/traffic-ingest.js';
 import { UpgradeGuard, type UpgradeGuardOptions } from './control/upgrade-guard.js';
 import { ApiError } from './errors.js';
 import { apiEventHooks, recordsApiEvents } from './events/api-events.js';
@@ -43,6 +45,7 @@ import type { BackendPolicyOptions } from './services/backend-policy.js';
 import { IdempotencyStore } from './services/idempotency.js';
 import { createServices, type Services } from './services/index.js';
 import { RateLimiter } from './services/rate-limiter.js';
+import { TrafficMetricsReader } from './services/traffic-metrics.js';
 import { upgradeAddresses } from './services/upgrade-addresses.js';
 
 export interface AppOptions {
@@ -76,6 +79,10 @@ export interface AppOptions {
    * ones derived from the deployment's cluster id; absent: all derived (see namespaceOf in @slb/model).
    */
   namespaceOverrides?: { healthQueue?: string; healthKeyPrefix?: string; sessionSyncPrefix?: string };
+  /** Prefix of the traffic metrics keys (SLB_METRICS_KEY_PREFIX); default `<cluster id>:metrics`. */
+  metricsKeyPrefix?: string;
+  /** The clock traffic metrics are bucketed and queried by (ms); default Date.now. Tests move it on. */
+  metricsClock?: () => number;
   /**
    * Backend address policy: the default networks of tenants without their own, and the deny set (the
    * cloud's own endpoints and the operator's extras; node addresses are added from the nodes table).
@@ -124,6 +131,8 @@ declare module 'fastify' {
     namespace: DeploymentNamespace;
     /** The load balancers' events (GET /v1/load-balancers/{lbId}/events). */
     events: EventStore;
+    /** Listeners' traffic from the 10 s buckets in Redis (GET …/metrics). */
+    trafficMetrics: TrafficMetricsReader;
   }
   interface FastifyRequest {
     auth: AuthContext;
@@ -189,6 +198,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     ? new Redis(options.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
     : null;
   redis?.on('error', () => {}); // readiness reports it; reconnects are ioredis' job
+  const metricsKeyPrefix = options.metricsKeyPrefix || metricsKeyPrefixOf(namespace.clusterId);
 
   const events = new EventStore(store.db, store.sqlite, { logger: app.log, ...options.events });
   app.decorate('events', events);
@@ -211,7 +221,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         onTransition: (message) => hub.healthChanged(message.listenerId),
       })
     : null;
+  // Heartbeats' traffic summaries into Redis buckets: never awaited by the hub, dropped while Redis is down.
+  const trafficIngest = redis ? new TrafficIngest(redis, metricsKeyPrefix, app.log, options.metricsClock) : null;
+  if (trafficIngest) hub.setTrafficSink((nodeId, report) => trafficIngest.heartbeat(nodeId, report));
   app.addHook('onReady', async () => {
+    // Connected now, not at the first readiness check: heartbeats write through it from the start.
+    redis?.connect().catch(() => {});
     await transitions
       ?.start()
       .catch((err) => app.log.warn({ err: String(err) }, 'health transitions: Redis unreachable'));
@@ -252,6 +267,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('idempotency', new IdempotencyStore(store.db));
   app.decorate('metricsRegistry', installMetrics(app));
   if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
+  if (trafficIngest) registerTrafficIngestMetrics(app.metricsRegistry, trafficIngest.stats);
+  app.decorate(
+    'trafficMetrics',
+    new TrafficMetricsReader(store.db, services.loadBalancers, redis, metricsKeyPrefix, options.metricsClock),
+  );
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onClose', async () => {
     redis?.disconnect();

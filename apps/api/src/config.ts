@@ -46,6 +46,8 @@ const Env = Type.Object({
   SLB_HEALTH_QUEUE: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$' })),
   SLB_HEALTH_KEY_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
   SLB_SESSION_SYNC_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
+  /** Prefix of the listeners' traffic metrics buckets; default `<cluster id>:metrics` (the API alone uses them). */
+  SLB_METRICS_KEY_PREFIX: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S+$' })),
   /** Per-token request rate (and burst) before 429 with Retry-After; 0 turns limiting off. */
   SLB_RATE_LIMIT_RPS: Type.Integer({ minimum: 0, maximum: 1_000_000, default: 200 }),
   SLB_RATE_LIMIT_BURST: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 400 }),

@@ -78,6 +78,7 @@ try {
       healthKeyPrefix: config.SLB_HEALTH_KEY_PREFIX,
       sessionSyncPrefix: config.SLB_SESSION_SYNC_PREFIX,
     },
+    metricsKeyPrefix: config.SLB_METRICS_KEY_PREFIX,
     logger,
     httpLimits: {
       headersTimeoutMs: config.SLB_HTTP_HEADERS_TIMEOUT * 1000,

@@ -247,7 +247,12 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const names: Record<string, string> = options.ownNamespace
     ? {}
-    : { SLB_HEALTH_QUEUE: id, SLB_HEALTH_KEY_PREFIX: `${id}:health`, SLB_SESSION_SYNC_PREFIX: `${id}:sync` };
+    : {
+        SLB_HEALTH_QUEUE: id,
+        SLB_HEALTH_KEY_PREFIX: `${id}:health`,
+        SLB_SESSION_SYNC_PREFIX: `${id}:sync`,
+        SLB_METRICS_KEY_PREFIX: `${id}:metrics`,
+      };
   const env: Record<string, string> = {
     SLB_DATA_DIR: dataDir,
     PORT: String(apiPort),
@@ -261,7 +266,13 @@ async function startLocalCloudOnce(options: LocalCloudOptions): Promise<LocalClo
     LOG_LEVEL: 'warn',
     ...(options.addressPools ? { SLB_ADDRESS_POOLS: options.addressPools } : {}),
   };
-  const { SLB_HEALTH_QUEUE: _q, SLB_HEALTH_KEY_PREFIX: _p, SLB_SESSION_SYNC_PREFIX: _s, ...inherited } = process.env;
+  const {
+    SLB_HEALTH_QUEUE: _q,
+    SLB_HEALTH_KEY_PREFIX: _p,
+    SLB_SESSION_SYNC_PREFIX: _s,
+    SLB_METRICS_KEY_PREFIX: _m,
+    ...inherited
+  } = process.env;
   const child = spawn(process.execPath, [LOCAL_CLOUD, ...(options.args ?? [])], {
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

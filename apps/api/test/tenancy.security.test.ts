@@ -28,6 +28,8 @@ const CLASSIFICATION: Record<string, 'tenant' | 'admin'> = {
   deleteLoadBalancer: 'tenant',
   getLoadBalancerHealth: 'tenant',
   listLoadBalancerEvents: 'tenant',
+  getLoadBalancerMetrics: 'tenant',
+  getListenerMetrics: 'tenant',
   listServerGroups: 'tenant',
   createServerGroup: 'tenant',
   getServerGroup: 'tenant',

@@ -7,6 +7,7 @@ import {
   reportRuntime,
   sessionSyncFromEnv,
   startMetricsServer,
+  TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { L4Node } from './app.js';
@@ -65,6 +66,7 @@ if (config.configPath !== undefined) {
     active: 'slb_l4_connections_active',
     connections: 'slb_l4_connections_total',
   });
+  const traffic = new TrafficReporter(() => node.metrics.traffic.reports());
   channel = new ControlChannelClient<NodeSnapshot>({
     apiUrl: config.SLB_API_URL,
     joinToken: config.SLB_NODE_JOIN_TOKEN,
@@ -80,6 +82,7 @@ if (config.configPath !== undefined) {
       return node.apply(snapshot, change);
     },
     load: () => load.current,
+    traffic: () => traffic.report(),
     currentFailures: () => node.currentFailures(),
     boundVips: () => node.boundVips(),
     reusePort,

@@ -1,14 +1,23 @@
-import { type CountSeries, PlainCounter, PlainGauge } from '@slb/node-runtime';
+import { type CountSeries, PlainCounter, PlainGauge, TrafficTally } from '@slb/node-runtime';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 const LB = ['listener', 'backend'] as const;
 
-/** Per-backend series, resolved once so the forwarding path never looks labels up. */
+/** A count the forwarding path moves. */
+export interface Count {
+  inc(by?: number): void;
+  dec(by?: number): void;
+}
+
+/**
+ * Per-backend series, resolved once so the forwarding path never looks labels up. `active`, `opened` and
+ * the bytes also count into their listener's traffic (the heartbeat's summary).
+ */
 export interface BackendMetrics {
-  readonly active: CountSeries;
-  readonly opened: CountSeries;
-  readonly bytesIn: CountSeries;
-  readonly bytesOut: CountSeries;
+  readonly active: Count;
+  readonly opened: Count;
+  readonly bytesIn: Count;
+  readonly bytesOut: Count;
   readonly connectFailures: CountSeries;
   /**
    * The backend is gone from its listener and has nothing open: its series leave the registry (unless
@@ -17,7 +26,7 @@ export interface BackendMetrics {
   retire(): void;
 }
 
-/** Per-listener metric children. */
+/** Per-listener metric children; the refusals (ACL, limits, no backend) count as its traffic's drops too. */
 export interface ListenerMetrics {
   readonly retries: Counter.Internal;
   readonly failOpen: Counter.Internal;
@@ -47,6 +56,8 @@ const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Co
  */
 export class L4Metrics {
   readonly registry = new Registry();
+  /** Per-listener counters for the heartbeat's traffic summary (not exported to Prometheus). */
+  readonly traffic = new TrafficTally();
   // Updated per connection: plain families (node-runtime), whose series the forwarding path holds.
   private readonly pairCounter = (name: string, help: string) => new PlainCounter(name, help, LB, this.registry);
   private readonly active = new PlainGauge(
@@ -174,6 +185,7 @@ export class L4Metrics {
     const metrics = [this.active, this.opened, this.bytesIn, this.bytesOut, this.connectFailures] as const;
     const key = `${listener}\0${backend}`;
     this.hold(key);
+    const traffic = this.traffic.hold(listener);
     let retired = false;
     /** A series made on first use, and DISCARD once retired. */
     const lazy = (metric: PlainCounter | PlainGauge) => {
@@ -189,33 +201,51 @@ export class L4Metrics {
     const bytesIn = lazy(this.bytesIn);
     const bytesOut = lazy(this.bytesOut);
     const connectFailures = lazy(this.connectFailures);
+    /** The series and the listener's traffic field, together. */
+    const tee = (series: () => CountSeries, field: 'active' | 'conns' | 'bytesIn' | 'bytesOut'): Count => ({
+      inc: (by = 1) => {
+        series().inc(by);
+        traffic[field] += by;
+      },
+      dec: (by = 1) => {
+        series().dec(by);
+        traffic[field] -= by;
+      },
+    });
+    const teeActive = tee(active, 'active');
+    const teeOpened = tee(opened, 'conns');
+    const teeIn = tee(bytesIn, 'bytesIn');
+    const teeOut = tee(bytesOut, 'bytesOut');
     return {
-      get active() {
-        return active();
-      },
-      get opened() {
-        return opened();
-      },
-      get bytesIn() {
-        return bytesIn();
-      },
-      get bytesOut() {
-        return bytesOut();
-      },
+      active: teeActive,
+      opened: teeOpened,
+      bytesIn: teeIn,
+      bytesOut: teeOut,
       get connectFailures() {
         return connectFailures();
       },
       retire: () => {
         if (retired) return;
         retired = true;
+        this.traffic.release(listener);
         if (this.release(key)) for (const m of metrics) m.remove({ listener, backend });
       },
     };
   }
 
-  forListener(listener: string): ListenerMetrics {
+  /** `reported`: in the heartbeat's traffic summary (false for http/https, which the L7 nodes report). */
+  forListener(listener: string, reported = true): ListenerMetrics {
     const l = { listener };
     this.hold(listener);
+    const traffic = this.traffic.hold(listener, false, reported);
+    /** A refusal: its counter and the listener's drops. */
+    const drop = (c: Counter.Internal): Counter.Internal =>
+      ({
+        inc: (by = 1) => {
+          c.inc(by);
+          traffic.drops += by;
+        },
+      }) as Counter.Internal;
     const counters = {
       retries: this.retries,
       failOpen: this.failOpen,
@@ -231,15 +261,19 @@ export class L4Metrics {
         Counter.Internal
       >;
     let retired = false;
+    const live = children((c) => c.labels(l));
     const m: ListenerMetrics = {
-      ...children((c) => c.labels(l)),
-      refusedListenerLimit: this.refused.labels({ listener, reason: 'listener_limit' }),
-      refusedClientLimit: this.refused.labels({ listener, reason: 'client_limit' }),
-      refusedTenantLimit: this.refused.labels({ listener, reason: 'tenant_limit' }),
-      refusedNodeLimit: this.refused.labels({ listener, reason: 'node_limit' }),
+      ...live,
+      aclDenied: drop(live.aclDenied),
+      noBackend: drop(live.noBackend),
+      refusedListenerLimit: drop(this.refused.labels({ listener, reason: 'listener_limit' })),
+      refusedClientLimit: drop(this.refused.labels({ listener, reason: 'client_limit' })),
+      refusedTenantLimit: drop(this.refused.labels({ listener, reason: 'tenant_limit' })),
+      refusedNodeLimit: drop(this.refused.labels({ listener, reason: 'node_limit' })),
       retire: () => {
         if (retired) return;
         retired = true;
+        this.traffic.release(listener);
         Object.assign(
           m,
           children(() => DISCARD),

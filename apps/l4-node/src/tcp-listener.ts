@@ -76,7 +76,7 @@ export class TcpListener {
     resolved: ResolvedListener,
     readonly deps: ListenerDeps,
   ) {
-    this.lm = deps.metrics.forListener(resolved.config.id);
+    this.lm = deps.metrics.forListener(resolved.config.id, resolved.config.protocol === 'tcp');
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);

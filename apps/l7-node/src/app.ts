@@ -1,4 +1,4 @@
-import type { L7Listener, L7NodeSnapshot, ListenerFailure } from '@slb/model';
+import type { L7Listener, L7NodeSnapshot, ListenerFailure, ListenerTrafficReport } from '@slb/model';
 import {
   BackendGuard,
   BindRetries,
@@ -68,6 +68,8 @@ export interface L7App {
    * and configs it could not build. Sent in every heartbeat, so the control plane sees failures heal.
    */
   currentFailures(): ListenerFailure[];
+  /** Each served listener's traffic counters now, for the heartbeat (bytes of open connections included). */
+  trafficReports(): ListenerTrafficReport[];
   /** Bound ports of a listener (useful when the snapshot says port 0). */
   ports(listenerId: string): { proxy: number; direct: number | null } | undefined;
   readonly version: number | null;
@@ -430,6 +432,12 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   return {
     metrics,
     currentFailures: () => [...failures].map(([listenerId, reason]) => ({ listenerId, reason })),
+    trafficReports() {
+      for (const rt of listeners.values()) rt.countBytes();
+      // A listener the node no longer serves stops being reported (draining ones still count).
+      metrics.traffic.retain(new Set([...listeners.keys(), ...draining]));
+      return metrics.traffic.reports();
+    },
     apply(snapshot) {
       const run = applying.then(() => applyNow(snapshot));
       applying = run.catch(() => undefined);

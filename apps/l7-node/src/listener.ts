@@ -57,6 +57,8 @@ export class ListenerRuntime {
   private readonly directServer: NetServer | null;
   private readonly clients = new WeakMap<object, ClientInfo>();
   private readonly sockets = new Set<Socket>();
+  /** Per open socket, the bytes read and written already added to the listener's traffic. */
+  private readonly counted = new WeakMap<Socket, { read: number; written: number }>();
   /** (https) Client sockets whose TLS handshake is in flight, capped per listener (maxTlsHandshakes). */
   private readonly handshaking = new Set<Socket>();
   /** Fast-path connections and their context; null on HTTPS listeners or with the fast path off. */
@@ -199,16 +201,52 @@ export class ListenerRuntime {
     const gauge = this.deps.metrics.activeConnections.labels(this.state.config.id);
     gauge.inc();
     this.deps.metrics.connections.labels(this.state.config.id).inc();
+    const traffic = this.traffic();
+    traffic.conns++;
+    traffic.active++;
     this.sockets.add(socket);
     socket.once('close', () => {
       gauge.dec();
+      traffic.active--;
+      this.countBytes(socket);
       this.sockets.delete(socket);
     });
+  }
+
+  private traffic() {
+    return this.deps.metrics.traffic.of(this.state.config.id, true);
+  }
+
+  /** A connection refused (ACL, handshake cap, PROXY header, untrusted peer): the traffic's drops. */
+  private dropped(): void {
+    this.traffic().drops++;
+  }
+
+  /**
+   * Adds the bytes moved since the last call on `socket` (every open one when absent) to the listener's
+   * traffic: once a heartbeat and at close, so long-lived connections show up without per-chunk accounting.
+   */
+  countBytes(socket?: Socket): void {
+    if (socket === undefined) {
+      for (const s of this.sockets) this.countBytes(s);
+      return;
+    }
+    const counted = this.counted.get(socket) ?? { read: 0, written: 0 };
+    const read = socket.bytesRead;
+    const written = socket.bytesWritten;
+    if (read === counted.read && written === counted.written) return;
+    const traffic = this.traffic();
+    traffic.bytesIn += Math.max(0, read - counted.read);
+    traffic.bytesOut += Math.max(0, written - counted.written);
+    counted.read = read;
+    counted.written = written;
+    this.counted.set(socket, counted);
   }
 
   private admit(socket: Socket, client: ClientInfo): void {
     if (this.allowed && !this.allowed(client.address)) {
       this.deps.metrics.aclRejections.labels(this.state.config.id).inc();
+      this.dropped();
       socket.destroy();
       return;
     }
@@ -224,6 +262,7 @@ export class ListenerRuntime {
     const cap = this.state.config.maxTlsHandshakes ?? TLS_HANDSHAKES_PER_LISTENER_DEFAULT;
     if (this.handshaking.size >= cap) {
       this.deps.metrics.tlsHandshakesRefused.labels(this.state.config.id).inc();
+      this.dropped();
       socket.destroy();
       return false;
     }
@@ -244,6 +283,7 @@ export class ListenerRuntime {
   private acceptProxied(socket: Socket): void {
     if (!this.options.proxySources.allows(unmapV4(socket.remoteAddress ?? ''))) {
       this.deps.metrics.untrustedPeers.labels(this.state.config.id).inc();
+      this.dropped();
       socket.on('error', () => {});
       // RST: nothing is read, and no TIME_WAIT is left behind by a peer that should not be here.
       socket.resetAndDestroy();
@@ -254,6 +294,7 @@ export class ListenerRuntime {
     readProxyHeader(socket, this.options.proxyHeaderTimeoutMs).then((r) => {
       if (!r.ok) {
         this.deps.metrics.proxyHeaderErrors.labels(this.state.config.id, r.reason).inc();
+        this.dropped();
         this.deps.logger.debug({ listener: this.state.config.id, reason: r.reason }, 'proxy header refused');
         socket.destroy();
         return;

@@ -5,6 +5,7 @@ import {
   type L7NodeSnapshot,
   L7NodeSnapshot as L7NodeSnapshotSchema,
   type ListenerFailure,
+  type ListenerTrafficReport,
   type NodeLoadReport,
 } from '@slb/model';
 import {
@@ -14,6 +15,7 @@ import {
   type SnapshotChange,
   sessionSyncFromEnv,
   startMetricsServer,
+  TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
@@ -50,6 +52,8 @@ interface Target {
   /** Resolves with the listeners it could not build (in a worker fleet: those any worker could not). */
   apply(snapshot: L7NodeSnapshot, change?: SnapshotChange): Promise<undefined | readonly ListenerFailure[]>;
   load(): NodeLoadReport;
+  /** The traffic counters of the node's listeners now (for the heartbeat's summary). */
+  traffic(): ListenerTrafficReport[];
   /** The listeners not served as sent now (binds being retried included): sent in every heartbeat. */
   currentFailures(): ListenerFailure[];
   close(): Promise<void>;
@@ -70,6 +74,7 @@ async function startSingle(): Promise<Target> {
   return {
     apply: (snapshot) => app.apply(snapshot),
     load: () => load.current,
+    traffic: () => app.trafficReports(),
     currentFailures: () => app.currentFailures(),
     reloads: (result) => app.metrics.reloads.labels(result).inc(),
     close: async () => {
@@ -92,6 +97,7 @@ async function startPrimary(): Promise<Target> {
   return {
     apply: (snapshot, change) => fleet.apply(snapshot, change),
     load: () => fleet.load(),
+    traffic: () => fleet.traffic(),
     currentFailures: () => fleet.currentFailures(),
     // The workers count their own reloads; a refused file never reaches them.
     reloads: () => {},
@@ -120,7 +126,12 @@ function startWorker(): void {
     process.exit(0);
   };
   runWorker(
-    { apply: (s) => app.apply(s), load: () => load.current, currentFailures: () => app.currentFailures() },
+    {
+      apply: (s) => app.apply(s),
+      load: () => load.current,
+      currentFailures: () => app.currentFailures(),
+      trafficReports: () => app.trafficReports(),
+    },
     logger,
     shutdown,
   );
@@ -154,6 +165,7 @@ async function startMetrics(registry: Parameters<typeof startMetricsServer>[0]) 
 /** Serves the config file or follows the control channel, until SIGTERM/SIGINT. */
 async function follow(target: Target): Promise<void> {
   let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
+  const traffic = new TrafficReporter(() => target.traffic());
   if (config.configPath !== undefined) {
     await runFromFile(config.configPath, target);
   } else {
@@ -169,6 +181,7 @@ async function follow(target: Target): Promise<void> {
       schema: L7NodeSnapshotSchema,
       apply: (snapshot, change) => target.apply(snapshot, change),
       load: () => target.load(),
+      traffic: () => traffic.report(),
       currentFailures: () => target.currentFailures(),
       logger,
     });

@@ -1,10 +1,12 @@
-import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from '@slb/node-runtime';
+import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram, TrafficTally } from '@slb/node-runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Every metric the L7 node exports, registered on one registry per app (tests build several). */
 export function createMetrics(registry = new Registry()) {
   return {
     registry,
+    /** Per-listener counters for the heartbeat's traffic summary (not exported to Prometheus). */
+    traffic: new TrafficTally(),
     // Updated on every request: plain families (plain-metrics.ts).
     requests: new PlainCounter(
       'slb_l7_requests_total',

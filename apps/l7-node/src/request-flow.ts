@@ -102,6 +102,7 @@ export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRe
   deps.metrics.activeRequests.add([listener], -1);
   const backendId = r.backend?.serverId ?? 'none';
   deps.metrics.requests.inc([listener, backendId, CODE_CLASS[Math.trunc(r.status / 100)] ?? '5xx']);
+  deps.metrics.traffic.of(listener, true).response(r.status);
   if (!deps.logger.isLevelEnabled('info')) return;
   deps.logger.info(
     {
@@ -137,7 +138,9 @@ export function responseStarted(
   dispatchStarted: number,
 ): void {
   group.succeeded(b);
-  deps.metrics.upstreamLatency.observe([state.config.id, b.serverId], (performance.now() - dispatchStarted) / 1000);
+  const ms = performance.now() - dispatchStarted;
+  deps.metrics.upstreamLatency.observe([state.config.id, b.serverId], ms / 1000);
+  deps.metrics.traffic.of(state.config.id, true).upstreamTime(ms);
 }
 
 /**

@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
-import type { L7Listener, L7NodeSnapshot, ListenerFailure, NodeLoadReport } from '@slb/model';
-import { applyListenerDelta, type SnapshotChange } from '@slb/node-runtime';
+import type { L7Listener, L7NodeSnapshot, ListenerFailure, ListenerTrafficReport, NodeLoadReport } from '@slb/model';
+import { applyListenerDelta, type SnapshotChange, sumReports } from '@slb/node-runtime';
 import type { Logger } from 'pino';
 
 // One L7 node as several processes, one per core (SLB_L7_WORKERS). The primary holds what is the node's
@@ -36,7 +36,7 @@ export type FromWorker =
       current?: ListenerFailure[];
     }
   /** Each second: the worker's load and its listener failures now (binds being retried included). */
-  | { type: 'slb:load'; load: NodeLoadReport; failed?: ListenerFailure[] };
+  | { type: 'slb:load'; load: NodeLoadReport; failed?: ListenerFailure[]; traffic?: ListenerTrafficReport[] };
 
 interface WorkerState {
   readonly worker: Worker;
@@ -46,6 +46,8 @@ interface WorkerState {
   load: NodeLoadReport;
   /** The worker's listener failures as of its last load report. */
   failed: ListenerFailure[];
+  /** The worker's traffic counters as of its last load report. */
+  traffic: ListenerTrafficReport[];
 }
 
 const ZERO_LOAD: NodeLoadReport = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
@@ -60,6 +62,11 @@ export class WorkerFleet {
     { pending: Set<number>; errors: string[]; failed: Map<string, string>; done: () => void }
   >();
   private stopping = false;
+  /**
+   * The last counters of workers that exited, per listener: the node's counters are cumulative since it
+   * started, so a worker's death must not make them go backwards (the API would take that for a restart).
+   */
+  private readonly retired = new Map<string, ListenerTrafficReport>();
 
   constructor(
     private readonly count: number,
@@ -126,6 +133,16 @@ export class WorkerFleet {
     return sum;
   }
 
+  /** The node's traffic counters: the workers' last reports summed, with those of workers that exited. */
+  traffic(): ListenerTrafficReport[] {
+    const sum = new Map<string, ListenerTrafficReport>();
+    for (const w of this.workers.values()) sumReports(sum, w.traffic);
+    // Listeners no worker serves any more are forgotten, their exited workers' share with them.
+    for (const id of this.retired.keys()) if (!sum.has(id)) this.retired.delete(id);
+    sumReports(sum, this.retired.values(), false);
+    return [...sum.values()];
+  }
+
   /**
    * The node's listener failures now: any worker's (they apply the same configs, so they mostly agree; a
    * listener one worker cannot serve is one the node does not serve as sent). Up to a second old.
@@ -160,11 +177,12 @@ export class WorkerFleet {
   private fork(): void {
     const forkedAt = Date.now();
     const worker = cluster.fork();
-    const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD, failed: [] };
+    const state: WorkerState = { worker, ready: false, version: null, load: ZERO_LOAD, failed: [], traffic: [] };
     this.workers.set(worker.id, state);
     worker.on('message', (m: FromWorker) => this.onMessage(state, m));
     worker.on('exit', (code, signal) => {
       this.workers.delete(worker.id);
+      sumReports(this.retired, state.traffic, false);
       this.settleFor(worker.id, null);
       if (this.stopping) return;
       // A worker that died takes only its own connections: its siblings keep serving, and a new one starts
@@ -195,6 +213,7 @@ export class WorkerFleet {
     } else if (m.type === 'slb:load') {
       w.load = m.load;
       w.failed = m.failed ?? [];
+      w.traffic = m.traffic ?? [];
     }
   }
 
@@ -221,6 +240,8 @@ export interface WorkerApp {
   load(): NodeLoadReport;
   /** Its listener failures now, reported with the load. Default: none reported. */
   currentFailures?(): ListenerFailure[];
+  /** Its traffic counters now, reported with the load. Default: none reported. */
+  trafficReports?(): ListenerTrafficReport[];
 }
 
 /** A worker's line to the primary. Default: the cluster IPC channel of this process. */
@@ -293,7 +314,13 @@ export function runWorker(
   });
   const ticker = setInterval(() => {
     const failed = app.currentFailures?.();
-    reply({ type: 'slb:load', load: app.load(), ...(failed === undefined ? {} : { failed }) });
+    const traffic = app.trafficReports?.();
+    reply({
+      type: 'slb:load',
+      load: app.load(),
+      ...(failed === undefined ? {} : { failed }),
+      ...(traffic === undefined ? {} : { traffic }),
+    });
   }, 1000);
   ticker.unref();
   reply({ type: 'slb:ready' });

@@ -288,6 +288,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/load-balancers/{lbId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get traffic metrics
+         * @description Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 400 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable.
+         */
+        get: operations["getLoadBalancerMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/load-balancers/{lbId}/listeners/{lsnId}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get traffic metrics of a listener
+         * @description The same series as the load balancer’s metrics, for one listener.
+         */
+        get: operations["getListenerMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/load-balancers/{lbId}/listeners/{lsnId}/rules": {
         parameters: {
             query?: never;
@@ -1721,6 +1761,43 @@ export interface components {
             items: components["schemas"]["Token"][];
             nextCursor: string | null;
         };
+        /** TrafficMetrics */
+        TrafficMetrics: {
+            loadBalancerId: string;
+            listenerId: string | null;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description seconds per point */
+            step: number;
+            timestamps: number[];
+            /** @description open connections (tcp, http, https) and flows (udp), all nodes */
+            activeConnections: (number | null)[];
+            /** @description accepted connections or new flows per second */
+            newConnectionsPerSecond: (number | null)[];
+            /** @description client → backend bytes per second */
+            bytesInPerSecond: (number | null)[];
+            /** @description backend → client bytes per second */
+            bytesOutPerSecond: (number | null)[];
+            /** @description connections refused or reset by the node (limits, ACL, no backend) */
+            droppedConnectionsPerSecond: (number | null)[];
+            /** @description http and https listeners only; null elsewhere */
+            requestsPerSecond: {
+                /** @description http/https responses 2xx per second */
+                "2xx": (number | null)[];
+                /** @description 3xx per second */
+                "3xx": (number | null)[];
+                /** @description 4xx per second */
+                "4xx": (number | null)[];
+                /** @description 5xx per second (the node’s own 502/503/504 included) */
+                "5xx": (number | null)[];
+            };
+            /** @description http/https: median time to the backend’s response head, ms */
+            upstreamTimeP50Ms: (number | null)[];
+            /** @description http/https: 99th percentile of the same, ms */
+            upstreamTimeP99Ms: (number | null)[];
+        };
         /** UpdateAcl */
         UpdateAcl: {
             name?: string;
@@ -2647,6 +2724,91 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getLoadBalancerMetrics: {
+        parameters: {
+            query?: {
+                /** @description start (inclusive); default: `to` minus 15 minutes */
+                from?: string;
+                /** @description end (exclusive); default: now */
+                to?: string;
+                /** @description seconds per point, a multiple of 10; default: the smallest giving at most 360 points */
+                step?: number;
+            };
+            header?: never;
+            path: {
+                lbId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The traffic metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrafficMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description problem details (RFC 9457) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getListenerMetrics: {
+        parameters: {
+            query?: {
+                /** @description start (inclusive); default: `to` minus 15 minutes */
+                from?: string;
+                /** @description end (exclusive); default: now */
+                to?: string;
+                /** @description seconds per point, a multiple of 10; default: the smallest giving at most 360 points */
+                step?: number;
+            };
+            header?: never;
+            path: {
+                lbId: string;
+                lsnId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The traffic metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrafficMetrics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description problem details (RFC 9457) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listRules: {

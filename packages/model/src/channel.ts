@@ -3,6 +3,7 @@ import { NodeId } from './common.js';
 import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
+import { MAX_TRAFFIC_LISTENERS_PER_BEAT, RESPONSE_CLASSES, UPSTREAM_TIME_BOUNDS_MS } from './traffic.js';
 
 // The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
 // controller). Every message is a JSON object with a `type`, validated with Value.Check on both sides;
@@ -71,6 +72,53 @@ export const NackMessage = Type.Object(
   { type: Type.Literal('nack'), version: Version, reason: Type.String({ maxLength: 2000 }) },
   { additionalProperties: false },
 );
+const Count = (description?: string) =>
+  Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...(description === undefined ? {} : { description }) });
+/**
+ * One listener's traffic on a node: counters cumulative since the node process started (its `bootId`), and
+ * the open connections now. Only the counters the node serves: `responses` and `upstreamMs` on http/https
+ * listeners (the L7 nodes; L4 nodes report only the tcp/udp listeners they terminate).
+ */
+export const ListenerTrafficReport = Type.Object(
+  {
+    id: Type.String({ minLength: 1, maxLength: 64 }),
+    conns: Count('connections accepted (tcp, http, https) or flows opened (udp)'),
+    bytesIn: Count('client → backend bytes'),
+    bytesOut: Count('backend → client bytes'),
+    drops: Count('connections or flows refused (ACL, limits, no backend)'),
+    active: Count('open connections or flows now (a gauge)'),
+    responses: Type.Optional(
+      Type.Array(Count(), {
+        minItems: RESPONSE_CLASSES.length,
+        maxItems: RESPONSE_CLASSES.length,
+        description: 'responses by class, RESPONSE_CLASSES order (2xx … 5xx, the node’s own 502/503/504 included)',
+      }),
+    ),
+    upstreamMs: Type.Optional(
+      Type.Array(Count(), {
+        minItems: UPSTREAM_TIME_BOUNDS_MS.length + 1,
+        maxItems: UPSTREAM_TIME_BOUNDS_MS.length + 1,
+        description:
+          'backend response times per UPSTREAM_TIME_BOUNDS_MS bucket (not cumulative over buckets), the last one slower than every bound',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ListenerTrafficReport = Static<typeof ListenerTrafficReport>;
+export const TrafficReport = Type.Object(
+  {
+    bootId: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'new at every start of the node process: counters under another boot id started again from 0',
+    }),
+    listeners: Type.Array(ListenerTrafficReport, { maxItems: MAX_TRAFFIC_LISTENERS_PER_BEAT }),
+  },
+  { additionalProperties: false },
+);
+export type TrafficReport = Static<typeof TrafficReport>;
+
 export const HeartbeatMessage = Type.Object(
   {
     type: Type.Literal('heartbeat'),
@@ -82,6 +130,8 @@ export const HeartbeatMessage = Type.Object(
         "the node's listener failures now (binds still being retried included); absent or empty: every listener of the applied config is served",
       ),
     ),
+    // Optional: nodes from before traffic metrics say nothing, and their listeners simply have no data.
+    traffic: Type.Optional(TrafficReport),
   },
   { additionalProperties: false },
 );

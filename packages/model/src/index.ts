@@ -25,3 +25,4 @@ export * from './snapshot.js';
 export * from './snapshot-deny.js';
 export * from './tenant.js';
 export * from './traffic.js';
+export * from './traffic-math.js';

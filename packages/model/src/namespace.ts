@@ -34,6 +34,14 @@ export function namespaceOf(clusterId: string): DeploymentNamespace {
   };
 }
 
+/**
+ * Prefix of the traffic metrics buckets the API keeps in Redis. Not part of DeploymentNamespace: no worker or
+ * node reads them, only the API (SLB_METRICS_KEY_PREFIX overrides it).
+ */
+export function metricsKeyPrefixOf(clusterId: string): string {
+  return `${clusterId}:metrics`;
+}
+
 /** The derived names with the operator's explicit ones (set, non-empty) in their place. */
 export function namespaceWithOverrides(
   clusterId: string,

@@ -10,6 +10,21 @@ export const METRICS_RESOLUTION_SECONDS = 10;
 export const METRICS_RETENTION_SECONDS = 24 * 3600;
 /** A query returns at most this many points: a longer range needs a coarser step. */
 export const MAX_METRICS_POINTS = 8640;
+/**
+ * Bounds (ms, each an upper bound, inclusive) of the upstream response-time histogram the L7 nodes report
+ * and the API keeps; one more bucket counts what is slower than the last. Fixed: the nodes' cumulative
+ * counts, the API's stored buckets and the percentiles read from them all mean the same buckets.
+ */
+export const UPSTREAM_TIME_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000] as const;
+/** Response classes counted per listener, in the order of a report's `responses`. */
+export const RESPONSE_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
+/**
+ * Listeners in one heartbeat's traffic report at most: a node message is at most 64 KiB, and an http entry
+ * with large counters is ~300 bytes. A node with more listeners to report sends the longest-unreported
+ * first and the rest in the next beats: counters are cumulative, so nothing is lost, only attributed a beat
+ * or a few later.
+ */
+export const MAX_TRAFFIC_LISTENERS_PER_BEAT = 150;
 
 export const MetricsQuery = StrictObject(
   {

@@ -6,6 +6,7 @@ import {
   type ListenerFailure,
   type NodeLoadReport,
   type NodeMessage,
+  type TrafficReport,
 } from '@slb/model';
 import WebSocket from 'ws';
 import { reconnectDelay } from './backoff.js';
@@ -55,6 +56,11 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   apply(snapshot: S, change?: SnapshotChange): Promise<AppliedListeners>;
   load(): NodeLoadReport;
+  /**
+   * The traffic summary of each heartbeat (a TrafficReporter's report()); absent: none sent. Called once
+   * per heartbeat, so its cost is paid once a second.
+   */
+  traffic?(): TrafficReport;
   /**
    * The node's listener failures now (binds still being retried, configs it could not build), sent in every
    * heartbeat and used for the acks instead of what the applies returned, so the control plane sees a
@@ -475,8 +481,13 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   /** Failures ride along only with a node that reports its current ones; an empty list says "all healed". */
   private heartbeatMessage(): NodeMessage {
     const load = this.options.load();
-    if (this.options.currentFailures === undefined) return { type: 'heartbeat', load };
-    return { type: 'heartbeat', load, failedListeners: this.reportedFailures() };
+    const traffic = this.options.traffic?.();
+    return {
+      type: 'heartbeat',
+      load,
+      ...(this.options.currentFailures === undefined ? {} : { failedListeners: this.reportedFailures() }),
+      ...(traffic === undefined ? {} : { traffic }),
+    };
   }
 
   /** Enrolled on joining with the legacy token: keep the credential and present it from the next connection. */

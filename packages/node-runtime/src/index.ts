@@ -71,3 +71,10 @@ export {
 } from './session-sync.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
 export { sealKeyOf } from './state-seal.js';
+export {
+  ListenerTraffic,
+  sumReports,
+  TrafficReporter,
+  type TrafficReporterOptions,
+  TrafficTally,
+} from './traffic-tally.js';

@@ -11,6 +11,7 @@ import {
   NodeMessage,
   type NodeSnapshot,
   type SnapshotBackendDeny,
+  type TrafficReport,
 } from '@slb/model';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
@@ -163,6 +164,26 @@ export class ControlHub {
     this.backendDeny = read;
   }
 
+  /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
+  private trafficSink: ((nodeId: string, report: TrafficReport) => void) | undefined;
+  setTrafficSink(sink: (nodeId: string, report: TrafficReport) => void): void {
+    this.trafficSink = sink;
+  }
+
+  /**
+   * Only listeners this node was sent count: a node cannot write into another tenant's metrics by naming
+   * its listener. Never in the way of the heartbeat: whatever the sink does, the session carries on.
+   */
+  private traffic(session: Session, report: TrafficReport): void {
+    if (this.trafficSink === undefined) return;
+    const listeners = report.listeners.filter((l) => session.sentJson.has(l.id));
+    try {
+      this.trafficSink(session.nodeId, { bootId: report.bootId, listeners });
+    } catch (err) {
+      this.log.error({ err, nodeId: session.nodeId }, 'traffic summary not taken');
+    }
+  }
+
   /** The deployment's session-sync prefix, sent in every first snapshot (the nodes' default namespace). */
   private sessionSyncPrefix: string | undefined;
   setSessionSyncPrefix(prefix: string): void {
@@ -272,8 +293,10 @@ export class ControlHub {
       }
       if (!session) return this.reject(ws, 'say hello first');
       session.lastSeen = Date.now();
-      if (message.type === 'heartbeat') this.heartbeat(session, message.load, message.failedListeners);
-      else if (message.type === 'ack') this.ack(session, message.version, message.failedListeners);
+      if (message.type === 'heartbeat') {
+        this.heartbeat(session, message.load, message.failedListeners);
+        if (message.traffic !== undefined) this.traffic(session, message.traffic);
+      } else if (message.type === 'ack') this.ack(session, message.version, message.failedListeners);
       else this.nack(session, message.version, message.reason);
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays

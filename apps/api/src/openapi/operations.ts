@@ -33,6 +33,10 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
     'List load balancer events',
     'What happened to the load balancer, newest first, paginated with `limit` and `cursor`, optionally one `kind`: `api` (a change made through the API: whose token, which operation, which resource), `health` (a server turned normal or abnormal), `node` (a node began or stopped serving it) and `bind` (a node could not bind one of its listeners, or again could). The newest 10,000 events of each load balancer are kept, none older than 7 days; they are deleted with the load balancer.',
   ],
+  getLoadBalancerMetrics: [
+    'Get traffic metrics',
+    'Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 400 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable.',
+  ],
   listServerGroups: ['List server groups', "The load balancer's server groups with their servers, paginated."],
   createServerGroup: [
     'Create a server group',
@@ -123,6 +127,10 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   putTenantBackendNetworks: [
     "Set a tenant's backend networks (admin)",
     "Replaces the networks the tenant's servers may be in.",
+  ],
+  getListenerMetrics: [
+    'Get traffic metrics of a listener',
+    'The same series as the load balancer’s metrics, for one listener.',
   ],
   getQuotas: ['Get my quotas', "The caller's own tenant's quotas."],
   getTenantQuotas: ["Get a tenant's quotas", 'Admin, or a member for its own tenant.'],

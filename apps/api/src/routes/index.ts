@@ -6,6 +6,7 @@ import { certificateRoutes } from './certificates.js';
 import { eventRoutes } from './events.js';
 import { listenerRoutes } from './listeners.js';
 import { loadBalancerRoutes } from './load-balancers.js';
+import { metricsRoutes } from './metrics.js';
 import { nodeRoutes } from './nodes.js';
 import { planRoutes } from './plans.js';
 import { quotaRoutes } from './quotas.js';
@@ -18,6 +19,7 @@ export const registerRoutes: FastifyPluginAsync = async (app) => {
   await app.register(eventRoutes);
   await app.register(serverGroupRoutes);
   await app.register(listenerRoutes);
+  await app.register(metricsRoutes);
   await app.register(ruleRoutes);
   await app.register(planRoutes);
   await app.register(certificateRoutes);

@@ -1,0 +1,82 @@
+import { type Db, listeners } from '@slb/db';
+import {
+  BucketTable,
+  bucketsOf,
+  type MetricsQuery,
+  planMetricsQuery,
+  seriesOf,
+  type TrafficMetrics,
+  windowsOf,
+} from '@slb/model';
+import { eq } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import { metricsKey } from '../control/traffic-ingest.js';
+import { ApiError, notFound } from '../errors.js';
+import type { Scope } from './common.js';
+import type { LoadBalancerService } from './load-balancers.js';
+
+/**
+ * Reads a load balancer's (or one listener's) traffic from the 10 s buckets the hub writes to Redis
+ * (control/traffic-ingest.ts): every window hash of the range in one pipeline, summed over the listeners.
+ */
+export class TrafficMetricsReader {
+  constructor(
+    private readonly db: Db,
+    private readonly lbs: LoadBalancerService,
+    private readonly redis: Redis | null,
+    private readonly prefix: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async read(
+    scope: Scope,
+    lbId: string,
+    listenerId: string | null,
+    query: MetricsQuery,
+    nowMs = this.now(),
+  ): Promise<TrafficMetrics> {
+    this.lbs.find(scope, lbId);
+    const all = this.db
+      .select({ id: listeners.id, protocol: listeners.protocol })
+      .from(listeners)
+      .where(eq(listeners.loadBalancerId, lbId))
+      .all();
+    const chosen = listenerId === null ? all : all.filter((l) => l.id === listenerId);
+    if (listenerId !== null && chosen.length === 0) throw notFound('listener', listenerId);
+    const planned = planMetricsQuery(query, nowMs);
+    if (!planned.ok)
+      throw new ApiError('validation_failed', planned.detail, [{ path: planned.field, message: planned.detail }]);
+    const { plan } = planned;
+    const { first, count } = bucketsOf(plan);
+    const table = new BucketTable(first, count);
+    if (chosen.length > 0) await this.fill(table, chosen, windowsOf(plan));
+    const http = chosen.some((l) => l.protocol === 'http' || l.protocol === 'https');
+    return {
+      loadBalancerId: lbId,
+      listenerId,
+      from: new Date(plan.from * 1000).toISOString(),
+      to: new Date(plan.to * 1000).toISOString(),
+      step: plan.step,
+      ...seriesOf(table, plan, http),
+    };
+  }
+
+  private async fill(table: BucketTable, chosen: { id: string }[], windows: number[]): Promise<void> {
+    if (this.redis === null || this.redis.status !== 'ready') throw unavailable();
+    const pipeline = this.redis.pipeline();
+    for (const l of chosen) for (const w of windows) pipeline.hgetall(metricsKey(this.prefix, l.id, w));
+    const results = await pipeline.exec().catch(() => null);
+    if (results === null) throw unavailable();
+    let i = 0;
+    for (const _ of chosen) {
+      for (const w of windows) {
+        const [err, hash] = results[i++]!;
+        if (err) throw unavailable();
+        table.addWindow(w, hash as Record<string, string>);
+      }
+    }
+  }
+}
+
+const unavailable = () =>
+  new ApiError('not_ready', 'traffic metrics are unavailable now: their store (Redis) is unreachable');

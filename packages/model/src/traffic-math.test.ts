@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import type { ListenerTrafficReport } from './channel.js';
+import { MAX_METRICS_POINTS, METRICS_RETENTION_SECONDS } from './traffic.js';
+import {
+  BucketTable,
+  bucketField,
+  bucketOf,
+  COUNTER_CODES,
+  counterDelta,
+  percentileMs,
+  planMetricsQuery,
+  seriesOf,
+  TrafficDeltas,
+  windowOf,
+  windowsOf,
+} from './traffic-math.js';
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const report = (id: string, conns: number, active = 0, extra: Partial<ListenerTrafficReport> = {}) => ({
+  id,
+  conns,
+  bytesIn: conns * 100,
+  bytesOut: conns * 1000,
+  drops: 0,
+  active,
+  ...extra,
+});
+
+describe('counterDelta', () => {
+  it('subtracts, and restarts from the new value when any counter went backwards', () => {
+    expect(counterDelta([1, 2, 3], [4, 2, 5])).toEqual([3, 0, 2]);
+    expect(counterDelta([10, 2, 3], [4, 5, 5])).toEqual([4, 5, 5]);
+    expect(counterDelta(undefined, [4, 5])).toEqual([4, 5]);
+  });
+});
+
+describe('TrafficDeltas', () => {
+  it('takes the first beat of a node as a baseline, then counts deltas', () => {
+    const d = new TrafficDeltas();
+    expect(d.apply('n1', 'boot-a', [report('l1', 1000, 7)], T0)).toEqual([]);
+    const [w] = d.apply('n1', 'boot-a', [report('l1', 1003, 7)], T0 + 1000);
+    expect(w?.counters?.slice(0, 3)).toEqual([3, 300, 3000]);
+    // Same bucket as the baseline: the gauge waits for the next bucket (the old process may have written it).
+    expect(w?.gauge).toBeNull();
+    const [next] = d.apply('n1', 'boot-a', [report('l1', 1003, 9)], T0 + 11_000);
+    expect(next).toMatchObject({ bucket: bucketOf(T0 + 11_000), counters: null, gauge: 9 });
+  });
+
+  it('keeps a node gauge per bucket as differences from its last value in the bucket', () => {
+    const d = new TrafficDeltas({ baselineMs: 0 });
+    d.apply('n1', 'b', [], T0 - 10_000); // the node's first bucket here is the one before
+    expect(d.apply('n1', 'b', [report('l1', 0, 5)], T0 + 1000)[0]?.gauge).toBe(5);
+    expect(d.apply('n1', 'b', [report('l1', 0, 5)], T0 + 2000)).toEqual([]);
+    expect(d.apply('n1', 'b', [report('l1', 0, 2)], T0 + 3000)[0]?.gauge).toBe(-3);
+    // A new bucket: the whole value again, a zero included (it says the node reported).
+    expect(d.apply('n1', 'b', [report('l1', 0, 0)], T0 + 10_000)[0]?.gauge).toBe(0);
+  });
+
+  it('restarts every counter from its new value under a new boot id, the gauge counting the node once', () => {
+    const d = new TrafficDeltas();
+    d.apply('n1', 'a', [report('l1', 500)], T0 - 10_000);
+    d.apply('n1', 'a', [report('l1', 510, 6)], T0 + 1000);
+    const [w] = d.apply('n1', 'b', [report('l1', 4, 1)], T0 + 2000);
+    expect(w?.counters?.[0]).toBe(4);
+    expect(w?.gauge).toBe(-5);
+  });
+
+  it('counts a listener new on a known node from zero after the baseline window, not before', () => {
+    const d = new TrafficDeltas({ baselineMs: 5000 });
+    d.apply('n1', 'a', [report('l1', 1)], T0);
+    expect(d.apply('n1', 'a', [report('l2', 900)], T0 + 1000)).toEqual([]);
+    expect(d.apply('n1', 'a', [report('l3', 2)], T0 + 6000)[0]?.counters?.[0]).toBe(2);
+  });
+
+  it('treats a listener silent for longer than staleMs as a baseline', () => {
+    const d = new TrafficDeltas({ baselineMs: 0, staleMs: 10_000 });
+    d.apply('n1', 'a', [report('l1', 1)], T0);
+    expect(d.apply('n1', 'a', [report('l1', 1000)], T0 + 60_000)).toEqual([
+      { listenerId: 'l1', bucket: bucketOf(T0 + 60_000), counters: null, gauge: 0 },
+    ]);
+  });
+});
+
+describe('buckets and windows', () => {
+  it('names fields by bucket index in the window and reads them back', () => {
+    const bucket = bucketOf(T0 + 75_000);
+    expect(bucket).toBe(T0 / 1000 + 70);
+    expect(bucketField(bucket, 'c')).toBe('1:c');
+    const table = new BucketTable(windowOf(bucket), 6);
+    table.addWindow(windowOf(bucket), { '1:c': '5', '1:a': '3', '2:h0': '2', junk: 'x' });
+    expect(table.counters[0]?.[1]).toBe(5);
+    expect(table.gauge[1]).toBe(3);
+    expect([...table.reported]).toEqual([0, 1, 1, 0, 0, 0]);
+    expect([...table.gaugeSeen]).toEqual([0, 1, 0, 0, 0, 0]);
+  });
+});
+
+describe('percentileMs', () => {
+  it('interpolates within the bucket holding the rank', () => {
+    const counts = new Array(COUNTER_CODES.length).fill(0).slice(0, 14);
+    counts[3] = 100; // (5, 10] ms
+    expect(percentileMs(counts, 0.5)).toBeCloseTo(7.5);
+    counts[13] = 1; // slower than 10 s
+    expect(percentileMs(counts, 1)).toBe(10_000);
+    expect(percentileMs(new Array(14).fill(0), 0.5)).toBeNull();
+  });
+});
+
+describe('planMetricsQuery', () => {
+  const now = T0 + 3600_000 * 30;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  it('defaults to the last 15 minutes at 10 s', () => {
+    const r = planMetricsQuery({}, now);
+    expect(r).toEqual({ ok: true, plan: { from: now / 1000 - 900, to: now / 1000, step: 10, points: 90 } });
+  });
+
+  it('serves 24 h at 10 s, and aligns points to the step', () => {
+    const r = planMetricsQuery({ from: iso(now - METRICS_RETENTION_SECONDS * 1000), to: iso(now), step: 10 }, now);
+    expect(r.ok && r.plan.points).toBe(MAX_METRICS_POINTS);
+    const odd = planMetricsQuery({ from: iso(now - 95_000), to: iso(now), step: 60 }, now);
+    expect(odd.ok && odd.plan.from % 60).toBe(0);
+    if (odd.ok) expect(windowsOf(odd.plan)).toEqual([odd.plan.from, odd.plan.from + 60]);
+  });
+
+  it('refuses an empty or reversed range, one beyond retention, and too many points', () => {
+    expect(planMetricsQuery({ from: iso(now), to: iso(now) }, now)).toMatchObject({ ok: false });
+    expect(planMetricsQuery({ from: iso(now - 49 * 3600_000), to: iso(now) }, now)).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining('retention'),
+    });
+    const tooMany = planMetricsQuery({ from: iso(now - 86_000_000), to: iso(now - 1000), step: 10 }, now);
+    expect(tooMany.ok).toBe(true);
+    const over = planMetricsQuery({ from: iso(now - 86_400_000 - 5000), to: iso(now + 20_000), step: 10 }, now);
+    expect(over).toMatchObject({ ok: false, detail: expect.stringContaining('points') });
+  });
+});
+
+describe('seriesOf', () => {
+  it('gives rates per second, the last gauge of each step, null where nothing reported', () => {
+    const plan = { from: T0 / 1000, to: T0 / 1000 + 60, step: 30, points: 2 };
+    const table = new BucketTable(plan.from, 6);
+    table.addWindow(windowOf(plan.from), { '0:c': '30', '0:a': '2', '1:a': '4', '1:r2': '60', '1:h2': '10' });
+    const s = seriesOf(table, plan, true);
+    expect(s.timestamps).toEqual([plan.from, plan.from + 30]);
+    expect(s.newConnectionsPerSecond).toEqual([1, null]);
+    expect(s.activeConnections).toEqual([4, null]);
+    expect(s.requestsPerSecond['2xx']).toEqual([2, null]);
+    expect(s.upstreamTimeP50Ms[0]).toBeCloseTo(3.75);
+    expect(seriesOf(table, plan, false).requestsPerSecond['2xx']).toEqual([null, null]);
+  });
+});
