@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * Get traffic metrics
-         * @description Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 400 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable.
+         * @description Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 422 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable; every point null when the API runs without Redis.
          */
         get: operations["getLoadBalancerMetrics"];
         put?: never;
@@ -2756,6 +2756,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             /** @description problem details (RFC 9457) */
             503: {
@@ -2799,6 +2800,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             /** @description problem details (RFC 9457) */
             503: {

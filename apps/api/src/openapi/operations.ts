@@ -35,7 +35,7 @@ export const OPERATION_DOCS: Record<string, readonly [summary: string, descripti
   ],
   getLoadBalancerMetrics: [
     'Get traffic metrics',
-    'Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 400 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable.',
+    'Connections, bytes, drops, and for http/https listeners requests by class and upstream response times, summed over its listeners and the nodes serving them: one point per `step` (a multiple of 10 s, at most 8,640 points) from `from` to `to` (default: the last 15 minutes), kept 24 h. 422 for a range beyond retention, empty or reversed, or with too many points; 503 while the metrics store is unreachable; every point null when the API runs without Redis.',
   ],
   listServerGroups: ['List server groups', "The load balancer's server groups with their servers, paginated."],
   createServerGroup: [

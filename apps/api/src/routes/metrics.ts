@@ -13,7 +13,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getLoadBalancerMetrics',
       params: LbParams,
       querystring: MetricsQuery,
-      response: { 200: TrafficMetrics, ...problems(...AUTH_PROBLEMS, 404, 503) },
+      response: { 200: TrafficMetrics, ...problems(...AUTH_PROBLEMS, 404, 422, 503) },
     },
     handler: (request) => app.trafficMetrics.read(scope(request), request.params.lbId, null, request.query),
   });
@@ -24,7 +24,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getListenerMetrics',
       params: LsnParams,
       querystring: MetricsQuery,
-      response: { 200: TrafficMetrics, ...problems(...AUTH_PROBLEMS, 404, 503) },
+      response: { 200: TrafficMetrics, ...problems(...AUTH_PROBLEMS, 404, 422, 503) },
     },
     handler: (request) =>
       app.trafficMetrics.read(scope(request), request.params.lbId, request.params.lsnId, request.query),

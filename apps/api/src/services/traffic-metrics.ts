@@ -44,12 +44,14 @@ export class TrafficMetricsReader {
     const chosen = listenerId === null ? all : all.filter((l) => l.id === listenerId);
     if (listenerId !== null && chosen.length === 0) throw notFound('listener', listenerId);
     const planned = planMetricsQuery(query, nowMs);
+    // The query met its schema: a range the store cannot answer is 422, as any semantic refusal.
     if (!planned.ok)
-      throw new ApiError('validation_failed', planned.detail, [{ path: planned.field, message: planned.detail }]);
+      throw new ApiError('unprocessable', planned.detail, [{ path: planned.field, message: planned.detail }]);
     const { plan } = planned;
     const { first, count } = bucketsOf(plan);
     const table = new BucketTable(first, count);
-    if (chosen.length > 0) await this.fill(table, chosen, windowsOf(plan));
+    // No Redis configured (an API on its own): no node reports anywhere, so every point is null.
+    if (chosen.length > 0 && this.redis !== null) await this.fill(table, chosen, windowsOf(plan));
     const http = chosen.some((l) => l.protocol === 'http' || l.protocol === 'https');
     return {
       loadBalancerId: lbId,
