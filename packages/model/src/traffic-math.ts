@@ -331,6 +331,7 @@ export function seriesOf(table: BucketTable, plan: MetricsPlan, http: boolean): 
     out.requestsPerSecond['5xx'],
   ];
   const sums = new Float64Array(COUNTER_COUNT);
+  const histogram = new Float64Array(HISTOGRAM_SIZE);
   for (let p = 0; p < n; p++) {
     timestamps[p] = plan.from + p * plan.step;
     const start = p * per;
@@ -349,7 +350,7 @@ export function seriesOf(table: BucketTable, plan: MetricsPlan, http: boolean): 
     const last = http ? rates.length : RESPONSES_AT;
     for (let c = 0; c < last; c++) rates[c]![p] = sums[c]! / plan.step;
     if (http) {
-      const histogram = sums.subarray(HISTOGRAM_AT, HISTOGRAM_AT + HISTOGRAM_SIZE);
+      for (let k = 0; k < HISTOGRAM_SIZE; k++) histogram[k] = sums[HISTOGRAM_AT + k]!;
       out.upstreamTimeP50Ms[p] = percentileMs(histogram, 0.5);
       out.upstreamTimeP99Ms[p] = percentileMs(histogram, 0.99);
     }
