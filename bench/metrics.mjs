@@ -285,7 +285,9 @@ try {
     `query: 24 h at 10 s for one LB with 4 listeners (${points} points, ${filled} with data, ${(answer.bytes / 1024).toFixed(0)} KiB): median ${runs[6].toFixed(1)} ms (goal ≤ 50 ms), best ${runs[0].toFixed(1)} ms, worst ${runs.at(-1).toFixed(1)} ms`,
   );
   const one = `/v1/load-balancers/${lb.id}/listeners/${listeners[2].id}/metrics?from=${new Date(start - 3600_000).toISOString()}&to=${to}`;
-  say(`query: the last hour of one http listener at the default step: ${(await asTenant('GET', one)).ms.toFixed(1)} ms`);
+  say(
+    `query: the last hour of one http listener at the default step: ${(await asTenant('GET', one)).ms.toFixed(1)} ms`,
+  );
 } finally {
   await app?.close();
   rmSync(dir, { recursive: true, force: true });
