@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { FormatRegistry } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { TrafficMetrics } from '@slb/model';
+import { HOUR_STRING_BYTES, HTTP_PLANE_AT, hourOf, TrafficMetrics } from '@slb/model';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 import { connectFake, type FakeNode, heldListeners, settle } from './fake-node.js';
@@ -169,6 +170,21 @@ describe('ingest', () => {
     expect(at(m, m.upstreamTimeP50Ms)).toBeCloseTo(7.5);
     expect(at(m, m.activeConnections)).toBe(5 + 1);
     expect(total(m.newConnectionsPerSecond)).toBe(17 + 100);
+  });
+
+  it('keeps one string per listener per hour, sized at its first write, expiring after retention', async () => {
+    const redis = new Redis(REDIS_URL);
+    try {
+      const hour = hourOf(Math.floor(now / 10_000) * 10);
+      const key = (lsn: string) => `${id}:metrics:${lsn}:${hour}`;
+      expect(await redis.type(key(tcpId))).toBe('string');
+      expect(await redis.strlen(key(tcpId))).toBe(HTTP_PLANE_AT);
+      expect(await redis.strlen(key(httpId))).toBe(HOUR_STRING_BYTES);
+      const ttl = (await redis.expiretime(key(tcpId))) - hour;
+      expect(ttl).toBe(3600 + 86_400 + 3600);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 

@@ -25,4 +25,5 @@ export * from './snapshot.js';
 export * from './snapshot-deny.js';
 export * from './tenant.js';
 export * from './traffic.js';
+export * from './traffic-layout.js';
 export * from './traffic-math.js';

@@ -3,16 +3,13 @@ import type { ListenerTrafficReport } from './channel.js';
 import { MAX_METRICS_POINTS, METRICS_RETENTION_SECONDS } from './traffic.js';
 import {
   BucketTable,
-  bucketField,
   bucketOf,
-  COUNTER_CODES,
   counterDelta,
+  hoursOf,
   percentileMs,
   planMetricsQuery,
   seriesOf,
   TrafficDeltas,
-  windowOf,
-  windowsOf,
 } from './traffic-math.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -76,28 +73,32 @@ describe('TrafficDeltas', () => {
     const d = new TrafficDeltas({ baselineMs: 0, staleMs: 10_000 });
     d.apply('n1', 'a', [report('l1', 1)], T0);
     expect(d.apply('n1', 'a', [report('l1', 1000)], T0 + 60_000)).toEqual([
-      { listenerId: 'l1', bucket: bucketOf(T0 + 60_000), counters: null, gauge: 0 },
+      { listenerId: 'l1', bucket: bucketOf(T0 + 60_000), counters: null, gauge: 0, http: false },
     ]);
   });
 });
 
-describe('buckets and windows', () => {
-  it('names fields by bucket index in the window and reads them back', () => {
-    const bucket = bucketOf(T0 + 75_000);
-    expect(bucket).toBe(T0 / 1000 + 70);
-    expect(bucketField(bucket, 'c')).toBe('1:c');
-    const table = new BucketTable(windowOf(bucket), 6);
-    table.addWindow(windowOf(bucket), { '1:c': '5', '1:a': '3', '2:h0': '2', junk: 'x' });
-    expect(table.counters[0]?.[1]).toBe(5);
-    expect(table.gauge[1]).toBe(3);
-    expect([...table.reported]).toEqual([0, 1, 1, 0, 0, 0]);
-    expect([...table.gaugeSeen]).toEqual([0, 1, 0, 0, 0, 0]);
+describe('buckets and hours', () => {
+  it('marks an http listener’s writes, so its hour string gets the http plane', () => {
+    const d = new TrafficDeltas({ baselineMs: 0 });
+    d.apply('n1', 'b', [], T0 - 10_000);
+    const [w] = d.apply('n1', 'b', [report('l1', 1, 0, { responses: [1, 0, 0, 0] })], T0);
+    expect(w?.http).toBe(true);
+  });
+
+  it('reads the hour strings a plan spans, each from the bucket it starts at', () => {
+    const hour = T0 / 1000;
+    const plan = { from: hour + 3000, to: hour + 3900, step: 60, points: 15 };
+    expect(hoursOf(plan)).toEqual([
+      { hour, from: 300, to: 360 },
+      { hour: hour + 3600, from: 0, to: 30 },
+    ]);
   });
 });
 
 describe('percentileMs', () => {
   it('interpolates within the bucket holding the rank', () => {
-    const counts = new Array(COUNTER_CODES.length).fill(0).slice(0, 14);
+    const counts = new Array(14).fill(0);
     counts[3] = 100; // (5, 10] ms
     expect(percentileMs(counts, 0.5)).toBeCloseTo(7.5);
     counts[13] = 1; // slower than 10 s
@@ -120,7 +121,7 @@ describe('planMetricsQuery', () => {
     expect(r.ok && r.plan.points).toBe(MAX_METRICS_POINTS);
     const odd = planMetricsQuery({ from: iso(now - 95_000), to: iso(now), step: 60 }, now);
     expect(odd.ok && odd.plan.from % 60).toBe(0);
-    if (odd.ok) expect(windowsOf(odd.plan)).toEqual([odd.plan.from, odd.plan.from + 60]);
+    if (odd.ok) expect(hoursOf(odd.plan).map((h) => h.to - h.from)).toEqual([12]);
   });
 
   it('refuses an empty or reversed range, one beyond retention, and too many points', () => {
@@ -140,7 +141,13 @@ describe('seriesOf', () => {
   it('gives rates per second, the last gauge of each step, null where nothing reported', () => {
     const plan = { from: T0 / 1000, to: T0 / 1000 + 60, step: 30, points: 2 };
     const table = new BucketTable(plan.from, 6);
-    table.addWindow(windowOf(plan.from), { '0:c': '30', '0:a': '2', '1:a': '4', '1:r2': '60', '1:h2': '10' });
+    // Bucket 0: 30 connections, a gauge of 2; bucket 1: a gauge of 4, 60 2xx, 10 upstream times in (2.5, 5] ms.
+    table.reported.set([1, 1]);
+    table.gaugeSeen.set([1, 1]);
+    table.gauge.set([2, 4]);
+    table.counters[0]![0] = 30;
+    table.counters[4]![1] = 60;
+    table.counters[10]![1] = 10;
     const s = seriesOf(table, plan, true);
     expect(s.timestamps).toEqual([plan.from, plan.from + 30]);
     expect(s.newConnectionsPerSecond).toEqual([1, null]);

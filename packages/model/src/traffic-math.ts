@@ -8,30 +8,24 @@ import {
   UPSTREAM_TIME_BOUNDS_MS,
 } from './traffic.js';
 
+import {
+  type BucketSink,
+  type BucketWrite,
+  COUNTER_COUNT,
+  HISTOGRAM_AT,
+  HISTOGRAM_SIZE,
+  hourOf,
+  METRICS_HOUR_SECONDS,
+  RESPONSES_AT,
+} from './traffic-layout.js';
+
 // The arithmetic of traffic metrics, with no I/O: a node's cumulative counters turned into per-bucket
-// deltas, the names of the stored buckets, and the series read back from them. The API does the I/O.
+// deltas, and the series read back from the stored buckets (their layout: traffic-layout.ts). The API
+// does the I/O.
 
-/**
- * The counters kept per bucket, in the order of a counter vector; each is a short name in storage. The
- * gauge of open connections (`a`) is kept beside them but is not a counter (see TrafficDeltas).
- */
-export const COUNTER_CODES = [
-  'c',
-  'i',
-  'o',
-  'd',
-  ...RESPONSE_CLASSES.map((c) => `r${c[0]}`),
-  ...[...UPSTREAM_TIME_BOUNDS_MS, Number.POSITIVE_INFINITY].map((_, i) => `h${i}`),
-] as const;
-export const GAUGE_CODE = 'a';
-const CODE_INDEX = new Map<string, number>([...COUNTER_CODES.map((c, i) => [c, i] as const), [GAUGE_CODE, -1]]);
-const RESPONSES_AT = 4;
-const HISTOGRAM_AT = RESPONSES_AT + RESPONSE_CLASSES.length;
-const HISTOGRAM_SIZE = UPSTREAM_TIME_BOUNDS_MS.length + 1;
-
-/** A listener report's counters as one vector (COUNTER_CODES order; absent http parts are zeros). */
+/** A listener report's counters as one vector (counter vector order, see traffic-layout.ts; absent http parts are zeros). */
 export function countersOf(r: ListenerTrafficReport): number[] {
-  const v = new Array<number>(COUNTER_CODES.length).fill(0);
+  const v = new Array<number>(COUNTER_COUNT).fill(0);
   v[0] = r.conns;
   v[1] = r.bytesIn;
   v[2] = r.bytesOut;
@@ -60,43 +54,7 @@ export function bucketOf(ms: number): number {
   return Math.floor(ms / 1000 / METRICS_RESOLUTION_SECONDS) * METRICS_RESOLUTION_SECONDS;
 }
 
-/**
- * Buckets stored together (one Redis hash per listener per window). A minute keeps a busy http listener's
- * hash at ~70 fields, under Redis's default 128 for the compact listpack encoding (a larger hash turns into
- * a hash table, several times the memory).
- */
-export const METRICS_WINDOW_SECONDS = 60;
-/** Kept this long past the end of a window: retention, and an hour for clocks and slow queries. */
-export const METRICS_TTL_MARGIN_SECONDS = 3600;
-
-export function windowOf(bucket: number): number {
-  return Math.floor(bucket / METRICS_WINDOW_SECONDS) * METRICS_WINDOW_SECONDS;
-}
-
-/** When a window's hash expires (unix seconds, for EXPIREAT). */
-export function windowExpiresAt(window: number): number {
-  return window + METRICS_WINDOW_SECONDS + METRICS_RETENTION_SECONDS + METRICS_TTL_MARGIN_SECONDS;
-}
-
-/** The field of one metric of one bucket in its window's hash: `<bucket index in the window>:<code>`. */
-export function bucketField(bucket: number, code: string): string {
-  return `${(bucket - windowOf(bucket)) / METRICS_RESOLUTION_SECONDS}:${code}`;
-}
-
 // ---- From the nodes' cumulative counters to deltas.
-
-/** What one heartbeat adds to a listener's bucket. */
-export interface BucketWrite {
-  listenerId: string;
-  bucket: number;
-  /** Counter increments (COUNTER_CODES order), null when all are zero. */
-  counters: number[] | null;
-  /**
-   * What to add to the bucket's gauge so that it holds this node's latest value (the difference from the
-   * node's previous value in the same bucket, or the whole value for the first); null: leave it.
-   */
-  gauge: number | null;
-}
 
 interface ListenerState {
   /** The last reading; null: the node restarted, the next reading is all new. */
@@ -202,7 +160,10 @@ export class TrafficDeltas {
       state.counters = next;
       state.at = nowMs;
       node.listeners.set(r.id, state);
-      if (counters !== null || gauge !== null) writes.push({ listenerId: r.id, bucket, counters, gauge });
+      if (counters !== null || gauge !== null) {
+        const http = r.responses !== undefined || r.upstreamMs !== undefined;
+        writes.push({ listenerId: r.id, bucket, counters, gauge, http });
+      }
     }
     return writes;
   }
@@ -221,13 +182,13 @@ export class TrafficDeltas {
 
 // ---- From stored buckets back to series.
 
-/** Buckets of a range, summed over the listeners read into it. */
-export class BucketTable {
+/** Buckets of a range, summed over the listeners read into it (decodeHour adds an hour's records). */
+export class BucketTable implements BucketSink {
   readonly size: number;
-  /** Per counter code, per bucket. */
+  /** Per counter (counter vector order), per bucket. */
   readonly counters: Float64Array[];
   readonly gauge: Float64Array;
-  /** Some node reported in the bucket (any field), and some node's gauge is in it. */
+  /** Some node reported in the bucket, and some node's gauge is in it. */
   readonly reported: Uint8Array;
   readonly gaugeSeen: Uint8Array;
 
@@ -237,29 +198,10 @@ export class BucketTable {
     size: number,
   ) {
     this.size = size;
-    this.counters = COUNTER_CODES.map(() => new Float64Array(size));
+    this.counters = Array.from({ length: COUNTER_COUNT }, () => new Float64Array(size));
     this.gauge = new Float64Array(size);
     this.reported = new Uint8Array(size);
     this.gaugeSeen = new Uint8Array(size);
-  }
-
-  /** Adds one window's hash (field → value, as HGETALL gives it); fields outside the range are skipped. */
-  addWindow(window: number, hash: Record<string, string>): void {
-    for (const field in hash) {
-      const colon = field.indexOf(':');
-      const index = Number(field.slice(0, colon));
-      const code = CODE_INDEX.get(field.slice(colon + 1));
-      if (code === undefined || !Number.isInteger(index)) continue;
-      const at = (window + index * METRICS_RESOLUTION_SECONDS - this.first) / METRICS_RESOLUTION_SECONDS;
-      if (at < 0 || at >= this.size) continue;
-      const value = Number(hash[field]);
-      if (!Number.isFinite(value)) continue;
-      this.reported[at] = 1;
-      if (code === -1) {
-        this.gauge[at]! += value;
-        this.gaugeSeen[at] = 1;
-      } else this.counters[code]![at]! += value;
-    }
   }
 }
 
@@ -344,12 +286,18 @@ export function bucketsOf(plan: MetricsPlan): { first: number; count: number } {
   return { first: plan.from, count: (plan.points * plan.step) / METRICS_RESOLUTION_SECONDS };
 }
 
-/** The windows (hash keys' times) holding a plan's buckets. */
-export function windowsOf(plan: MetricsPlan): number[] {
+/** The hour strings holding a plan's buckets: each hour, and its buckets [from, to) the plan reads. */
+export function hoursOf(plan: MetricsPlan): { hour: number; from: number; to: number }[] {
   const { first, count } = bucketsOf(plan);
-  const out: number[] = [];
-  const last = first + (count - 1) * METRICS_RESOLUTION_SECONDS;
-  for (let w = windowOf(first); w <= last; w += METRICS_WINDOW_SECONDS) out.push(w);
+  const end = first + count * METRICS_RESOLUTION_SECONDS;
+  const out: { hour: number; from: number; to: number }[] = [];
+  for (let hour = hourOf(first); hour < end; hour += METRICS_HOUR_SECONDS) {
+    out.push({
+      hour,
+      from: (Math.max(first, hour) - hour) / METRICS_RESOLUTION_SECONDS,
+      to: (Math.min(end, hour + METRICS_HOUR_SECONDS) - hour) / METRICS_RESOLUTION_SECONDS,
+    });
+  }
   return out;
 }
 
@@ -382,7 +330,8 @@ export function seriesOf(table: BucketTable, plan: MetricsPlan, http: boolean): 
     out.requestsPerSecond['4xx'],
     out.requestsPerSecond['5xx'],
   ];
-  const sums = new Float64Array(COUNTER_CODES.length);
+  const sums = new Float64Array(COUNTER_COUNT);
+  const histogram = new Float64Array(HISTOGRAM_SIZE);
   for (let p = 0; p < n; p++) {
     timestamps[p] = plan.from + p * plan.step;
     const start = p * per;
@@ -401,7 +350,7 @@ export function seriesOf(table: BucketTable, plan: MetricsPlan, http: boolean): 
     const last = http ? rates.length : RESPONSES_AT;
     for (let c = 0; c < last; c++) rates[c]![p] = sums[c]! / plan.step;
     if (http) {
-      const histogram = sums.subarray(HISTOGRAM_AT, HISTOGRAM_AT + HISTOGRAM_SIZE);
+      for (let k = 0; k < HISTOGRAM_SIZE; k++) histogram[k] = sums[HISTOGRAM_AT + k]!;
       out.upstreamTimeP50Ms[p] = percentileMs(histogram, 0.5);
       out.upstreamTimeP99Ms[p] = percentileMs(histogram, 0.99);
     }

@@ -1,21 +1,19 @@
 import {
   type BucketWrite,
-  bucketField,
-  COUNTER_CODES,
-  GAUGE_CODE,
-  METRICS_WINDOW_SECONDS,
+  bitfieldArgs,
+  hourExpiresAt,
+  hourOf,
+  METRICS_HOUR_SECONDS,
   TrafficDeltas,
   type TrafficReport,
-  windowExpiresAt,
-  windowOf,
 } from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Counter, type Registry } from 'prom-client';
 
-/** The hash of one listener's buckets of one window (METRICS_WINDOW_SECONDS). */
-export function metricsKey(prefix: string, listenerId: string, window: number): string {
-  return `${prefix}:lsn:${listenerId}:${window}`;
+/** The string of one listener's buckets of one hour (its layout: traffic-layout.ts in @slb/model). */
+export function metricsKey(prefix: string, listenerId: string, hour: number): string {
+  return `${prefix}:${listenerId}:${hour}`;
 }
 
 export interface TrafficIngestStats {
@@ -26,15 +24,15 @@ export interface TrafficIngestStats {
 
 /**
  * Where the nodes' heartbeat traffic summaries go: turned into deltas (TrafficDeltas) and added to the
- * listeners' 10 s buckets in Redis, one pipeline per heartbeat, never awaited by the hub. Redis down: the
+ * listeners' 10 s buckets in Redis (one BITFIELD per listener, one pipeline per heartbeat), never awaited by the hub. Redis down: the
  * samples are dropped and counted, logged once per outage; heartbeats and config pushes carry on.
  */
 export class TrafficIngest {
   readonly stats: TrafficIngestStats = { written: 0, dropped: 0 };
   private readonly deltas = new TrafficDeltas();
-  /** Hashes whose expiry this process set already (key → window). */
+  /** Hour strings this process sized and set the expiry of already (key → hour). */
   private readonly expiring = new Map<string, number>();
-  private sweptWindow = 0;
+  private sweptHour = 0;
   private failing = false;
 
   constructor(
@@ -64,30 +62,25 @@ export class TrafficIngest {
         this.failing = false;
       })
       .catch((err: Error) => {
-        // The expiries may not have been set: set them again with the next write of those hashes.
+        // The expiries may not have been set: set them again with the next write of those strings.
         for (const key of fresh) this.expiring.delete(key);
         this.dropped(writes.length, err.message);
       });
   }
 
   private write(pipeline: ReturnType<Redis['pipeline']>, w: BucketWrite, fresh: string[]): void {
-    const window = windowOf(w.bucket);
-    const key = metricsKey(this.prefix, w.listenerId, window);
-    if (w.counters !== null) {
-      for (let i = 0; i < COUNTER_CODES.length; i++) {
-        const n = w.counters[i]!;
-        if (n > 0) pipeline.hincrby(key, bucketField(w.bucket, COUNTER_CODES[i]!), n);
-      }
-    }
-    if (w.gauge !== null) pipeline.hincrby(key, bucketField(w.bucket, GAUGE_CODE), w.gauge);
-    if (!this.expiring.has(key)) {
-      pipeline.expireat(key, windowExpiresAt(window));
-      this.expiring.set(key, window);
+    const hour = hourOf(w.bucket);
+    const key = metricsKey(this.prefix, w.listenerId, hour);
+    const first = !this.expiring.has(key);
+    pipeline.call('BITFIELD', [key, ...bitfieldArgs(w, first)]);
+    if (first) {
+      pipeline.expireat(key, hourExpiresAt(hour));
+      this.expiring.set(key, hour);
       fresh.push(key);
     }
-    if (window !== this.sweptWindow) {
-      this.sweptWindow = window;
-      for (const [k, kw] of this.expiring) if (kw < window - METRICS_WINDOW_SECONDS) this.expiring.delete(k);
+    if (hour !== this.sweptHour) {
+      this.sweptHour = hour;
+      for (const [k, kh] of this.expiring) if (kh < hour - METRICS_HOUR_SECONDS) this.expiring.delete(k);
     }
   }
 

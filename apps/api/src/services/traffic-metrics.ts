@@ -2,11 +2,13 @@ import { type Db, listeners } from '@slb/db';
 import {
   BucketTable,
   bucketsOf,
+  decodeHour,
+  hourRanges,
+  hoursOf,
   type MetricsQuery,
   planMetricsQuery,
   seriesOf,
   type TrafficMetrics,
-  windowsOf,
 } from '@slb/model';
 import { eq } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
@@ -17,7 +19,8 @@ import type { LoadBalancerService } from './load-balancers.js';
 
 /**
  * Reads a load balancer's (or one listener's) traffic from the 10 s buckets the hub writes to Redis
- * (control/traffic-ingest.ts): every window hash of the range in one pipeline, summed over the listeners.
+ * (control/traffic-ingest.ts): the hour strings of the range in one pipeline (GETRANGE of the buckets asked
+ * for, the http plane for http/https listeners only), decoded and summed over the listeners.
  */
 export class TrafficMetricsReader {
   constructor(
@@ -51,8 +54,8 @@ export class TrafficMetricsReader {
     const { first, count } = bucketsOf(plan);
     const table = new BucketTable(first, count);
     // No Redis configured (an API on its own): no node reports anywhere, so every point is null.
-    if (chosen.length > 0 && this.redis !== null) await this.fill(table, chosen, windowsOf(plan));
-    const http = chosen.some((l) => l.protocol === 'http' || l.protocol === 'https');
+    if (chosen.length > 0 && this.redis !== null) await this.fill(table, chosen, hoursOf(plan));
+    const http = chosen.some(isHttp);
     return {
       loadBalancerId: lbId,
       listenerId,
@@ -63,22 +66,39 @@ export class TrafficMetricsReader {
     };
   }
 
-  private async fill(table: BucketTable, chosen: { id: string }[], windows: number[]): Promise<void> {
+  private async fill(
+    table: BucketTable,
+    chosen: { id: string; protocol: string }[],
+    hours: ReturnType<typeof hoursOf>,
+  ): Promise<void> {
     if (this.redis === null || this.redis.status !== 'ready') throw unavailable();
     const pipeline = this.redis.pipeline();
-    for (const l of chosen) for (const w of windows) pipeline.hgetall(metricsKey(this.prefix, l.id, w));
+    for (const l of chosen) {
+      for (const h of hours) {
+        const key = metricsKey(this.prefix, l.id, h.hour);
+        const ranges = hourRanges(h.from, h.to);
+        pipeline.getrangeBuffer(key, ranges.base[0], ranges.base[1]);
+        if (isHttp(l)) pipeline.getrangeBuffer(key, ranges.http[0], ranges.http[1]);
+      }
+    }
     const results = await pipeline.exec().catch(() => null);
     if (results === null) throw unavailable();
     let i = 0;
-    for (const _ of chosen) {
-      for (const w of windows) {
-        const [err, hash] = results[i++]!;
-        if (err) throw unavailable();
-        table.addWindow(w, hash as Record<string, string>);
+    const next = (): Buffer => {
+      const [err, value] = results[i++]!;
+      if (err) throw unavailable();
+      return value as Buffer;
+    };
+    for (const l of chosen) {
+      for (const h of hours) {
+        const base = next();
+        decodeHour(table, h.hour, h.from, base, isHttp(l) ? next() : null);
       }
     }
   }
 }
+
+const isHttp = (l: { protocol: string }) => l.protocol === 'http' || l.protocol === 'https';
 
 const unavailable = () =>
   new ApiError('not_ready', 'traffic metrics are unavailable now: their store (Redis) is unreachable');
