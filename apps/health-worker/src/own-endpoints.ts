@@ -1,11 +1,8 @@
 import { isIP } from 'node:net';
+import { hostPort } from '@slb/model';
 
 // The worker's own view of the cloud's endpoints: its Redis and its metrics port. It needs no API to know
 // them, so even a forged job cannot make it probe them.
-
-function hostPort(address: string, port: number): string {
-  return isIP(address) === 6 ? `[${address}]:${port}` : `${address}:${port}`;
-}
 
 /** The addresses a configured host stands for; names come resolved from the caller (the I/O edge). */
 function addressesOf(host: string, resolved: ReadonlyMap<string, readonly string[]>): string[] {

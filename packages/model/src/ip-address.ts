@@ -141,3 +141,8 @@ export function formatIp(address: { family: IpFamily; value: bigint }): string {
 export function formatNetwork(network: IpNetwork): string {
   return `${formatIp(network)}/${network.prefix}`;
 }
+
+/** `address:port`, an IPv6 address in brackets so the port stays readable (`[2001:db8::1]:80`). */
+export function hostPort(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}

@@ -188,6 +188,11 @@ export type Listener = Static<typeof Listener>;
 
 export const ListenerPage = Page(Listener, 'ListenerPage');
 
+/** HTTP and HTTPS listeners: served by the L7 nodes, with rules, sticky sessions and request metrics. */
+export function isHttpProtocol(protocol: string): boolean {
+  return protocol === 'http' || protocol === 'https';
+}
+
 /** The transport a listener occupies: ports are unique per load balancer and transport. */
 export function transportOf(protocol: Protocol): 'tcp' | 'udp' {
   return protocol === 'udp' ? 'udp' : 'tcp';

@@ -1,3 +1,4 @@
+import { hostPort } from '@slb/model';
 import { reconnectDelay } from './backoff.js';
 
 /** First wait before a failed bind is tried again, ms. */
@@ -113,7 +114,6 @@ export function bindFailureReason(transport: 'tcp' | 'udp', err: unknown, fallba
   const e = err as Partial<NodeJS.ErrnoException> & { address?: unknown; port?: unknown };
   const host = typeof e.address === 'string' ? e.address : fallbackHost;
   const p = typeof e.port === 'number' ? e.port : port;
-  const hostPort = host.includes(':') ? `[${host}]:${p}` : `${host}:${p}`;
   const code = typeof e.code === 'string' ? e.code : ((e as Error).message ?? String(err));
-  return `cannot bind ${transport} ${hostPort}: ${code}`;
+  return `cannot bind ${transport} ${hostPort(host, p)}: ${code}`;
 }

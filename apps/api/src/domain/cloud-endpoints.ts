@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { hostPort } from '@slb/model';
 
 // The cloud's own endpoints, as deny entries for backends: built from the API's own configuration, never
 // from tenant input. Endpoints on an address they share (loopback in the local cloud) are address:port;
@@ -16,10 +17,6 @@ export interface CloudEndpointConfig {
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '']);
-
-function hostPort(address: string, port: number): string {
-  return isIP(address) === 6 ? `[${address}]:${port}` : `${address}:${port}`;
-}
 
 /** The addresses a configured host stands for: itself, loopback for localhost and the wildcard, or its resolution. */
 function addressesOf(host: string, resolved: ReadonlyMap<string, readonly string[]> | undefined): string[] {

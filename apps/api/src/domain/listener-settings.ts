@@ -3,6 +3,7 @@ import {
   DEFAULT_X_FORWARDED_FOR_MODE,
   type HealthCheck,
   type HealthCheckInput,
+  isHttpProtocol,
   type Protocol,
   type StickySession,
   type UpdateListener,
@@ -32,7 +33,6 @@ export interface ListenerSettings {
 
 export type ListenerSettingsInput = Omit<UpdateListener, 'serverGroupId'>;
 
-const isHttp = (p: Protocol) => p === 'http' || p === 'https';
 /** CLB defaults: a TCP connection idles 900 s, a UDP flow 90 s, an HTTP keep-alive connection 15 s. */
 const DEFAULT_IDLE_TIMEOUT: Record<Protocol, number> = { tcp: 900, udp: 90, http: 15, https: 15 };
 export const INSERT_COOKIE_NAME = 'SLBSERVERID';
@@ -40,7 +40,7 @@ export const INSERT_COOKIE_NAME = 'SLBSERVERID';
 export function defaultHealthCheck(protocol: Protocol): HealthCheck {
   return {
     enabled: true,
-    type: protocol === 'udp' ? 'udp' : isHttp(protocol) ? 'http' : 'tcp',
+    type: protocol === 'udp' ? 'udp' : isHttpProtocol(protocol) ? 'http' : 'tcp',
     port: null,
     method: 'HEAD',
     path: '/',
@@ -63,10 +63,10 @@ export function defaultSettings(protocol: Protocol): ListenerSettings {
     stickySession: null,
     healthCheck: defaultHealthCheck(protocol),
     proxyProtocol: 'off',
-    xForwardedFor: isHttp(protocol),
+    xForwardedFor: isHttpProtocol(protocol),
     xForwardedForMode: DEFAULT_X_FORWARDED_FOR_MODE,
     idleTimeout: DEFAULT_IDLE_TIMEOUT[protocol],
-    requestTimeout: isHttp(protocol) ? 60 : null,
+    requestTimeout: isHttpProtocol(protocol) ? 60 : null,
     connectionDrainTimeout: 300,
     certificateId: null,
     additionalCertificateIds: [],
@@ -141,7 +141,7 @@ export function resolveSettings(
   input: ListenerSettingsInput,
   base: ListenerSettings,
 ): ListenerSettings {
-  const l4 = !isHttp(protocol);
+  const l4 = !isHttpProtocol(protocol);
   const onlyFor = (field: string, allowed: boolean, what: string) => {
     if (!allowed) throw unprocessable(`/${field}`, `only for ${what} listeners, not ${protocol}`);
   };

@@ -9,7 +9,7 @@ import type {
   UpdateServer,
   UpdateServerGroup,
 } from '@slb/model';
-import { MAX_SERVERS_PER_GROUP } from '@slb/model';
+import { hostPort, MAX_SERVERS_PER_GROUP } from '@slb/model';
 import { and, asc, count, eq, inArray } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { BackendEndpoint, BackendPolicyService } from './backend-policy.js';
@@ -284,7 +284,7 @@ export class ServerGroupService {
 function checkDuplicates(db: Db, groupId: string, input: ServerInput[], field: string): void {
   const seen = new Map<string, number>();
   input.forEach((s, i) => {
-    const key = endpoint(s.address, s.port);
+    const key = hostPort(s.address, s.port);
     const first = seen.get(key);
     if (first !== undefined) {
       throw unprocessable(`${field}/${i}`, `${key} repeats ${field.slice(1)}/${first} of this request`);
@@ -297,15 +297,11 @@ function checkDuplicates(db: Db, groupId: string, input: ServerInput[], field: s
     .where(eq(servers.serverGroupId, groupId))
     .all();
   for (const row of stored) {
-    const i = seen.get(endpoint(row.address, row.port));
+    const i = seen.get(hostPort(row.address, row.port));
     if (i === undefined) continue;
-    const key = endpoint(row.address, row.port);
+    const key = hostPort(row.address, row.port);
     throw new ApiError('conflict', `${field.slice(1)}/${i}: ${key} is already in this group as ${row.id}`, [
       { path: `/body${field}/${i}`, message: `${key} is already in this group as ${row.id}` },
     ]);
   }
 }
-
-/** address:port, with an IPv6 address in brackets so the port stays readable. */
-const endpoint = (address: string, port: number) =>
-  address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;

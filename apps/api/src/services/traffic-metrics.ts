@@ -5,6 +5,7 @@ import {
   decodeHour,
   hourRanges,
   hoursOf,
+  isHttpProtocol,
   type MetricsQuery,
   planMetricsQuery,
   seriesOf,
@@ -98,7 +99,7 @@ export class TrafficMetricsReader {
   }
 }
 
-const isHttp = (l: { protocol: string }) => l.protocol === 'http' || l.protocol === 'https';
+const isHttp = (l: { protocol: string }) => isHttpProtocol(l.protocol);
 
 const unavailable = () =>
   new ApiError('not_ready', 'traffic metrics are unavailable now: their store (Redis) is unreachable');

@@ -204,31 +204,27 @@ export function LoadBalancerPage({ session, lbId }: { session: Session; lbId: st
                       : 'off'}
                   </td>
                   <td class="actions">
-                    {l.status === 'running' ? (
-                      <button
-                        type="button"
-                        aria-label={`Stop ${listenerName(l)}`}
-                        onClick={() =>
-                          act(`Listener ${listenerName(l)} stopped`, async () =>
-                            unwrap(await c.POST('/v1/load-balancers/{lbId}/listeners/{lsnId}/stop', lsnPath(l.id))),
-                          )
-                        }
-                      >
-                        Stop
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        aria-label={`Start ${listenerName(l)}`}
-                        onClick={() =>
-                          act(`Listener ${listenerName(l)} started`, async () =>
-                            unwrap(await c.POST('/v1/load-balancers/{lbId}/listeners/{lsnId}/start', lsnPath(l.id))),
-                          )
-                        }
-                      >
-                        Start
-                      </button>
-                    )}
+                    {(() => {
+                      const [action, done, label] =
+                        l.status === 'running'
+                          ? (['stop', 'stopped', 'Stop'] as const)
+                          : (['start', 'started', 'Start'] as const);
+                      return (
+                        <button
+                          type="button"
+                          aria-label={`${label} ${listenerName(l)}`}
+                          onClick={() =>
+                            act(`Listener ${listenerName(l)} ${done}`, async () =>
+                              unwrap(
+                                await c.POST(`/v1/load-balancers/{lbId}/listeners/{lsnId}/${action}`, lsnPath(l.id)),
+                              ),
+                            )
+                          }
+                        >
+                          {label}
+                        </button>
+                      );
+                    })()}
                     <a class="button" href={href('lbs', lb.id, 'listeners', l.id, 'edit')}>
                       Edit<span class="sr-only"> {listenerName(l)}</span>
                     </a>

@@ -1,5 +1,5 @@
 import type { components } from '@slb/client';
-import type { PlanOperation } from '@slb/model';
+import { hostPort, type PlanOperation, transportOf } from '@slb/model';
 import type { ListenerSpec, LoadBalancerSpec, RuleSpec, ServerGroupSpec } from './spec.js';
 
 type Schemas = components['schemas'];
@@ -55,10 +55,7 @@ const LISTENER_FIELDS = [
 ] as const;
 
 const LB_REF = 'lb';
-const transportOf = (protocol: string) => (protocol === 'udp' ? 'udp' : 'tcp');
 const listenerLabel = (l: { protocol: string; port: number }) => `listener ${l.protocol}:${l.port}`;
-const endpoint = (address: string, port: number) =>
-  address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 const ruleKey = (r: { domain?: string | null; path?: string | null }) => `${r.domain ?? ''} ${r.path ?? ''}`;
 const ruleLabel = (r: { domain?: string | null; path?: string | null }) => `${r.domain ?? '*'}${r.path ?? '/'}`;
 
@@ -133,7 +130,7 @@ export function diffLoadBalancer(spec: LoadBalancerSpec, live: LiveState): Diff 
       changes.push({
         action: '+',
         what: `server-group ${g.name}`,
-        details: servers.map((s) => `+ server ${endpoint(s.address, s.port)} weight ${s.weight ?? 100}`),
+        details: servers.map((s) => `+ server ${hostPort(s.address, s.port)} weight ${s.weight ?? 100}`),
       });
     }
   });
@@ -269,7 +266,7 @@ export function diffLoadBalancer(spec: LoadBalancerSpec, live: LiveState): Diff 
     changes.push({
       action: '-',
       what: `server-group ${g.name}`,
-      details: g.servers.map((s) => `- server ${endpoint(s.address, s.port)}`),
+      details: g.servers.map((s) => `- server ${hostPort(s.address, s.port)}`),
     });
   }
 
@@ -286,12 +283,12 @@ function diffServers(
   late: PlanOperation[],
   changes: Change[],
 ) {
-  const liveByKey = new Map(live.servers.map((s) => [endpoint(s.address, s.port), s]));
+  const liveByKey = new Map(live.servers.map((s) => [hostPort(s.address, s.port), s]));
   const wanted = new Set<string>();
   const added: NonNullable<ServerGroupSpec['servers']> = [];
   const where = `in ${spec.name}`;
   for (const s of spec.servers ?? []) {
-    const key = endpoint(s.address, s.port);
+    const key = hostPort(s.address, s.port);
     wanted.add(key);
     const current = liveByKey.get(key);
     if (!current) {
@@ -318,7 +315,7 @@ function diffServers(
     middle.unshift({ op: 'addServers', loadBalancerId: lbId, serverGroupId: live.id, body: { servers: added } });
   }
   for (const s of live.servers) {
-    const key = endpoint(s.address, s.port);
+    const key = hostPort(s.address, s.port);
     if (wanted.has(key)) continue;
     late.unshift({ op: 'deleteServer', loadBalancerId: lbId, serverGroupId: live.id, serverId: s.id });
     const drains = drainSeconds !== null ? [drainSeconds] : [];

@@ -1,7 +1,6 @@
+import { isHttpProtocol } from '@slb/model';
 import type { LiveListener, LiveState } from './diff.js';
 import { type ListenerSpec, type LoadBalancerSpec, SPEC_API_VERSION } from './spec.js';
-
-const isHttp = (protocol: string) => protocol === 'http' || protocol === 'https';
 
 /**
  * The file for a live load balancer: every setting, by name, in a stable order (groups by name, servers by
@@ -55,7 +54,7 @@ function exportListener(
   certName: (id: string) => string,
   aclName: (id: string) => string,
 ): ListenerSpec {
-  const http = isHttp(l.protocol);
+  const http = isHttpProtocol(l.protocol);
   const healthCheck = Object.fromEntries(
     Object.entries(l.healthCheck).filter(([k, v]) => v !== null && fitsCheck(k, l.healthCheck.type)),
   ) as ListenerSpec['healthCheck'];

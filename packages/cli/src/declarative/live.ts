@@ -1,3 +1,4 @@
+import { isHttpProtocol } from '@slb/model';
 import type { Api } from '../api.js';
 import type { LiveListener, LiveLoadBalancer, LiveRule, LiveServerGroup, LiveState } from './diff.js';
 
@@ -26,7 +27,7 @@ export async function readLiveState(api: Api, lb: LiveLoadBalancer | null): Prom
     api.listAll<{ id: string; name: string }>('/v1/certificates'),
     api.listAll<{ id: string; name: string }>('/v1/acls'),
   ]);
-  const http = listeners.filter((l) => l.protocol === 'http' || l.protocol === 'https');
+  const http = listeners.filter((l) => isHttpProtocol(l.protocol));
   const ruleLists = await Promise.all(
     http.map((l) => api.listAll<LiveRule>(`${lbPath(l.loadBalancerId)}/listeners/${encodeURIComponent(l.id)}/rules`)),
   );

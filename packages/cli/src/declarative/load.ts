@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
+import { isHttpProtocol, transportOf } from '@slb/model';
 import { parseDocument } from 'yaml';
 import { type LoadBalancerSpec, LoadBalancerSpec as Schema } from './spec.js';
 
@@ -50,12 +51,12 @@ export function checkSpec(value: unknown, file: string): LoadBalancerSpec {
   });
   const ports = new Set<string>();
   (spec.listeners ?? []).forEach((l, i) => {
-    const key = `${l.protocol === 'udp' ? 'udp' : 'tcp'}:${l.port}`;
+    const key = `${transportOf(l.protocol)}:${l.port}`;
     if (ports.has(key)) problems.push(`/listeners/${i}/port: ${key} is taken by another listener of the file`);
     ports.add(key);
     if (!groups.has(l.serverGroup)) problems.push(`/listeners/${i}/serverGroup: no server group ${l.serverGroup}`);
-    const http = l.protocol === 'http' || l.protocol === 'https';
-    if (l.rules?.length && !http) problems.push(`/listeners/${i}/rules: rules are for http and https listeners`);
+    if (l.rules?.length && !isHttpProtocol(l.protocol))
+      problems.push(`/listeners/${i}/rules: rules are for http and https listeners`);
     const rules = new Set<string>();
     (l.rules ?? []).forEach((r, j) => {
       if (!groups.has(r.serverGroup)) {

@@ -1,4 +1,4 @@
-import type { Plan, PlanListenerImpact, PlanOperation } from '@slb/model';
+import { hostPort, type Plan, type PlanListenerImpact, type PlanOperation } from '@slb/model';
 import type { Change, Diff } from './diff.js';
 
 export interface Paint {
@@ -83,7 +83,7 @@ function renderImpact(l: PlanListenerImpact, paint: Paint, groupNames: ReadonlyM
     lines.push(`${head}: ${percent(l.movedShare ?? 0)} ${how}`);
   }
   for (const s of l.servers) {
-    const at = s.address.includes(':') ? `[${s.address}]:${s.port}` : `${s.address}:${s.port}`;
+    const at = hostPort(s.address, s.port);
     const share = `${percent(s.shareBefore)} → ${percent(s.shareAfter)} of new flows`;
     if (!s.takesNewConnections && l.change !== 'removed') {
       const drain = s.drainSeconds !== null ? ` (drains for ${s.drainSeconds} s)` : '';
