@@ -21,6 +21,7 @@ COPY packages/db/package.json packages/db/
 COPY packages/balancing/package.json packages/balancing/
 COPY packages/health/package.json packages/health/
 COPY packages/client/package.json packages/client/
+COPY packages/metrics-kit/package.json packages/metrics-kit/
 COPY packages/node-runtime/package.json packages/node-runtime/
 COPY packages/cli/package.json packages/cli/
 COPY apps/api/package.json apps/api/
@@ -58,6 +59,8 @@ COPY --from=build /app/packages/health/package.json packages/health/
 COPY --from=build /app/packages/health/dist packages/health/dist
 COPY --from=build /app/packages/client/package.json packages/client/
 COPY --from=build /app/packages/client/dist packages/client/dist
+COPY --from=build /app/packages/metrics-kit/package.json packages/metrics-kit/
+COPY --from=build /app/packages/metrics-kit/dist packages/metrics-kit/dist
 COPY --from=build /app/packages/node-runtime/package.json packages/node-runtime/
 COPY --from=build /app/packages/node-runtime/dist packages/node-runtime/dist
 # The slb CLI, for `docker compose exec api node packages/cli/dist/bin.js …`.

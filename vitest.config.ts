@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 
 // Tests import workspace packages from source, so a change is tested without a rebuild.
 // Apps spawned as child processes by integration tests run from dist/ (built by `npm run build`).
-const packages = ['model', 'db', 'balancing', 'health', 'client', 'node-runtime'];
+const packages = ['model', 'db', 'balancing', 'health', 'client', 'metrics-kit', 'node-runtime'];
 
 export default defineConfig({
   resolve: {

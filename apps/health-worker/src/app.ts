@@ -2,13 +2,15 @@ import { setMaxListeners } from 'node:events';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type HealthCheckSettings, probe } from '@slb/health';
 import {
+  checkBackend,
+  type DenyRule,
   HEALTH_JOBS,
   type HealthJobName,
   type HealthShardJob,
   type HealthShardProbe,
   type HealthTransitionMessage,
+  parseDenyRule,
 } from '@slb/model';
-import { BackendGuard } from '@slb/node-runtime';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -60,6 +62,11 @@ export interface HealthWorkerOptions {
   onCheck?: (report: CheckReport) => void;
 }
 
+/** Deny entries as the operator wrote them, parsed; one that parses as nothing is dropped (config.ts checks them). */
+function denyRules(entries: readonly string[]): DenyRule[] {
+  return entries.map(parseDenyRule).filter((rule): rule is DenyRule => rule !== null);
+}
+
 /** Result of one probe, for tests and logs. */
 export interface CheckReport {
   key: string;
@@ -83,13 +90,12 @@ export class HealthWorker {
   private readonly limiter: Limiter;
   private readonly log: Logger | undefined;
   private readonly onCheck: ((report: CheckReport) => void) | undefined;
-  private denyEntries: readonly string[];
-  private guard: BackendGuard;
+  /** The deny entries, parsed once: each probe is checked against them (the model's checkBackend). */
+  private deny: readonly DenyRule[];
 
   constructor(options: HealthWorkerOptions) {
     this.metrics = options.metrics ?? new WorkerMetrics();
-    this.denyEntries = options.backendDeny ?? [];
-    this.guard = new BackendGuard({ extraDeny: this.denyEntries });
+    this.deny = denyRules(options.backendDeny ?? []);
     this.log = options.logger;
     this.onCheck = options.onCheck;
     this.limiter = new Limiter(options.concurrency ?? 200);
@@ -121,8 +127,7 @@ export class HealthWorker {
 
   /** Adds deny entries known only once the process runs (its own metrics port). */
   addBackendDeny(entries: readonly string[]): void {
-    this.denyEntries = [...this.denyEntries, ...entries];
-    this.guard = new BackendGuard({ extraDeny: this.denyEntries });
+    this.deny = [...this.deny, ...denyRules(entries)];
   }
 
   /** Stops taking jobs, aborts probes in flight (their results are not recorded) and disconnects. */
@@ -165,7 +170,8 @@ export class HealthWorker {
     const settings = settingsFit(payload.settings);
     // Defence in depth: the API refuses such servers, but a row from before the policy or a forged job must
     // not make this worker dial the cloud's own endpoints; the target is reported failed instead.
-    const denied = this.guard.check(payload.address, settings.port);
+    const verdict = checkBackend(payload.address, settings.port, { deny: this.deny });
+    const denied = verdict.allowed ? null : verdict.reason;
     if (denied !== null) this.metrics.backendDenied.inc({ reason: denied });
     const result =
       denied === null

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { startMetricsServer } from '@slb/node-runtime';
+import { startMetricsServer } from '@slb/metrics-kit';
 import { pino } from 'pino';
 import { HealthWorker } from './app.js';
 import { backendDenyList, parseConfig } from './config.js';

@@ -1,12 +1,12 @@
 import { watchFile } from 'node:fs';
 import { hostname } from 'node:os';
+import { startMetricsServer } from '@slb/metrics-kit';
 import { NodeSnapshot } from '@slb/model';
 import {
   ControlChannelClient,
   LoadSampler,
   reportRuntime,
   sessionSyncFromEnv,
-  startMetricsServer,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';

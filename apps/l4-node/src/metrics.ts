@@ -1,4 +1,5 @@
-import { type CountSeries, PlainCounter, PlainGauge, TrafficTally } from '@slb/node-runtime';
+import { type CountSeries, PlainCounter, PlainGauge } from '@slb/metrics-kit';
+import { TrafficTally } from '@slb/node-runtime';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 const LB = ['listener', 'backend'] as const;
@@ -58,7 +59,7 @@ export class L4Metrics {
   readonly registry = new Registry();
   /** Per-listener counters for the heartbeat's traffic summary (not exported to Prometheus). */
   readonly traffic = new TrafficTally();
-  // Updated per connection: plain families (node-runtime), whose series the forwarding path holds.
+  // Updated per connection: plain families (metrics-kit), whose series the forwarding path holds.
   private readonly pairCounter = (name: string, help: string) => new PlainCounter(name, help, LB, this.registry);
   private readonly active = new PlainGauge(
     'slb_l4_connections_active',

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
+import { startMetricsServer } from '@slb/metrics-kit';
 import {
   type L7NodeSnapshot,
   L7NodeSnapshot as L7NodeSnapshotSchema,
@@ -14,7 +15,6 @@ import {
   reportRuntime,
   type SnapshotChange,
   sessionSyncFromEnv,
-  startMetricsServer,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';

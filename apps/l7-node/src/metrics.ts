@@ -1,4 +1,5 @@
-import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram, TrafficTally } from '@slb/node-runtime';
+import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from '@slb/metrics-kit';
+import { TrafficTally } from '@slb/node-runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Every metric the L7 node exports, registered on one registry per app (tests build several). */

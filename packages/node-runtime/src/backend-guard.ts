@@ -9,11 +9,11 @@ import {
   type SnapshotBackendDeny,
 } from '@slb/model';
 
-// Defence in depth for the forwarding nodes and the health workers: whatever a snapshot or a job says, a
-// backend in the deny set (the cloud's own endpoints, which the snapshot carries), in a special address
-// class (unspecified, link-local, multicast …) or equal to one of the node's own listeners is never
-// connected to. The API refuses such backends already; this catches servers written before the policy,
-// a stale or hand-written snapshot, and a bug in the API.
+// Defence in depth for the forwarding nodes: whatever a snapshot says, a backend in the deny set (the cloud's
+// own endpoints, which the snapshot carries), in a special address class (unspecified, link-local, multicast …)
+// or equal to one of the node's own listeners is never connected to. The API refuses such backends already;
+// this catches servers written before the policy, a stale or hand-written snapshot, and a bug in the API.
+// (The health worker applies the model's checkBackend to its probes the same way, without the self-loop part.)
 
 export interface BackendGuardOptions {
   /** The snapshot's deny set. */

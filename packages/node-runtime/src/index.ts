@@ -19,7 +19,6 @@ export {
 export { applyListenerDelta } from './delta.js';
 export { checkEnvelope, type SplitListeners, splitListeners } from './listener-split.js';
 export { type LoadMetricNames, LoadSampler } from './load-sampler.js';
-export { startMetricsServer } from './metrics-server.js';
 export { type NodeConfigResult, NodeEnvProperties, parseNodeConfig } from './node-config.js';
 export {
   CREDENTIAL_FILE,
@@ -28,7 +27,6 @@ export {
   resolveCredential,
   saveCredential,
 } from './node-credential.js';
-export { CountSeries, PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from './plain-metrics.js';
 export {
   encodeProxyV1,
   encodeProxyV2,
