@@ -1,132 +1,33 @@
-import type { TSchema } from '@sinclair/typebox';
 import {
   CONTROL_CHANNEL_MAX_BYTES,
   CONTROL_CHANNEL_PATH,
   HEARTBEAT_INTERVAL_MS,
   type ListenerFailure,
-  type NodeLoadReport,
   type NodeMessage,
-  type TrafficReport,
 } from '@slb/model';
 import WebSocket from 'ws';
 import { reconnectDelay } from './backoff.js';
-import { applyListenerDelta } from './delta.js';
-import { checkEnvelope, splitListeners } from './listener-split.js';
+import type { ControlChannelOptions, SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
+import { ListenerFailures } from './listener-failures.js';
+import { checkEnvelope } from './listener-split.js';
+import { nextConfig } from './next-config.js';
 import { type NodeCredential, resolveCredential, saveCredential } from './node-credential.js';
-import { loadSavedSnapshot, peekSavedVersion, saveSnapshot } from './state-file.js';
+import { SnapshotSaver } from './snapshot-saver.js';
+import { loadSavedSnapshot, peekSavedVersion } from './state-file.js';
 import { sealKeyOf } from './state-seal.js';
 
-export interface ChannelLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-interface VersionedSnapshot {
-  version: number;
-  generatedAt: string;
-  listeners: { id: string }[];
-}
-
-export interface ControlChannelOptions<S extends VersionedSnapshot> {
-  /** Control plane base URL, e.g. http://127.0.0.1:8080 (SLB_API_URL). */
-  apiUrl: string;
-  /**
-   * One-time join token (SLB_NODE_JOIN_TOKEN), exchanged at start for the node's own credential, kept in
-   * `stateDir`. Later starts use the saved credential; a different join token is a rotation. Never logged.
-   */
-  joinToken?: string;
-  /** The legacy shared token (SLB_NODE_TOKEN), for a fleet migrating to credentials; never logged. */
-  token?: string;
-  /** The id, kind and address announced when joining with the legacy token (a credential carries its own). */
-  nodeId: string;
-  kind: 'l4' | 'l7';
-  address: string;
-  /** 100 = a normal node. */
-  capacity: number;
-  /** Where the last applied snapshot is kept (SLB_STATE_DIR). */
-  stateDir: string;
-  /** The schema the saved snapshot is checked against at start (messages are checked against the channel schemas). */
-  schema: TSchema;
-  /**
-   * Applies a validated snapshot. After a delta, `change` names what it touched (the upserted objects are
-   * the ones in `snapshot.listeners`), so a node with thousands of listeners can look at those alone.
-   * Returns the listeners it could not build (each keeps its last good config, if any; the rest are
-   * applied), reported in the ack. Throws (with a reason) only for what is not a listener's, refusing all.
-   */
-  apply(snapshot: S, change?: SnapshotChange): Promise<AppliedListeners>;
-  load(): NodeLoadReport;
-  /**
-   * The traffic summary of each heartbeat (a TrafficReporter's report()); absent: none sent. Called once
-   * per heartbeat, so its cost is paid once a second.
-   */
-  traffic?(): TrafficReport;
-  /**
-   * The node's listener failures now (binds still being retried, configs it could not build), sent in every
-   * heartbeat and used for the acks instead of what the applies returned, so the control plane sees a
-   * failure heal or appear between two configs. Default: the failures the applies returned, in acks only.
-   */
-  currentFailures?(): readonly ListenerFailure[];
-  /**
-   * Whether this node can share a VIP:port with peer nodes on its host (SO_REUSEPORT; see
-   * runtime-capabilities.ts), said in the hello. Default: not said (the hub takes that as no).
-   */
-  reusePort?: boolean;
-  /**
-   * The addresses the node serves listeners on now, said in each hello: a controller that restarted (or
-   * lost this node for a while) then leaves an active-standby VIP on the node that binds it, instead of
-   * handing it to whichever node said hello first and making the two fight over the port.
-   */
-  boundVips?(): readonly string[];
-  /**
-   * Called once the node knows the address the control plane knows it by (its credential's, else
-   * `address`), before any snapshot is applied: the L4 node connects upstream from it.
-   */
-  identified?(address: string): void;
-  logger: ChannelLogger;
-  /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
-  maxReconnectDelayMs?: number;
-  /**
-   * The first applied snapshot is saved at once, later ones at most once per this many ms (longer for a
-   * snapshot that is slow to serialise, up to 10 s). Default 500.
-   */
-  saveIntervalMs?: number;
-}
+export type {
+  AppliedListeners,
+  ChannelLogger,
+  ControlChannelOptions,
+  SnapshotChange,
+} from './control-channel-options.js';
+export { saveSpacingMs } from './snapshot-saver.js';
 
 /** How long a node whose credential was refused waits before it tries again. */
 const REFUSED_RETRY_MS = 30_000;
 /** The close code of a session the controller refused (see the hub's refuse()). */
 const REFUSED_CLOSE_CODE = 4003;
-
-/** Longest a saved snapshot lags the applied one because saves are spaced out. */
-const MAX_SAVE_INTERVAL_MS = 10_000;
-
-/**
- * Time between two saves of the applied snapshot. A save holds the event loop while it serialises (tens of
- * ms for thousands of listeners), delaying forwarding and acks: saves are spaced so that they take at most
- * ~2% of the loop, and the file never lags the applied config by more than MAX_SAVE_INTERVAL_MS.
- */
-export function saveSpacingMs(baseMs: number, lastBlockingMs: number): number {
-  if (baseMs <= 0) return 0;
-  return Math.max(baseMs, Math.min(MAX_SAVE_INTERVAL_MS, Math.round(lastBlockingMs * 50)));
-}
-
-/** What a delta touched: its upserted listeners (as placed in the new snapshot) and removed ids. */
-export interface SnapshotChange {
-  upsert: readonly { id: string }[];
-  remove: readonly string[];
-  /** The L4 node's L7 pool changed too (every HTTP/HTTPS listener is affected). */
-  l7NodesChanged: boolean;
-}
-
-/** What an apply returns: the listeners it could not build, or nothing when it built them all. */
-// biome-ignore lint/suspicious/noConfusingVoidType: an apply that builds every listener returns nothing.
-export type AppliedListeners = readonly ListenerFailure[] | undefined | void;
-
-/** Failures named in one ack at most (bounded like the message; the node logs every one). */
-const MAX_REPORTED_FAILURES = 1000;
-
-const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
 /**
  * The node side of the control channel: dials out, says hello with its last applied version, applies
@@ -134,7 +35,6 @@ const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a
  * a bad listener is refused alone and named in the ack), acks, sends heartbeats, and reconnects with
  * jittered backoff.
  */
-
 export class ControlChannelClient<S extends VersionedSnapshot> {
   current: S | null = null;
   connected = false;
@@ -148,7 +48,21 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   /** After a 401 (deleted node, rotated or unknown credential) the next attempt waits until then. */
   private refusedUntil = 0;
 
-  constructor(private readonly options: ControlChannelOptions<S>) {}
+  /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
+  readonly failing: Map<string, string>;
+  private readonly failures = new ListenerFailures();
+  private readonly saver: SnapshotSaver;
+
+  constructor(private readonly options: ControlChannelOptions<S>) {
+    this.failing = this.failures.failing;
+    this.saver = new SnapshotSaver({
+      stateDir: options.stateDir,
+      saveIntervalMs: options.saveIntervalMs,
+      current: () => this.current,
+      sealKey: () => this.sealKey,
+      logger: options.logger,
+    });
+  }
 
   /**
    * Serves the saved snapshot (static stability) and connects at the same time: a node that dialed only
@@ -295,61 +209,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     });
   }
 
-  private saving: Promise<void> | null = null;
-  private saveAgain = false;
-
-  private saveTimer: NodeJS.Timeout | null = null;
-
-  /**
-   * Saves the current snapshot for static stability, off the ack path: serialising a big fleet's snapshot
-   * costs more than applying a delta. At most one write per `saveIntervalMs` (the newest snapshot), and
-   * while one write runs, only the newest snapshot is written next.
-   */
-  private persist(): void {
-    if (this.saveTimer) return;
-    const wait = saveSpacingMs(this.options.saveIntervalMs ?? 500, this.lastSaveBlockingMs);
-    if (wait > 0 && this.savedOnce) {
-      this.saveTimer = setTimeout(() => {
-        this.saveTimer = null;
-        this.writeNow();
-      }, wait);
-      return;
-    }
-    this.savedOnce = true;
-    this.writeNow();
-  }
-
-  private savedOnce = false;
-  private lastSaveBlockingMs = 0;
-
-  private writeNow(): void {
-    if (this.saving) {
-      this.saveAgain = true;
-      return;
-    }
-    const snapshot = this.current;
-    this.saving = saveSnapshot(this.options.stateDir, snapshot, this.sealKey)
-      .then(({ blockingMs }) => {
-        this.lastSaveBlockingMs = blockingMs;
-      })
-      .catch((err) => this.options.logger.error({ err: String(err) }, 'could not save the snapshot to disk'))
-      .finally(() => {
-        this.saving = null;
-        if (this.saveAgain) {
-          this.saveAgain = false;
-          this.writeNow();
-        }
-      });
-  }
-
   /** Resolves once the snapshot applied last is on disk. */
-  async flushed(): Promise<void> {
-    if (this.saveTimer) {
-      clearTimeout(this.saveTimer);
-      this.saveTimer = null;
-      this.writeNow();
-    }
-    while (this.saving) await this.saving;
+  flushed(): Promise<void> {
+    return this.saver.flushed();
   }
 
   private send(message: NodeMessage): void {
@@ -388,41 +250,17 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.options.logger.warn({ kind: message.kind }, 'config for another kind of node ignored');
       return;
     }
-    let next: unknown;
-    let change: SnapshotChange | undefined;
-    let refused: ListenerFailure[];
-    if (message.type === 'snapshot') {
-      const { valid, failed } = splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
-      refused = failed;
-      // A listener sent unreadable keeps the config it had here, if it had one.
-      const kept = new Map((this.current?.listeners ?? []).map((l) => [l.id, l]));
-      const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
-      next = { ...message.snapshot, listeners: keep.length === 0 ? valid : sortById([...valid, ...keep]) };
-    } else {
-      if (!this.current || this.current.version !== message.fromVersion) {
-        // Out of step: reconnecting says hello with our version, and the controller answers with a snapshot.
-        this.options.logger.warn(
-          { have: this.current?.version, fromVersion: message.fromVersion },
-          'delta out of step; resyncing',
-        );
-        this.socket?.close();
-        return;
-      }
-      const base = this.current as unknown as Record<string, unknown>;
-      const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
-      const l7NodesChanged = l7Nodes !== undefined;
-      // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
-      const { valid: upsert, failed } = splitListeners<{ id: string }>(message.kind, message.upsert);
-      refused = failed;
-      next = {
-        ...base,
-        version: message.version,
-        generatedAt: message.generatedAt,
-        listeners: applyListenerDelta(this.current.listeners, upsert, message.remove),
-        ...(l7NodesChanged ? { l7Nodes } : {}),
-      };
-      change = { upsert, remove: message.remove, l7NodesChanged };
+    const made = nextConfig(this.current, message);
+    if (!made.inStep) {
+      // Out of step: reconnecting says hello with our version, and the controller answers with a snapshot.
+      this.options.logger.warn(
+        { have: this.current?.version, fromVersion: 'fromVersion' in message ? message.fromVersion : undefined },
+        'delta out of step; resyncing',
+      );
+      this.socket?.close();
+      return;
     }
+    const { next, change, refused } = made;
     for (const f of refused) {
       this.options.logger.warn(
         { listener: f.listenerId, reason: f.reason },
@@ -432,44 +270,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     await this.applyAndAck(next, change, refused);
   }
 
-  /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
-  readonly failing = new Map<string, string>();
-
-  /** Of {@link failing}, the listeners refused before the node saw them (their config was unreadable). */
-  private readonly refusedHere = new Map<string, string>();
-
-  /** A full snapshot restates every listener; a delta only those it names. */
-  private trackFailures(
-    change: SnapshotChange | undefined,
-    refused: readonly ListenerFailure[],
-    failed: readonly ListenerFailure[],
-  ): void {
-    if (change === undefined) {
-      this.failing.clear();
-      this.refusedHere.clear();
-    } else {
-      for (const id of [...change.remove, ...change.upsert.map((l) => l.id)]) {
-        this.failing.delete(id);
-        this.refusedHere.delete(id);
-      }
-    }
-    for (const f of refused) this.refusedHere.set(f.listenerId, f.reason);
-    for (const f of [...refused, ...failed]) this.failing.set(f.listenerId, f.reason);
-  }
-
-  /**
-   * Listeners refused here (unreadable configs) and, where the node reports them, its current failures;
-   * else what the applies returned. At most MAX_REPORTED_FAILURES (the node logs every one).
-   */
   private reportedFailures(): ListenerFailure[] {
-    const current = this.options.currentFailures?.();
-    let all = this.failing;
-    if (current !== undefined) {
-      all = new Map(current.map((f) => [f.listenerId, f.reason]));
-      // The newer word on a listener: its latest config could not even be read.
-      for (const [id, reason] of this.refusedHere) all.set(id, reason);
-    }
-    return [...all].slice(0, MAX_REPORTED_FAILURES).map(([listenerId, reason]) => ({ listenerId, reason }));
+    return this.failures.reported(this.options.currentFailures?.());
   }
 
   private ackMessage(version: number): NodeMessage {
@@ -503,7 +305,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     this.credential = next;
     this.sealKey = sealKeyOf(credential);
     this.options.logger.info({ nodeId }, 'enrolled over the shared token: credential saved, used from now on');
-    if (this.current) this.persist();
+    if (this.current) this.saver.persist();
   }
 
   /**
@@ -511,7 +313,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
    * the message, and its base was validated when it arrived), acks it, then saves it to disk.
    */
   private async applyAndAck(
-    next: unknown,
+    next: VersionedSnapshot,
     change: SnapshotChange | undefined,
     refused: readonly ListenerFailure[],
   ): Promise<void> {
@@ -527,9 +329,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     this.current = next as S;
-    this.trackFailures(change, refused, failed);
+    this.failures.track(change, refused, failed);
     this.send(this.ackMessage(version));
-    this.persist();
+    this.saver.persist();
     this.options.logger.info(
       {
         version,

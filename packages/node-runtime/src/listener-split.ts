@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
   CredentialMessage,
@@ -47,6 +47,7 @@ const Envelope = Type.Union([
 
 /** The controller message with its listeners not yet checked one by one. */
 export const checkEnvelope = TypeCompiler.Compile(Envelope);
+export type EnvelopeMessage = Static<typeof Envelope>;
 
 const listenerCheck = { l4: TypeCompiler.Compile(SnapshotListener), l7: TypeCompiler.Compile(L7Listener) };
 

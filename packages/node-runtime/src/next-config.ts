@@ -1,0 +1,50 @@
+import type { ListenerFailure } from '@slb/model';
+import type { SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
+import { applyListenerDelta } from './delta.js';
+import { type EnvelopeMessage, splitListeners } from './listener-split.js';
+
+/** A snapshot or a delta, its envelope checked (listener-split.ts), its listeners not yet. */
+export type ConfigMessage = Extract<EnvelopeMessage, { type: 'snapshot' | 'delta' }>;
+
+/** What a config message makes of the applied config: the next one to apply, or "out of step". */
+export type NextConfig =
+  | {
+      inStep: true;
+      /** The next snapshot: checked, except that a delta's base is the applied one (checked when it came). */
+      next: VersionedSnapshot;
+      /** What a delta touched; undefined for a full snapshot. */
+      change: SnapshotChange | undefined;
+      /** Listeners left out because their config is unreadable, each keeping what it had here, if anything. */
+      refused: ListenerFailure[];
+    }
+  | { inStep: false };
+
+const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+
+/**
+ * The config a snapshot or a delta makes of `current`. A delta from another version than `current`'s is out
+ * of step: the caller reconnects, says hello with its version, and the controller answers with a snapshot.
+ */
+export function nextConfig(current: VersionedSnapshot | null, message: ConfigMessage): NextConfig {
+  if (message.type === 'snapshot') {
+    const { valid, failed } = splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
+    // A listener sent unreadable keeps the config it had here, if it had one.
+    const kept = new Map((current?.listeners ?? []).map((l) => [l.id, l]));
+    const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
+    const listeners = keep.length === 0 ? valid : sortById([...valid, ...keep]);
+    return { inStep: true, next: { ...message.snapshot, listeners }, change: undefined, refused: failed };
+  }
+  if (!current || current.version !== message.fromVersion) return { inStep: false };
+  const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
+  const l7NodesChanged = l7Nodes !== undefined;
+  // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
+  const { valid: upsert, failed } = splitListeners<{ id: string }>(message.kind, message.upsert);
+  const next = {
+    ...current,
+    version: message.version,
+    generatedAt: message.generatedAt,
+    listeners: applyListenerDelta(current.listeners, upsert, message.remove),
+    ...(l7NodesChanged ? { l7Nodes } : {}),
+  };
+  return { inStep: true, next, change: { upsert, remove: message.remove, l7NodesChanged }, refused: failed };
+}
