@@ -57,7 +57,6 @@ export {
 export { type RuntimeLogger, reportRuntime } from './runtime-report.js';
 export {
   SessionSync,
-  type SessionSyncEnv,
   type SessionSyncOptions,
   type SyncChannel,
   type SyncEntry,
@@ -65,8 +64,8 @@ export {
   type SyncLogger,
   type SyncScope,
   type SyncTarget,
-  sessionSyncFromEnv,
 } from './session-sync.js';
+export { type SessionSyncEnv, sessionSyncFromEnv } from './session-sync-env.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
 export { sealKeyOf } from './state-seal.js';
 export {

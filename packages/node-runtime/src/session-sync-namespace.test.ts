@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { type SessionSync, type SyncEntry, type SyncTarget, sessionSyncFromEnv } from './session-sync.js';
+import type { SessionSync, SyncEntry, SyncTarget } from './session-sync.js';
+import { sessionSyncFromEnv } from './session-sync-env.js';
 
 // Nodes of two deployments on one Redis: each node takes its deployment's session-sync prefix from the
 // API's snapshot, so their entries never meet, while an operator's SLB_SESSION_SYNC_PREFIX still wins.

@@ -1,166 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import type { Registry } from 'prom-client';
-import {
-  decodeBatch,
-  decodeStored,
-  hashField,
-  STREAM_FIELD_DATA,
-  STREAM_FIELD_ORIGIN,
-  type StoredEntry,
-  type SyncEntry,
-  type SyncKind,
-  toEntry,
-  type WireEntry,
-} from './sync-message.js';
+import type { Redis } from 'ioredis';
+import type { SessionSyncOptions, SyncLogger } from './session-sync-options.js';
+import { applyStored, applyStreamMessage } from './sync-apply.js';
+import type { WireEntry } from './sync-message.js';
 import { SyncMetrics } from './sync-metrics.js';
+import { SyncPublisher } from './sync-publisher.js';
+import { cleanupExpired, syncConnections } from './sync-redis.js';
+import { Scope, type ScopeKeys, type SyncChannel, type SyncScope, type SyncTarget, scopeKeys } from './sync-scope.js';
 
+export type { SessionSyncOptions, SyncLogger } from './session-sync-options.js';
 export type { SyncEntry, SyncKind } from './sync-message.js';
-
-/** The part of a pino logger the component uses. */
-export interface SyncLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-  debug(obj: object, msg: string): void;
-}
-
-/** Sync is scoped per tenant and listener: peers share entries only within one listener. */
-export interface SyncScope {
-  readonly tenantId: string;
-  readonly listenerId: string;
-}
-
-/** What a node's tables offer the sync for one scope. */
-export interface SyncTarget {
-  /** Puts a peer's entry into the local tables; false if it could not be used (e.g. unknown server). */
-  apply(entry: SyncEntry, now: number): boolean;
-  /** Every live local entry, republished after Redis was away so peers (and a restarted Redis) catch up. */
-  dump(now: number): Iterable<SyncEntry>;
-  /** Entries per local table, for the table-size gauge. */
-  sizes(): Readonly<Record<string, number>>;
-}
-
-export interface SessionSyncOptions {
-  /** Redis URL, e.g. redis://127.0.0.1:6379. */
-  readonly url: string;
-  /**
-   * Prefix of every key, so deployments and tests share a Redis without meeting. Default 'slb:sync' until
-   * {@link SessionSync.usePrefix} gives the deployment's.
-   */
-  readonly prefix?: string;
-  /** The prefix was set by the operator: the deployment's from the snapshot does not replace it. Default false. */
-  readonly prefixPinned?: boolean;
-  /** This node's id; its own messages are recognised by it (plus a per-process instance suffix). */
-  readonly nodeId: string;
-  readonly logger: SyncLogger;
-  /** Where the `slb_session_sync_*` metrics are registered. */
-  readonly registry: Registry;
-  /** Entries are written at most this long after they are published, ms. Default 5. */
-  readonly flushIntervalMs?: number;
-  /** Entries per XADD/HSET/ZADD; a batch this large is flushed at once. Default 1000. */
-  readonly maxBatch?: number;
-  /** Pipelines in flight at once; above it entries wait (and batch up). Default 4. */
-  readonly maxInFlight?: number;
-  /** Entries waiting for Redis beyond which new ones are dropped and counted unpublished. Default 200 000. */
-  readonly maxPending?: number;
-  /**
-   * A refresh of an unchanged entry is published at most once per this many ms (or a quarter of its
-   * timeout, if shorter), so a busy flow does not flood Redis. Default 5 000.
-   */
-  readonly refreshMs?: number;
-  /** Approximate stream length kept per scope (XADD MAXLEN ~); one stream entry is one batch. Default 10 000. */
-  readonly streamMaxLen?: number;
-  /** How long `attach` waits for the current entries before the caller serves anyway, ms. Default 2 000. */
-  readonly loadTimeoutMs?: number;
-  /**
-   * XREAD BLOCK time; also how soon a newly attached scope joins the read, ms. Default 1000: an idle read
-   * over thousands of streams is not free, and entries are delivered as soon as they arrive regardless.
-   */
-  readonly blockMs?: number;
-  /** Expired entries are removed from Redis this often, ms. Default 5 000. */
-  readonly cleanupIntervalMs?: number;
-  /** Wall clock, ms. Entries carry it, so nodes' clocks should agree (NTP) to well under a timeout. */
-  readonly now?: () => number;
-}
-
-/** A listener's handle on the sync. */
-export interface SyncChannel {
-  /** True once the scope's current entries are loaded; false if `loadTimeoutMs` passed first. */
-  readonly ready: Promise<boolean>;
-  /** Queues an entry the node created or refreshed; coalesced and batched. Never throws, never blocks. */
-  publish(kind: SyncKind, key: string, serverId: string, remainingMs: number): void;
-  /** Stops publishing and applying for this scope. */
-  detach(): void;
-}
-
-// Removes up to ARGV[2] entries whose expiry (zset score) is <= ARGV[1] from the zset and the hash at once,
-// so an entry refreshed meanwhile is never deleted from one and kept in the other.
-const CLEANUP_LUA = `
-local ks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-if #ks > 0 then
-  redis.call('ZREM', KEYS[1], unpack(ks))
-  redis.call('HDEL', KEYS[2], unpack(ks))
-end
-return #ks`;
-
-class Scope implements SyncChannel {
-  readonly stream: string;
-  readonly hash: string;
-  readonly expiry: string;
-  pending: WireEntry[] = [];
-  /** Last stream id applied; the follow loop reads after it. */
-  lastId = '0-0';
-  /** Loaded and following the stream. */
-  following = false;
-  /** The load in flight, so a retry never starts a second one. */
-  loading: Promise<void> | undefined;
-  attached = true;
-  ready: Promise<boolean> = Promise.resolve(false);
-  /** Longest entry timeout seen; the keys' TTL follows it. */
-  keyTtlMs = 0;
-  /** Latest expiry this node published here: until then its cleanup has something to remove. */
-  cleanupUntil = 0;
-  // Two generations of recently published keys: O(1) coalescing without a per-entry timer.
-  private recent = new Map<string, { sid: string; at: number }>();
-  private older = new Map<string, { sid: string; at: number }>();
-  readonly m: ReturnType<SyncMetrics['forScope']>;
-
-  constructor(
-    private readonly sync: SessionSync,
-    readonly scope: SyncScope,
-    readonly target: SyncTarget,
-    prefix: string,
-  ) {
-    const base = `${prefix}:{${scope.tenantId}:${scope.listenerId}}`;
-    this.stream = `${base}:stream`;
-    this.hash = `${base}:entries`;
-    this.expiry = `${base}:expiry`;
-    this.m = sync.metrics.forScope(scope.listenerId);
-  }
-
-  publish(kind: SyncKind, key: string, serverId: string, remainingMs: number): void {
-    if (!this.attached) return;
-    const now = this.sync.now();
-    const field = hashField(kind, key);
-    const prev = this.recent.get(field) ?? this.older.get(field);
-    if (prev !== undefined && prev.sid === serverId && now - prev.at < Math.min(this.sync.refreshMs, remainingMs / 4)) {
-      this.m.coalesced.inc();
-      return;
-    }
-    this.recent.set(field, { sid: serverId, at: now });
-    this.sync.enqueue(this, [kind, key, serverId, Math.max(1, Math.round(remainingMs)), now]);
-  }
-
-  rotate(): void {
-    this.older = this.recent;
-    this.recent = new Map();
-  }
-
-  detach(): void {
-    this.sync.detach(this);
-  }
-}
+export type { SyncChannel, SyncScope, SyncTarget } from './sync-scope.js';
 
 /**
  * Session sync over Redis, shared by the L4 and L7 nodes. Per scope (tenant + listener) three keys:
@@ -180,23 +30,15 @@ export class SessionSync {
   private prefix: string;
   private readonly prefixPinned: boolean;
   private prefixWarned = false;
-  private readonly flushIntervalMs: number;
-  private readonly maxBatch: number;
-  private readonly maxInFlight: number;
-  private readonly maxPending: number;
-  private readonly streamMaxLen: number;
   private readonly loadTimeoutMs: number;
   private readonly blockMs: number;
   private readonly cleanupIntervalMs: number;
   private readonly log: SyncLogger;
   private readonly cmd: Redis;
   private readonly reader: Redis;
+  private readonly publisher: SyncPublisher;
   private readonly scopes = new Map<string, Scope>();
   private readonly byStream = new Map<string, Scope>();
-  private pendingCount = 0;
-  private inFlight = 0;
-  private flushTimer: NodeJS.Timeout | undefined;
-  private flushSoon = false;
   private timers: NodeJS.Timeout[] = [];
   private started = false;
   private closed = false;
@@ -211,29 +53,24 @@ export class SessionSync {
     this.origin = `${options.nodeId}#${randomBytes(4).toString('hex')}`;
     this.log = options.logger;
     this.now = options.now ?? Date.now;
-    this.flushIntervalMs = options.flushIntervalMs ?? 5;
-    this.maxBatch = options.maxBatch ?? 1000;
-    this.maxInFlight = options.maxInFlight ?? 4;
-    this.maxPending = options.maxPending ?? 200_000;
     this.refreshMs = options.refreshMs ?? 5_000;
-    this.streamMaxLen = options.streamMaxLen ?? 10_000;
     this.loadTimeoutMs = options.loadTimeoutMs ?? 2_000;
     this.blockMs = options.blockMs ?? 1000;
     this.cleanupIntervalMs = options.cleanupIntervalMs ?? 5_000;
     this.metrics = new SyncMetrics(options.registry, () => this.scopes.values());
-    // Fail fast while Redis is away (no offline queue, no resend): forwarding never waits on Redis, and a
-    // reconnect is followed by a full resync instead of replaying stale commands.
-    const common = {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      connectTimeout: 1_000,
-      retryStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 5), 1_000),
-    };
-    this.cmd = new Redis(options.url, { ...common, commandTimeout: 5_000, connectionName: `${this.origin}:cmd` });
-    this.reader = new Redis(options.url, { ...common, connectionName: `${this.origin}:read` });
-    this.cmd.defineCommand('syncCleanup', { numberOfKeys: 2, lua: CLEANUP_LUA });
+    const redis = syncConnections(options.url, this.origin);
+    this.cmd = redis.cmd;
+    this.reader = redis.reader;
+    this.publisher = new SyncPublisher(this.cmd, () => this.scopes.values(), {
+      origin: this.origin,
+      now: this.now,
+      log: this.log,
+      flushIntervalMs: options.flushIntervalMs ?? 5,
+      maxBatch: options.maxBatch ?? 1000,
+      maxInFlight: options.maxInFlight ?? 4,
+      maxPending: options.maxPending ?? 200_000,
+      streamMaxLen: options.streamMaxLen ?? 10_000,
+    });
     for (const r of [this.cmd, this.reader]) r.on('error', () => undefined); // state changes are logged below
     this.cmd.on('ready', () => this.onReady());
     this.cmd.on('close', () => this.onDown());
@@ -295,9 +132,9 @@ export class SessionSync {
   /** Stops both connections; pending entries are flushed first when Redis is up. */
   async close(): Promise<void> {
     if (this.closed) return;
-    if (this.cmd.status === 'ready') await this.flush().catch(() => undefined);
+    if (this.cmd.status === 'ready') await this.publisher.flush().catch(() => undefined);
     this.closed = true;
-    clearTimeout(this.flushTimer);
+    this.publisher.close();
     for (const t of this.timers) clearInterval(t);
     this.cmd.disconnect();
     this.reader.disconnect();
@@ -306,34 +143,25 @@ export class SessionSync {
 
   /** Entries queued and not yet written. */
   get pending(): number {
-    return this.pendingCount;
+    return this.publisher.pending;
   }
 
   /** The scope's Redis keys (for tests and tools). */
-  keys(scope: SyncScope): { stream: string; hash: string; expiry: string } {
-    const base = `${this.prefix}:{${scope.tenantId}:${scope.listenerId}}`;
-    return { stream: `${base}:stream`, hash: `${base}:entries`, expiry: `${base}:expiry` };
+  keys(scope: SyncScope): ScopeKeys {
+    return scopeKeys(this.prefix, scope);
   }
 
   detach(s: Scope): void {
     s.attached = false;
     s.following = false;
-    this.pendingCount -= s.pending.length;
-    s.pending = [];
+    this.publisher.forget(s);
     const id = `${s.scope.tenantId}:${s.scope.listenerId}`;
     if (this.scopes.get(id) === s) this.scopes.delete(id);
     if (this.byStream.get(s.stream) === s) this.byStream.delete(s.stream);
   }
 
   enqueue(s: Scope, w: WireEntry): void {
-    if (this.pendingCount >= this.maxPending) {
-      s.m.unpublished.inc();
-      return;
-    }
-    s.pending.push(w);
-    this.pendingCount++;
-    if (s.pending.length >= this.maxBatch) this.scheduleFlush(true);
-    else this.scheduleFlush(false);
+    this.publisher.enqueue(s, w);
   }
 
   private start(): void {
@@ -431,21 +259,7 @@ export class SessionSync {
     if (failed || res === null) throw failed ?? new Error('transaction aborted');
     if (!s.attached) return;
     const last = res[0]![1] as [string, string[]][];
-    const all = res[1]![1] as Record<string, string>;
-    const now = this.now();
-    let applied = 0;
-    let malformed = 0;
-    for (const text of Object.values(all)) {
-      const d = decodeStored(text);
-      if (!d.ok) {
-        malformed++;
-        continue;
-      }
-      const [origin, ...wire] = d.value as StoredEntry;
-      if (origin === this.origin) continue;
-      const e = toEntry(wire as WireEntry, now);
-      if (e !== undefined && s.target.apply(e, now)) applied++;
-    }
+    const { applied, malformed } = applyStored(res[1]![1] as Record<string, string>, this.origin, s.target, this.now());
     s.m.applied.inc(applied);
     if (malformed > 0) s.m.malformed.inc(malformed);
     s.lastId = last[0]?.[0] ?? '0-0';
@@ -486,122 +300,15 @@ export class SessionSync {
         if (s === undefined || !s.following) continue;
         for (const [id, fields] of messages) {
           s.lastId = id;
-          this.applyMessage(s, fields, now);
+          s.lastId = id;
+          const got = applyStreamMessage(fields, this.origin, s.target, now, (ms) =>
+            this.metrics.lag.observe(Math.max(0, ms) / 1000),
+          );
+          if (got.malformed > 0) s.m.malformed.inc(got.malformed);
+          if (got.applied > 0) s.m.applied.inc(got.applied);
         }
       }
     }
-  }
-
-  private applyMessage(s: Scope, fields: string[], now: number): void {
-    let origin: string | undefined;
-    let data: string | undefined;
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      if (fields[i] === STREAM_FIELD_ORIGIN) origin = fields[i + 1];
-      else if (fields[i] === STREAM_FIELD_DATA) data = fields[i + 1];
-    }
-    if (origin === undefined || data === undefined) {
-      s.m.malformed.inc();
-      return;
-    }
-    if (origin === this.origin) return;
-    const { entries, malformed } = decodeBatch(data);
-    if (malformed > 0) s.m.malformed.inc(malformed);
-    let applied = 0;
-    for (const w of entries) {
-      const e = toEntry(w, now);
-      if (e === undefined || !s.target.apply(e, now)) continue;
-      applied++;
-      this.metrics.lag.observe(Math.max(0, now - w[4]) / 1000);
-    }
-    if (applied > 0) s.m.applied.inc(applied);
-  }
-
-  private scheduleFlush(soon: boolean): void {
-    if (this.closed) return;
-    if (soon && !this.flushSoon) {
-      this.flushSoon = true;
-      setImmediate(() => {
-        this.flushSoon = false;
-        void this.flush();
-      });
-    }
-    if (this.flushTimer === undefined) {
-      this.flushTimer = setTimeout(() => {
-        this.flushTimer = undefined;
-        void this.flush();
-      }, this.flushIntervalMs);
-    }
-  }
-
-  /** Writes what is pending: per scope and batch one XADD, one HSET and one ZADD, all in one pipeline. */
-  private async flush(): Promise<void> {
-    if (this.pendingCount === 0) return;
-    if (this.cmd.status !== 'ready') {
-      for (const s of this.scopes.values()) this.dropPending(s);
-      return;
-    }
-    if (this.inFlight >= this.maxInFlight) {
-      this.scheduleFlush(false);
-      return;
-    }
-    const p = this.cmd.pipeline();
-    const sent: { s: Scope; n: number }[] = [];
-    for (const s of this.scopes.values()) {
-      if (s.pending.length === 0) continue;
-      const batch = s.pending.splice(0, this.maxBatch);
-      this.pendingCount -= batch.length;
-      sent.push({ s, n: batch.length });
-      const hashArgs: string[] = [];
-      const zArgs: (string | number)[] = [];
-      let maxExp = 0;
-      for (const w of batch) {
-        const field = hashField(w[0], w[1]);
-        const exp = w[4] + w[3];
-        hashArgs.push(field, JSON.stringify([this.origin, ...w]));
-        zArgs.push(exp, field);
-        if (exp > maxExp) maxExp = exp;
-      }
-      if (maxExp > s.cleanupUntil) s.cleanupUntil = maxExp;
-      p.xadd(
-        s.stream,
-        'MAXLEN',
-        '~',
-        this.streamMaxLen,
-        '*',
-        STREAM_FIELD_ORIGIN,
-        this.origin,
-        STREAM_FIELD_DATA,
-        JSON.stringify(batch),
-      );
-      p.hset(s.hash, ...hashArgs);
-      p.zadd(s.expiry, ...zArgs);
-      // The keys outlive the longest entry by a minute, so an abandoned scope cleans itself up.
-      if (maxExp - this.now() > s.keyTtlMs) s.keyTtlMs = maxExp - this.now();
-      const ttl = Math.round(s.keyTtlMs + 60_000);
-      p.pexpire(s.stream, ttl);
-      p.pexpire(s.hash, ttl);
-      p.pexpire(s.expiry, ttl);
-    }
-    this.inFlight++;
-    try {
-      const res = await p.exec();
-      const failed = res?.find(([err]) => err !== null)?.[0];
-      if (res === null || failed) throw failed ?? new Error('pipeline aborted');
-      for (const { s, n } of sent) s.m.published.inc(n);
-    } catch (err) {
-      for (const { s, n } of sent) s.m.unpublished.inc(n);
-      this.log.debug({ err }, 'session sync: publish failed');
-    } finally {
-      this.inFlight--;
-    }
-    if (this.pendingCount > 0) this.scheduleFlush(true);
-  }
-
-  private dropPending(s: Scope): void {
-    if (s.pending.length === 0) return;
-    s.m.unpublished.inc(s.pending.length);
-    this.pendingCount -= s.pending.length;
-    s.pending = [];
   }
 
   private async cleanup(): Promise<void> {
@@ -612,41 +319,10 @@ export class SessionSync {
       // which matters on a node with thousands of listeners and few flows.
       if (s.cleanupUntil === 0 || now > s.cleanupUntil + this.cleanupIntervalMs) continue;
       try {
-        await (
-          this.cmd as unknown as { syncCleanup(z: string, h: string, now: number, n: number): Promise<number> }
-        ).syncCleanup(s.expiry, s.hash, now, 5_000);
+        await cleanupExpired(this.cmd, s, now, 5_000);
       } catch {
         return;
       }
     }
   }
-}
-
-/** The node env that configures session sync (part of NodeEnvProperties). */
-export interface SessionSyncEnv {
-  readonly SLB_SESSION_SYNC_REDIS_URL?: string;
-  readonly REDIS_URL: string;
-  readonly SLB_SESSION_SYNC_PREFIX?: string;
-}
-
-/**
- * A node's session sync from its env, or undefined when turned off. Redis is dialled only once a listener
- * turns sync on; until then the node forwards with local tables.
- */
-export function sessionSyncFromEnv(
-  env: SessionSyncEnv,
-  nodeId: string,
-  logger: SyncLogger & { child(bindings: object): SyncLogger },
-  registry: Registry,
-): SessionSync | undefined {
-  const url = env.SLB_SESSION_SYNC_REDIS_URL ?? env.REDIS_URL;
-  if (url === 'off') return undefined;
-  return new SessionSync({
-    url,
-    prefix: env.SLB_SESSION_SYNC_PREFIX,
-    prefixPinned: env.SLB_SESSION_SYNC_PREFIX !== undefined,
-    nodeId,
-    logger: logger.child({ component: 'session-sync' }),
-    registry,
-  });
 }
