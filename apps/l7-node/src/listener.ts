@@ -93,8 +93,7 @@ export class ListenerRuntime {
         ...(def ? { cert: def.certificatePem, key: def.privateKeyPem } : {}),
         SNICallback: (servername, cb) => cb(null, selectContext(this.certs, servername)),
       });
-      const handshakeEnded = (tls: Socket) =>
-        this.handshaking.delete((tls as Socket & { _parent?: Socket })._parent ?? tls);
+      const handshakeEnded = (tls: Socket) => this.handshaking.delete(transportOf(tls));
       this.http.on('secureConnection', handshakeEnded);
       this.http.on('tlsClientError', (_err: Error, tls: Socket) => handshakeEnded(tls));
     } else {
