@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { IpAddress, Nullable, ResourceId, StrictObject, Weight } from './common.js';
+import { IpAddress, Nullable, ResourceId, StrictObject } from './common.js';
 import {
   COOKIE_NAME_PATTERN,
   MAX_CERTIFICATE_PEM_LENGTH,
@@ -11,7 +11,7 @@ import {
   MAX_SERVER_GROUPS_PER_L7_LISTENER,
   MAX_SERVERS_PER_GROUP,
 } from './limits.js';
-import { SnapshotAcl, SnapshotSessionSyncPrefix } from './snapshot.js';
+import { backendFields, SnapshotAcl, SnapshotSessionSyncPrefix } from './snapshot.js';
 import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
@@ -84,16 +84,7 @@ export const L7Rule = StrictObject(
 );
 export type L7Rule = Static<typeof L7Rule>;
 
-export const L7Backend = StrictObject(
-  {
-    serverId: ResourceId('server'),
-    address: IpAddress,
-    port: Type.Integer({ minimum: 1, maximum: 65535 }),
-    weight: Weight,
-    healthy: Type.Boolean({ description: 'latest health-check verdict; unhealthy servers take no new requests' }),
-  },
-  { title: 'L7Backend' },
-);
+export const L7Backend = StrictObject(backendFields('requests'), { title: 'L7Backend' });
 export type L7Backend = Static<typeof L7Backend>;
 
 export const L7ServerGroup = StrictObject(

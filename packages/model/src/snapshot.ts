@@ -50,16 +50,18 @@ export const SnapshotAcl = StrictObject(
 );
 export type SnapshotAcl = Static<typeof SnapshotAcl>;
 
-export const SnapshotBackend = StrictObject(
-  {
+/** The fields of one backend as both node kinds receive it; `unit` is what an unhealthy server stops taking. */
+export function backendFields(unit: 'flows' | 'requests') {
+  return {
     serverId: ResourceId('server'),
     address: IpAddress,
     port: Port,
     weight: Weight,
-    healthy: Type.Boolean({ description: 'latest health-check verdict; unhealthy servers take no new flows' }),
-  },
-  { title: 'SnapshotBackend' },
-);
+    healthy: Type.Boolean({ description: `latest health-check verdict; unhealthy servers take no new ${unit}` }),
+  };
+}
+
+export const SnapshotBackend = StrictObject(backendFields('flows'), { title: 'SnapshotBackend' });
 export type SnapshotBackend = Static<typeof SnapshotBackend>;
 
 export const SnapshotListener = StrictObject(

@@ -68,39 +68,32 @@ export function bootstrapAdmin(db: Db, adminToken: string | undefined): { genera
       system = { id: newId('tenant'), name: SYSTEM_TENANT_NAME, createdAt: now, updatedAt: now };
       tx.insert(tenants).values(system).run();
     }
+    const tenantId = system.id;
     const bootstrap = tx.select().from(tokens).where(eq(tokens.name, BOOTSTRAP_TOKEN_NAME)).get();
+    const insertBootstrap = (secretHash: string) =>
+      tx
+        .insert(tokens)
+        .values({
+          id: newId('token'),
+          tenantId,
+          name: BOOTSTRAP_TOKEN_NAME,
+          role: 'admin',
+          secretHash,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .run();
     if (adminToken !== undefined) {
       const secretHash = hashToken(adminToken);
-      if (!bootstrap) {
-        tx.insert(tokens)
-          .values({
-            id: newId('token'),
-            tenantId: system.id,
-            name: BOOTSTRAP_TOKEN_NAME,
-            role: 'admin',
-            secretHash,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .run();
-      } else if (bootstrap.secretHash !== secretHash) {
+      if (!bootstrap) insertBootstrap(secretHash);
+      else if (bootstrap.secretHash !== secretHash) {
         tx.update(tokens).set({ secretHash, updatedAt: now }).where(eq(tokens.id, bootstrap.id)).run();
       }
       return { generatedToken: null };
     }
     if (bootstrap) return { generatedToken: null };
     const secret = generateTokenSecret();
-    tx.insert(tokens)
-      .values({
-        id: newId('token'),
-        tenantId: system.id,
-        name: BOOTSTRAP_TOKEN_NAME,
-        role: 'admin',
-        secretHash: hashToken(secret),
-        createdAt: now,
-        updatedAt: now,
-      })
-      .run();
+    insertBootstrap(hashToken(secret));
     return { generatedToken: secret };
   });
 }
