@@ -34,11 +34,15 @@ describe('upgrade metrics', () => {
     expect(text).toContain(`slb_l7_active_requests{listener="${lsn.id}"} 0`);
   });
 
-  it('counts an upgrade the node answers itself (no backend) as 5xx', async () => {
+  it('counts an upgrade the node answers itself (no backend) as 5xx, answered in problem+json', async () => {
     const empty = listener({ backends: [] });
     const other = await startApp(empty);
     try {
-      expect(await rawExchange(other.direct, UPGRADE)).toMatch(/^HTTP\/1\.1 503 /);
+      const answer = await rawExchange(other.direct, UPGRADE);
+      // The same problem+json answer as any other request's.
+      expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+      expect(answer).toContain('content-type: application/problem+json\r\n');
+      expect(answer).toContain('"type":"about:blank#no-backend"');
       const text = await other.app.metrics.registry.metrics();
       expect(text).toContain(`slb_l7_requests_total{listener="${empty.id}",backend="none",code="5xx"} 1`);
     } finally {
