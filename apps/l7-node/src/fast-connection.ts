@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
-import { FastExchange } from './fast-exchange.js';
+import { type ExchangeClient, FastExchange } from './fast-exchange.js';
 import { parseRequestHead } from './http1-parser.js';
-import type { ClientInfo, ListenerState, ProxyDeps } from './proxy.js';
+import type { ClientInfo, ListenerState, ProxyDeps } from './request-types.js';
 
 // A plain-HTTP client connection on the raw-socket fast path. It frames requests itself (strict parser,
 // one request at a time, pipelined bytes wait in the buffer) and hands anything it is not sure of to
@@ -29,7 +29,7 @@ const NO_DEADLINE = 0;
 const HEADERS_DEADLINE = 1;
 const IDLE_DEADLINE = 2;
 
-export class FastConnection {
+export class FastConnection implements ExchangeClient {
   /** Client bytes read but not used yet: a partial head, request body, pipelined requests. */
   buf: Buffer | null = null;
   private exchange: FastExchange | null = null;

@@ -1,27 +1,42 @@
-import type { FastConnection } from './fast-connection.js';
-import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead, xffModeOf } from './headers.js';
+import type { Socket } from 'node:net';
+import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead } from './headers.js';
 import { parseResponseHead, type RequestHead, type ResponseHead } from './http1-parser.js';
 import { type NodeAnswer, problemBody, rawProblem } from './problem.js';
-import type { ListenerState, ProxyDeps } from './proxy.js';
 import {
   afterFailedAttempt,
   chooseBackend,
-  type Outcome,
-  type RetryState,
+  forwardingOf,
   recordConnectFailure,
   requestEnded,
   requestStarted,
   responseStarted,
+  routeRequest,
   stickyOnResponse,
 } from './request-flow.js';
+import type { ClientInfo, ListenerState, Outcome, ProxyDeps, RetryState, RoutedRequest } from './request-types.js';
 import { ResponseFraming } from './response-framing.js';
-import { matchRoute, normalizeHost, type RouteMatch } from './rules.js';
-import type { Backend, ServerGroupRuntime } from './server-group.js';
+import type { Backend } from './server-group.js';
 import type { UpstreamConn, UpstreamHandler, Waiter } from './upstream-pool.js';
 
 // One request on the fast path, from its parsed head to the end of its response: routing, attempts and
 // retries (request-flow.ts, shared with proxy.ts), the request written to a pooled raw backend socket, and
 // the response head parsed strictly, rewritten, and its body forwarded unchanged with backpressure both ways.
+
+/**
+ * What an exchange needs from the client connection it runs on. Declared here and implemented by
+ * FastConnection (fast-connection.ts), so the connection depends on the exchange and not the other way.
+ */
+export interface ExchangeClient {
+  readonly client: ClientInfo;
+  readonly socket: Socket;
+  /** The listener is draining: the connection closes after the response in flight. */
+  readonly closing: boolean;
+  /** Takes up to `max` buffered client bytes (request body); null when none are buffered. */
+  take(max: number): Buffer | null;
+  write(data: string | Buffer): boolean;
+  /** The exchange ended; `keepAlive` false closes the connection after what was written. */
+  exchangeDone(keepAlive: boolean): void;
+}
 
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 /** Largest backend response head accepted, bytes. */
@@ -38,10 +53,7 @@ const Phase = { Connecting: 0, AwaitingHead: 1, Body: 2, Done: 3 } as const;
 
 export class FastExchange implements UpstreamHandler {
   private readonly started = performance.now();
-  private readonly host: string;
-  private readonly path: string;
-  private route: RouteMatch | null = null;
-  private group: ServerGroupRuntime | undefined;
+  private readonly routed: RoutedRequest;
   private backend: Backend | null = null;
   private stuck = false;
   private attempts = 0;
@@ -73,34 +85,23 @@ export class FastExchange implements UpstreamHandler {
   private readonly deadline: number;
 
   constructor(
-    private readonly conn: FastConnection,
+    private readonly conn: ExchangeClient,
     private readonly deps: ProxyDeps,
     private readonly state: ListenerState,
     private readonly head: RequestHead,
   ) {
-    this.host = normalizeHost(head.host);
-    const q = head.target.indexOf('?');
-    this.path = q < 0 ? head.target : head.target.slice(0, q);
+    this.routed = routeRequest(state, head.host, head.target);
     this.bodyLeft = head.contentLength;
     this.deadline = this.started + state.config.requestTimeout * 1000;
   }
 
   start(): void {
-    const cfg = this.state.config;
     requestStarted(this.deps, this.state);
-    this.route = matchRoute(this.state.rules, cfg.defaultServerGroupId, this.host, this.path);
-    this.group = this.route ? this.state.groups.get(this.route.serverGroupId) : undefined;
-    if (!this.route || !this.group) {
+    if (!this.routed.route || !this.routed.group) {
       this.fail('no-route');
       return;
     }
-    const client = this.conn.client;
-    const headers = requestHeadersToBackend(this.head.headers, {
-      clientAddress: client.address,
-      proto: cfg.protocol,
-      frontendPort: client.frontendPort,
-      xff: xffModeOf(cfg),
-    });
+    const headers = requestHeadersToBackend(this.head.headers, forwardingOf(this.state, this.conn.client));
     // The parser refuses these first; kept so no head the shared rules refuse is ever sent.
     if (headers === null) {
       this.fail('bad-request');
@@ -111,7 +112,7 @@ export class FastExchange implements UpstreamHandler {
   }
 
   private attempt(): void {
-    const group = this.group!;
+    const group = this.routed.group!;
     const choice = chooseBackend(this.state, group, this.head.cookie, this.tried);
     const b = choice.backend;
     if (!b) {
@@ -141,7 +142,7 @@ export class FastExchange implements UpstreamHandler {
       return;
     }
     if (up === null) {
-      recordConnectFailure(this.deps, this.group!, this.backend!);
+      recordConnectFailure(this.deps, this.routed.group!, this.backend!);
       this.attemptFailed({ kind: 'connect-failed' }, false);
       return;
     }
@@ -222,7 +223,7 @@ export class FastExchange implements UpstreamHandler {
 
   private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): boolean {
     const b = this.backend!;
-    responseStarted(this.deps, this.state, this.group!, b, this.dispatchStarted);
+    responseStarted(this.deps, this.state, this.routed.group!, b, this.dispatchStarted);
     const { headers, setCookies } = responseHeadersToClient(p.headers, true);
     stickyOnResponse(this.state, b, this.stuck, setCookies, headers);
     const framing = new ResponseFraming(this.head.method, p);
@@ -425,11 +426,11 @@ export class FastExchange implements UpstreamHandler {
     requestEnded(this.deps, this.state, {
       client: this.conn.client.address,
       method: this.head.method,
-      host: this.host,
-      path: this.path,
+      host: this.routed.host,
+      path: this.routed.path,
       status: this.status || 200,
       backend: this.backend,
-      ruleId: this.route?.ruleId ?? null,
+      ruleId: this.routed.route?.ruleId ?? null,
       attempts: this.attempts,
       started: this.started,
       answer: this.answer,

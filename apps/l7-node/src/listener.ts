@@ -6,8 +6,9 @@ import { type L7Listener, TLS_HANDSHAKES_PER_LISTENER_DEFAULT } from '@slb/model
 import { type AclCheck, readProxyHeader, unmapV4 } from '@slb/node-runtime';
 import { FastConnection, FastConnections, type FastContext } from './fast-connection.js';
 import { startConnectionTracking, transportOf } from './node-http-internals.js';
-import { type ClientInfo, handleRequest, type ListenerState, type ProxyDeps } from './proxy.js';
+import { handleRequest } from './proxy.js';
 import type { ProxySources } from './proxy-sources.js';
+import type { ClientInfo, ListenerState, ProxyDeps } from './request-types.js';
 import { type CertificateSet, selectContext, TLS_MIN_VERSION } from './tls.js';
 import { handleUpgrade } from './upgrade.js';
 

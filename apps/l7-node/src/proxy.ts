@@ -1,58 +1,28 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { L7Listener } from '@slb/model';
-import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { hasBody, headerStrings, requestHeadersToBackend, responseHeadersToClient, xffModeOf } from './headers.js';
+import { hasBody, headerStrings, requestHeadersToBackend, responseHeadersToClient } from './headers.js';
 import { LazyBody } from './lazy-body.js';
-import type { Metrics } from './metrics.js';
-import type { Pools } from './pools.js';
 import { type NodeAnswer, sendProblem } from './problem.js';
 import {
   afterFailedAttempt,
   chooseBackend,
-  type Outcome,
-  type RetryState,
+  forwardingOf,
   recordConnectFailure,
   requestEnded,
   requestStarted,
   responseStarted,
+  routeRequest,
   stickyOnResponse,
 } from './request-flow.js';
 import { originFormTarget } from './request-target.js';
-import type { RetryBudget } from './retry-budget.js';
-import { type CompiledRule, matchRoute, normalizeHost } from './rules.js';
+import type { ClientInfo, ListenerState, Outcome, ProxyDeps, RetryState } from './request-types.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
-import type { LearnedCookies } from './sticky.js';
-import type { UpstreamPools } from './upstream-pool.js';
 
-/** What a listener forwards with; replaced as a whole on reload, so a request sees one consistent config. */
-export interface ListenerState {
-  readonly config: L7Listener;
-  readonly rules: readonly CompiledRule[];
-  readonly groups: ReadonlyMap<string, ServerGroupRuntime>;
-  readonly budget: RetryBudget;
-  readonly learned: LearnedCookies;
-}
+// Requests on node:http (HTTPS listeners, anything the fast path hands over, every request with
+// SLB_L7_FAST_PATH=0), forwarded with undici; the decisions are request-flow.ts's, as on the other paths.
 
-/** The client as the node knows it: from the PROXY v2 header when one came, else the socket. */
-export interface ClientInfo {
-  readonly address: string;
-  readonly port: number;
-  /** The port the client connected to (PROXY destination port, or this node's port). */
-  readonly frontendPort: number;
-}
-
-export interface ProxyDeps {
-  readonly logger: Logger;
-  readonly metrics: Metrics;
-  readonly pools: Pools;
-  /** Raw keep-alive sockets to backends, for the fast path. */
-  readonly upstream: UpstreamPools;
-  /** Backends tried per request, first attempt included. Default 3. */
-  readonly maxAttempts: number;
-  /** Connect timeout to a backend for connections made outside the pools (Upgrade), ms. Default 3000. */
-  readonly connectTimeoutMs: number;
-}
+// Re-exported for callers that still import them from here (app.ts); new code imports request-types.js.
+export type { ClientInfo, ListenerState, ProxyDeps } from './request-types.js';
 
 export function handleRequest(
   deps: ProxyDeps,
@@ -63,14 +33,10 @@ export function handleRequest(
 ): void {
   const started = performance.now();
   const cfg = state.config;
-  const host = normalizeHost(req.headers.host);
   const method = req.method ?? 'GET';
   const target = originFormTarget(method, req.url ?? '/', req.headers.host);
   const url = target ?? '/';
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  const route = matchRoute(state.rules, cfg.defaultServerGroupId, host, path);
-  const group = route ? state.groups.get(route.serverGroupId) : undefined;
+  const { host, path, route, group } = routeRequest(state, req.headers.host, url);
 
   let backend: Backend | null = null;
   let attempts = 0;
@@ -93,15 +59,7 @@ export function handleRequest(
     });
   });
 
-  const headers =
-    target !== null
-      ? requestHeadersToBackend(req.rawHeaders, {
-          clientAddress: client.address,
-          proto: cfg.protocol,
-          frontendPort: client.frontendPort,
-          xff: xffModeOf(cfg),
-        })
-      : null;
+  const headers = target !== null ? requestHeadersToBackend(req.rawHeaders, forwardingOf(state, client)) : null;
   if (headers === null) {
     // Refused before any backend: the connection is not trusted to be in step for another request.
     answer = 'bad-request';

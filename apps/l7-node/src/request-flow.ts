@@ -1,20 +1,40 @@
-import { isIdempotent } from './headers.js';
+import { type ForwardingInfo, isIdempotent, xffModeOf } from './headers.js';
 import type { NodeAnswer } from './problem.js';
-import type { ListenerState, ProxyDeps } from './proxy.js';
+import type {
+  BackendChoice,
+  ClientInfo,
+  ListenerState,
+  Outcome,
+  ProxyDeps,
+  RequestRecord,
+  RetryState,
+  RoutedRequest,
+} from './request-types.js';
+import { matchRoute, normalizeHost } from './rules.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
 import { insertCookie, readCookie, setCookieTtlMs, setCookieValue } from './sticky.js';
 
 // The decisions every request makes the same way, whichever path carries it (node:http + undici in
-// proxy.ts, raw sockets in fast-exchange.ts): which backend, whether a failed attempt is retried, and
-// what is counted and logged when the request ends.
+// proxy.ts, raw sockets in fast-exchange.ts, Upgrade in upgrade.ts): where it is routed, which backend,
+// whether a failed attempt is retried, and what is counted and logged when the request ends.
 
 const CODE_CLASS = ['1xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
-export type Outcome =
-  | { kind: 'done' }
-  | { kind: 'connect-failed' }
-  | { kind: 'reset-before-response'; bodyConsumed: boolean }
-  | { kind: 'failed'; answer: NodeAnswer };
+/** Routes a request by its Host header and origin-form `target` (query string included). */
+export function routeRequest(state: ListenerState, hostHeader: string | undefined, target: string): RoutedRequest {
+  const host = normalizeHost(hostHeader);
+  const q = target.indexOf('?');
+  const path = q < 0 ? target : target.slice(0, q);
+  const route = matchRoute(state.rules, state.config.defaultServerGroupId, host, path);
+  const group = route ? state.groups.get(route.serverGroupId) : undefined;
+  return { host, path, route, group };
+}
+
+/** What the node tells the backend about the client (X-Forwarded-* and X-Real-IP). */
+export function forwardingOf(state: ListenerState, client: ClientInfo): ForwardingInfo {
+  const cfg = state.config;
+  return { clientAddress: client.address, proto: cfg.protocol, frontendPort: client.frontendPort, xff: xffModeOf(cfg) };
+}
 
 /** Picks a backend: the sticky one when the request names a server that still takes requests. */
 export function chooseBackend(
@@ -22,7 +42,7 @@ export function chooseBackend(
   group: ServerGroupRuntime,
   cookie: string | string[] | undefined,
   tried: ReadonlySet<Backend>,
-): { backend: Backend | null; stuck: boolean } {
+): BackendChoice {
   const sticky = state.config.stickySession;
   if (sticky && tried.size === 0) {
     const value = readCookie(cookie, sticky.cookieName);
@@ -42,11 +62,6 @@ export function recordConnectFailure(deps: ProxyDeps, group: ServerGroupRuntime,
     deps.metrics.ejections.labels(group.id, b.serverId).inc();
     deps.logger.warn({ serverGroup: group.id, backend: b.serverId }, 'backend ejected');
   }
-}
-
-/** Per-request retry bookkeeping: whether this request holds a retry-budget slot (released at its end). */
-export interface RetryState {
-  retrySlot: boolean;
 }
 
 /**
@@ -80,21 +95,6 @@ export function afterFailedAttempt(
   return null;
 }
 
-export interface RequestRecord {
-  readonly client: string;
-  readonly method: string | undefined;
-  readonly host: string;
-  readonly path: string;
-  readonly status: number;
-  readonly backend: Backend | null;
-  readonly ruleId: string | null;
-  readonly attempts: number;
-  /** performance.now() when the request arrived. */
-  readonly started: number;
-  readonly answer: NodeAnswer | null;
-  readonly aborted: boolean;
-}
-
 /** Counts a finished request and writes its access-log line. */
 export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRecord): void {
   const listener = state.config.id;
@@ -116,6 +116,7 @@ export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRe
       rule: r.ruleId,
       attempts: r.attempts,
       ms: Math.round((performance.now() - r.started) * 100) / 100,
+      ...(r.upgrade !== undefined ? { upgrade: r.upgrade } : {}),
       ...(r.answer ? { cause: r.answer } : {}),
       ...(r.aborted ? { aborted: true } : {}),
     },

@@ -1,28 +1,44 @@
 import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { hasBody, requestHeadersToBackend, responseHeadersToClient, serializeHead, xffModeOf } from './headers.js';
+import { hasBody, requestHeadersToBackend, responseHeadersToClient, serializeHead } from './headers.js';
 import { parseResponseHead, type ResponseHead } from './http1-parser.js';
-import type { ClientInfo, ListenerState, ProxyDeps } from './proxy.js';
+import { type NodeAnswer, problemBody, rawProblem } from './problem.js';
+import {
+  afterFailedAttempt,
+  chooseBackend,
+  forwardingOf,
+  recordConnectFailure,
+  requestEnded,
+  requestStarted,
+  responseStarted,
+  routeRequest,
+  stickyOnResponse,
+} from './request-flow.js';
 import { originFormTarget } from './request-target.js';
+import type { ClientInfo, ListenerState, ProxyDeps, RetryState } from './request-types.js';
 import { ResponseFraming } from './response-framing.js';
-import { matchRoute, normalizeHost } from './rules.js';
 import type { Backend } from './server-group.js';
 import { switchesProtocols } from './upgrade-response.js';
 
-// WebSocket and other Upgrade requests: the request head goes to a backend on a fresh raw connection, and
-// the connection becomes a tunnel only once the backend switched protocols (a 101 matching the request).
+// WebSocket and other Upgrade requests: routed, stuck, retried, counted and logged by request-flow.ts as
+// every other request; then the request head goes to the backend on a fresh raw connection, and the
+// connection becomes a tunnel only once the backend switched protocols (a 101 matching the request).
 // Until then the client's bytes wait unread; any other answer is relayed as an ordinary response and the
 // connection closes after it. A backend that refuses the connection, or does not take it within the
-// connect timeout, is replaced by another before anything is written to the client.
+// connect timeout, is replaced by another before anything is written to the client. The request ends
+// (counted, logged) when its answer goes out: a tunnel's lifetime is the connection's, not the request's.
 
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 /** Largest backend response head accepted, bytes (as on the fast path). */
 const MAX_RESPONSE_HEAD = 64 * 1024;
 
-function rawResponse(status: number, reason: string): string {
-  const body = `${status} ${reason}\n`;
-  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
+/** `head` (a response head and what followed it, the head ending at `end`) with `extra` header lines added. */
+function withHeaders(head: Buffer, end: number, extra: readonly string[]): Buffer {
+  if (extra.length === 0) return head;
+  let lines = '';
+  for (let i = 0; i < extra.length; i += 2) lines += `\r\n${extra[i]}: ${extra[i + 1]}`;
+  return Buffer.concat([head.subarray(0, end), Buffer.from(lines, 'latin1'), head.subarray(end)]);
 }
 
 export function handleUpgrade(
@@ -33,65 +49,78 @@ export function handleUpgrade(
   clientSocket: Duplex,
   head: Buffer,
 ): void {
+  const started = performance.now();
   const cfg = state.config;
   const method = req.method ?? 'GET';
-  const host = normalizeHost(req.headers.host);
   const target = originFormTarget(method, req.url ?? '/', req.headers.host);
   const url = target ?? '/';
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  // The query string stays out of the log: it often carries tokens (WebSocket auth in particular).
-  const log = (status: number | string, backend: string) =>
-    deps.logger.info(
-      { listener: cfg.id, client: client.address, method, host, path, upgrade: req.headers.upgrade, status, backend },
-      'access',
-    );
+  const { host, path, route, group } = routeRequest(state, req.headers.host, url);
+  let backend: Backend | null = null;
+  let attempts = 0;
+  let finished = false;
+  const retry: RetryState = { retrySlot: false };
+  requestStarted(deps, state);
+
+  /** The request's end, counted and logged once (the query string stays out: it often carries tokens). */
+  const finish = (status: number, answer: NodeAnswer | null, aborted = false) => {
+    if (finished) return;
+    finished = true;
+    if (retry.retrySlot) state.budget.retryEnded();
+    requestEnded(deps, state, {
+      client: client.address,
+      method,
+      host,
+      path,
+      status,
+      backend,
+      ruleId: route?.ruleId ?? null,
+      attempts,
+      started,
+      answer,
+      aborted,
+      upgrade: req.headers.upgrade,
+    });
+  };
+  /** The node's own answer; the connection closes after it. */
+  const fail = (answer: NodeAnswer) => {
+    if (finished) return;
+    clientSocket.end(rawProblem(answer, true));
+    finish(problemBody(answer).status, answer);
+  };
+
   clientSocket.on('error', () => {});
+  // Gone before its answer: the request ends there, as an aborted one on the other paths.
+  clientSocket.once('close', () => finish(200, null, true));
   // A WebSocket may idle for long; the listener's keep-alive idle timer is for HTTP requests only.
   (clientSocket as Socket).setTimeout?.(0);
   // The client's bytes wait until the backend switched protocols.
   clientSocket.pause();
-  const headers =
-    target === null
-      ? null
-      : requestHeadersToBackend(
-          req.rawHeaders,
-          {
-            clientAddress: client.address,
-            proto: cfg.protocol,
-            frontendPort: client.frontendPort,
-            xff: xffModeOf(cfg),
-          },
-          true,
-        );
+  const headers = target === null ? null : requestHeadersToBackend(req.rawHeaders, forwardingOf(state, client), true);
   // A body would wait behind the unread client bytes until the backend answered: refused rather than stuck.
   if (headers === null || hasBody(req.headers['transfer-encoding'], req.headers['content-length'])) {
     deps.metrics.clientErrors.labels(cfg.id, '400').inc();
-    clientSocket.end(rawResponse(400, 'Bad Request'));
-    log(400, 'none');
+    fail('bad-request');
     return;
   }
-  const route = matchRoute(state.rules, cfg.defaultServerGroupId, host, path);
-  const group = route ? state.groups.get(route.serverGroupId) : undefined;
-  if (!group) {
-    clientSocket.end(rawResponse(404, 'Not Found'));
-    log(404, 'none');
+  if (!route || !group) {
+    fail('no-route');
     return;
   }
   const headText = serializeHead(`${method} ${url} HTTP/1.1`, headers);
 
   const tried = new Set<Backend>();
-  const tryNext = () => {
-    const b = group.pick(tried);
-    if (!b || tried.size >= deps.maxAttempts) {
-      clientSocket.end(
-        rawResponse(tried.size === 0 ? 503 : 502, tried.size === 0 ? 'Service Unavailable' : 'Bad Gateway'),
-      );
-      log(tried.size === 0 ? 503 : 502, b?.serverId ?? 'none');
+  const attempt = () => {
+    const choice = chooseBackend(state, group, req.headers.cookie, tried);
+    const b = choice.backend;
+    if (!b) {
+      fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
       return;
     }
     if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
+    backend = b;
     tried.add(b);
+    attempts++;
+    const dispatchStarted = performance.now();
     const upstream: Socket = connect({ host: b.address, port: b.port });
     let settled = false;
     const connectFailed = () => {
@@ -99,10 +128,11 @@ export function handleUpgrade(
       settled = true;
       clearTimeout(timer);
       upstream.destroy();
-      deps.metrics.connectFailures.labels(group.id, b.serverId).inc();
-      if (group.connectFailed(b)) deps.metrics.ejections.labels(group.id, b.serverId).inc();
-      if (clientSocket.destroyed) return;
-      tryNext();
+      recordConnectFailure(deps, group, b);
+      if (finished || clientSocket.destroyed) return;
+      const verdict = afterFailedAttempt(deps, state, { kind: 'connect-failed' }, method, attempts, false, retry);
+      if (verdict !== null) fail(verdict);
+      else attempt();
     };
     const timer = setTimeout(connectFailed, deps.connectTimeoutMs);
     upstream.once('error', connectFailed);
@@ -111,19 +141,23 @@ export function handleUpgrade(
       settled = true;
       clearTimeout(timer);
       upstream.removeListener('error', connectFailed);
+      upstream.on('error', () => {});
+      if (finished) {
+        upstream.destroy();
+        return;
+      }
       group.succeeded(b);
       b.state.active++;
       upstream.once('close', () => b.state.active--);
       upstream.setNoDelay(true);
-      upstream.on('error', () => {});
       clientSocket.on('close', () => upstream.destroy());
       upstream.write(headText);
-      awaitAnswer(upstream, b);
+      awaitAnswer(upstream, b, choice.stuck, dispatchStarted);
     });
   };
 
   /** Reads the backend's answer: a matching 101 opens the tunnel, anything else is relayed and ends it. */
-  const awaitAnswer = (upstream: Socket, b: Backend) => {
+  const awaitAnswer = (upstream: Socket, b: Backend, stuck: boolean, dispatchStarted: number) => {
     let buf: Buffer | null = null;
     const stop = () => {
       clearTimeout(deadline);
@@ -132,16 +166,15 @@ export function handleUpgrade(
     };
     const deadline = setTimeout(() => {
       stop();
-      clientSocket.end(rawResponse(504, 'Gateway Timeout'));
+      fail('backend-timeout');
       upstream.destroy();
-      log(504, b.serverId);
     }, cfg.requestTimeout * 1000);
     const refuse = (why: string) => {
       stop();
-      deps.logger.warn({ backend: b.serverId, why }, 'backend upgrade response refused');
-      clientSocket.end(rawResponse(502, 'Bad Gateway'));
       upstream.destroy();
-      log(502, b.serverId);
+      if (finished) return;
+      deps.logger.warn({ backend: b.serverId, why }, 'backend upgrade response refused');
+      fail('backend-failed');
     };
     const onClose = () => refuse('closed before answering');
     upstream.once('close', onClose);
@@ -155,18 +188,11 @@ export function handleUpgrade(
         }
         const parsed = parseResponseHead(buf.toString('latin1', 0, end));
         if (parsed === null) return refuse('malformed response head');
-        if (parsed.status === 101) {
-          if (!switchesProtocols(req.headers.upgrade, parsed))
+        if (parsed.status >= 200 || parsed.status === 101) {
+          if (parsed.status === 101 && !switchesProtocols(req.headers.upgrade, parsed))
             return refuse('101 does not match the upgrade asked for');
           stop();
-          log(101, b.serverId);
-          tunnel(upstream, buf);
-          return;
-        }
-        if (parsed.status >= 200) {
-          stop();
-          log(parsed.status, b.serverId);
-          relay(upstream, parsed, buf, end + 4);
+          answered(upstream, b, stuck, dispatchStarted, parsed, buf, end);
           return;
         }
         // An interim answer (100, 103): passed on, the final one is still to come.
@@ -177,6 +203,30 @@ export function handleUpgrade(
       }
     };
     upstream.on('data', onData);
+  };
+
+  /** The backend's final answer: the request ends here; a 101 opens the tunnel, anything else is relayed. */
+  const answered = (
+    upstream: Socket,
+    b: Backend,
+    stuck: boolean,
+    dispatchStarted: number,
+    p: ResponseHead,
+    buf: Buffer,
+    headEnd: number,
+  ) => {
+    responseStarted(deps, state, group, b, dispatchStarted);
+    if (p.status === 101) {
+      // The 101 goes out as the backend wrote it (its Connection and Upgrade are the point), plus the
+      // sticky cookie of an insert-mode listener.
+      const extra: string[] = [];
+      stickyOnResponse(state, b, stuck, responseHeadersToClient(p.headers).setCookies, extra);
+      finish(101, null);
+      tunnel(upstream, withHeaders(buf, headEnd, extra));
+      return;
+    }
+    finish(p.status, null);
+    relay(upstream, p, buf, headEnd + 4, b, stuck);
   };
 
   const tunnel = (upstream: Socket, answer: Buffer) => {
@@ -190,8 +240,9 @@ export function handleUpgrade(
   };
 
   /** An ordinary response to the upgrade request: framed as any other, then the connection closes. */
-  const relay = (upstream: Socket, p: ResponseHead, buf: Buffer, bodyStart: number) => {
-    const { headers: out } = responseHeadersToClient(p.headers, true);
+  const relay = (upstream: Socket, p: ResponseHead, buf: Buffer, bodyStart: number, b: Backend, stuck: boolean) => {
+    const { headers: out, setCookies } = responseHeadersToClient(p.headers, true);
+    stickyOnResponse(state, b, stuck, setCookies, out);
     const framing = new ResponseFraming(method, p);
     framing.addHeaders(out);
     out.push('connection', 'close');
@@ -220,5 +271,5 @@ export function handleUpgrade(
     forward(buf, bodyStart);
     if (!framing.complete) upstream.on('data', (c: Buffer) => forward(c, 0));
   };
-  tryNext();
+  attempt();
 }
