@@ -1,0 +1,39 @@
+import fp from 'fastify-plugin';
+import { DnsResponder } from '../dns/responder.js';
+import { DEFAULT_DNS_ZONE } from '../services/load-balancers.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The port the DNS responder answers on once the app is ready; null when it has none. */
+    dnsPort: number | null;
+  }
+}
+
+export interface DnsOptions {
+  /** Address of the responder's UDP and TCP sockets (SLB_HOST). */
+  host: string;
+  /** Their port (SLB_DNS_PORT); 0 picks one free for both. */
+  port: number;
+  /** Zone of the LBs' names (`<lbId>.<zone>`, SLB_DNS_ZONE); default slb.internal. */
+  zone?: string;
+}
+
+/**
+ * Answers `<lbId>.<zone>` with the LB's VIP, bound while the app runs: from onReady (so before the HTTP
+ * port listens, and a port in use stops the start like the HTTP port would) to onClose.
+ */
+export const dnsPlugin = fp<DnsOptions>(
+  async (app, { host, port, zone = DEFAULT_DNS_ZONE }) => {
+    const responder = new DnsResponder(zone, (lbId) => app.services.loadBalancers.addressesOf(lbId), app.log);
+    app.decorate('dnsPort', null);
+    app.addHook('onReady', async () => {
+      app.dnsPort = await responder.listen(host, port);
+      app.log.info({ dnsPort: app.dnsPort, zone }, 'DNS responder listening');
+    });
+    app.addHook('onClose', async () => {
+      responder.close();
+      app.dnsPort = null;
+    });
+  },
+  { name: 'dns', dependencies: ['services'] },
+);
