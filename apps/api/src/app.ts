@@ -146,7 +146,7 @@ async function compose(app: FastifyInstance, options: AppOptions): Promise<void>
   await app.register(healthChecksPlugin, { redisUrl: options.redisUrl });
   await app.register(servicesPlugin, options);
   await app.register(trafficMetricsPlugin, options);
-  if (options.dns) await app.register(dnsPlugin, { ...options.dns, zone: options.dnsZone });
+  await app.register(dnsPlugin, { listen: options.dns, zone: options.dnsZone });
 
   await app.register(httpPlugin, { logger: options.logger });
   await app.register(authPlugin, { rateLimit: options.rateLimit });

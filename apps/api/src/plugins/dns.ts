@@ -10,10 +10,11 @@ declare module 'fastify' {
 }
 
 export interface DnsOptions {
-  /** Address of the responder's UDP and TCP sockets (SLB_HOST). */
-  host: string;
-  /** Their port (SLB_DNS_PORT); 0 picks one free for both. */
-  port: number;
+  /**
+   * Address (SLB_HOST) and port (SLB_DNS_PORT; 0 picks one free for both) of the responder's UDP and TCP
+   * sockets; absent: no responder.
+   */
+  listen?: { host: string; port: number };
   /** Zone of the LBs' names (`<lbId>.<zone>`, SLB_DNS_ZONE); default slb.internal. */
   zone?: string;
 }
@@ -23,11 +24,12 @@ export interface DnsOptions {
  * port listens, and a port in use stops the start like the HTTP port would) to onClose.
  */
 export const dnsPlugin = fp<DnsOptions>(
-  async (app, { host, port, zone = DEFAULT_DNS_ZONE }) => {
-    const responder = new DnsResponder(zone, (lbId) => app.services.loadBalancers.addressesOf(lbId), app.log);
+  async (app, { listen, zone = DEFAULT_DNS_ZONE }) => {
     app.decorate('dnsPort', null);
+    if (!listen) return;
+    const responder = new DnsResponder(zone, (lbId) => app.services.loadBalancers.addressesOf(lbId), app.log);
     app.addHook('onReady', async () => {
-      app.dnsPort = await responder.listen(host, port);
+      app.dnsPort = await responder.listen(listen.host, listen.port);
       app.log.info({ dnsPort: app.dnsPort, zone }, 'DNS responder listening');
     });
     app.addHook('onClose', async () => {
