@@ -30,6 +30,16 @@ export const ERROR_STATUS = {
   not_ready: 503,
 } as const satisfies Record<string, number>;
 export type ErrorCode = keyof typeof ERROR_STATUS;
+/** Every code of the registry, for checks that walk it (tests, docs). */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_STATUS, code);
+
+/**
+ * The problem body as the API builds it: the model's Problem (whose schema, and so the public document,
+ * keeps `code` a plain string, open to codes added later) with `code` narrowed to this registry, so a
+ * misspelt code fails typecheck where the problem is made.
+ */
+export type ApiProblem = Omit<Problem, 'code'> & { code: ErrorCode };
 
 const TITLES: Record<ErrorCode, string> = {
   bad_request: 'Bad request',
@@ -73,7 +83,7 @@ export class ApiError extends Error {
   }
 }
 
-export function problem(code: ErrorCode, detail: string, errors?: FieldError[], quota?: QuotaExceeded): Problem {
+export function problem(code: ErrorCode, detail: string, errors?: FieldError[], quota?: QuotaExceeded): ApiProblem {
   return {
     type: `https://slb.dev/problems/${code.replaceAll('_', '-')}`,
     title: TITLES[code],

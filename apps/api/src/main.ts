@@ -3,7 +3,6 @@ import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { buildApp } from './app.js';
 import { listOf, loadConfig } from './config.js';
-import { DnsResponder } from './dns/responder.js';
 import { cloudEndpointDeny, endpointHostNames } from './domain/cloud-endpoints.js';
 import { loadSecretKeys } from './secrets/key-source.js';
 
@@ -70,6 +69,7 @@ try {
     nodeToken: config.SLB_NODE_TOKEN,
     rateLimit: { rps: config.SLB_RATE_LIMIT_RPS, burst: config.SLB_RATE_LIMIT_BURST },
     dnsZone: config.SLB_DNS_ZONE,
+    dns: { host: config.HOST, port: config.SLB_DNS_PORT },
     quotaDefaults: config.quotaDefaults,
     addressPools: config.addressPools,
     vipHoldSeconds: config.SLB_VIP_HOLD_SECONDS,
@@ -94,11 +94,7 @@ try {
     else logger.info({ signal }, 'shutting down');
     await app.close();
   });
-  const dns = new DnsResponder(config.SLB_DNS_ZONE, (lbId) => app.services.loadBalancers.addressesOf(lbId), logger);
-  app.addHook('onClose', async () => dns.close());
   await app.listen({ host: config.HOST, port: config.PORT });
-  const dnsPort = await dns.listen(config.HOST, config.SLB_DNS_PORT);
-  logger.info({ dnsPort, zone: config.SLB_DNS_ZONE }, 'DNS responder listening');
 } catch (err) {
   logger.fatal({ err: { message: (err as Error).message, name: (err as Error).name } }, 'cannot start');
   process.stderr.write(`slb-api: cannot start: ${(err as Error).message}\n`);

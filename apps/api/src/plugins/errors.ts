@@ -1,10 +1,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorCode, problem } from '../errors.js';
+import { ApiError, type ApiProblem, type ErrorCode, problem } from '../errors.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 import { setSecurityHeaders } from './security-headers.js';
 import { fieldErrors } from './validation.js';
 
-const FASTIFY_CODES: Record<string, ErrorCode> = {
+/** Fastify's own error codes, each answered with one of ours. */
+export const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
@@ -15,7 +16,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Every error leaves as problem+json; 5xx bodies say nothing about internals. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    let body: ReturnType<typeof problem>;
+    let body: ApiProblem;
     if (err instanceof ApiError) {
       body = problem(err.code, err.detail, err.errors, err.quota);
     } else if ('validation' in err && err.validation) {

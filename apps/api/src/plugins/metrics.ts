@@ -1,5 +1,20 @@
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metricsRegistry: Registry;
+  }
+}
+
+/** Decorates the app with its metrics registry, counting every request from here on. */
+export const metricsPlugin = fp(
+  async (app) => {
+    app.decorate('metricsRegistry', installMetrics(app));
+  },
+  { name: 'metrics' },
+);
 
 /** Prometheus metrics for this app instance, on its own registry so several apps can live in one process. */
 export function installMetrics(app: FastifyInstance): Registry {

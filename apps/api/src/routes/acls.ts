@@ -30,6 +30,7 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/acls', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'createAcl',
@@ -58,6 +59,7 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/acls/:aclId', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'updateAcl',
@@ -73,6 +75,7 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/acls/:aclId', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'deleteAcl',

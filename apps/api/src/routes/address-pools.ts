@@ -22,7 +22,8 @@ export const addressPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/address-pools', {
-    config,
+    // Health checks probe servers, never VIPs: pools leave the checked targets alone.
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'createAddressPool',
@@ -48,7 +49,7 @@ export const addressPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/address-pools/:poolId', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'deleteAddressPool',

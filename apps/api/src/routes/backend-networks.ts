@@ -23,7 +23,7 @@ export const backendNetworkRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.put('/tenants/:tenantId/backend-networks', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'putTenantBackendNetworks',

@@ -30,6 +30,7 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/certificates', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'createCertificate',
@@ -58,6 +59,7 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/certificates/:certId', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'deleteCertificate',

@@ -31,6 +31,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/load-balancers/:lbId/listeners', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'createListener',
@@ -60,6 +61,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/load-balancers/:lbId/listeners/:lsnId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'updateListener',
@@ -76,6 +78,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/load-balancers/:lbId/listeners/:lsnId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'deleteListener',
@@ -94,6 +97,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     ['stop', 'stopped'],
   ] as const) {
     app.post(`/load-balancers/:lbId/listeners/:lsnId/${action}`, {
+      config: { writes: { nodes: true, healthTargets: true } },
       schema: {
         tags,
         operationId: `${action}Listener`,

@@ -35,6 +35,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/load-balancers', {
+    // A new load balancer has no listener yet: nothing to check.
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'createLoadBalancer',
@@ -63,6 +65,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/load-balancers/:lbId', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'updateLoadBalancer',
@@ -78,6 +81,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/load-balancers/:lbId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'deleteLoadBalancer',

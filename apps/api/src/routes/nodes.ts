@@ -38,7 +38,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/nodes/:nodeId', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'updateNode',
@@ -54,7 +54,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/nodes', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'registerNode',
@@ -70,7 +70,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/nodes/:nodeId/credentials', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'rotateNodeCredential',
@@ -86,7 +86,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/nodes/:nodeId', {
-    config,
+    config: { ...config, writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'deleteNode',

@@ -23,8 +23,9 @@ const validatePlanRequest = compileBody(PlanRequestByOp);
 
 export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/plans', {
-    // Writes nothing that stays: the nodes are not told to recompile, the health checks not replanned.
-    config: { dryRun: true },
+    // Writes nothing that stays: the nodes are not told to recompile, the health checks not replanned, no
+    // api event is recorded.
+    config: { dryRun: true, writes: {} },
     schema: {
       tags: ['plans'],
       operationId: 'planChanges',

@@ -37,7 +37,7 @@ export const quotaRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/tenants/:tenantId/quotas', {
-    config: { adminOnly: true },
+    config: { adminOnly: true, writes: {} },
     schema: {
       tags,
       operationId: 'updateTenantQuotas',

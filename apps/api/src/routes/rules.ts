@@ -32,6 +32,7 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/load-balancers/:lbId/listeners/:lsnId/rules', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'createRule',
@@ -62,6 +63,7 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/load-balancers/:lbId/listeners/:lsnId/rules/:ruleId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'updateRule',
@@ -78,6 +80,7 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/load-balancers/:lbId/listeners/:lsnId/rules/:ruleId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'deleteRule',

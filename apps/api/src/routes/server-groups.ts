@@ -44,6 +44,8 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/load-balancers/:lbId/server-groups', {
+    // A new group is empty and no listener uses it yet: nothing new to check.
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'createServerGroup',
@@ -73,6 +75,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/load-balancers/:lbId/server-groups/:sgId', {
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'updateServerGroup',
@@ -89,6 +92,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/load-balancers/:lbId/server-groups/:sgId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'deleteServerGroup',
@@ -103,6 +107,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/load-balancers/:lbId/server-groups/:sgId/servers', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'addServers',
@@ -133,6 +138,8 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.patch('/load-balancers/:lbId/server-groups/:sgId/servers/:srvId', {
+    // A weight, a name or tags: the same targets are checked, so no replanning.
+    config: { writes: { nodes: true } },
     schema: {
       tags,
       operationId: 'updateServer',
@@ -149,6 +156,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/load-balancers/:lbId/server-groups/:sgId/servers/:srvId', {
+    config: { writes: { nodes: true, healthTargets: true } },
     schema: {
       tags,
       operationId: 'deleteServer',

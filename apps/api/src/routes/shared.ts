@@ -1,6 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { PathId, Problem } from '@slb/model';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiProblem } from '../errors.js';
 import { scopeOf } from '../services/auth.js';
 import type { Scope } from '../services/common.js';
 import { etagOf } from '../services/common.js';
@@ -9,7 +10,7 @@ import { etagOf } from '../services/common.js';
 export function problems(...statuses: number[]) {
   const response = {
     description: 'problem details (RFC 9457)',
-    content: { 'application/problem+json': { schema: Type.Unsafe<Problem>({ $ref: `${PROBLEM_SCHEMA_ID}#` }) } },
+    content: { 'application/problem+json': { schema: Type.Unsafe<ApiProblem>({ $ref: `${PROBLEM_SCHEMA_ID}#` }) } },
   };
   return Object.fromEntries(statuses.map((s) => [s, response]));
 }

@@ -23,7 +23,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.post('/tenants', {
-    config,
+    config: { ...config, writes: {} },
     schema: {
       tags,
       operationId: 'createTenant',
@@ -59,7 +59,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   // Not idempotent on purpose: replaying the response would mean storing the secret to replay it.
   app.post('/tenants/:tenantId/tokens', {
-    config,
+    config: { ...config, writes: {} },
     schema: {
       tags,
       operationId: 'createToken',
@@ -74,7 +74,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.delete('/tenants/:tenantId/tokens/:tokenId', {
-    config,
+    config: { ...config, writes: {} },
     schema: {
       tags,
       operationId: 'deleteToken',

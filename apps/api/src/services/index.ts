@@ -16,21 +16,38 @@ import { ServerGroupService } from './server-groups.js';
 import { TenantService } from './tenants.js';
 import { VipAllocator } from './vip-allocator.js';
 
-export function createServices(
-  db: Db,
-  sqlite: Database.Database,
-  authenticator: () => Authenticator,
-  runtime: RuntimeView,
-  dnsZone: string | undefined,
-  backendPolicy: BackendPolicyOptions,
-  quotaDefaults?: QuotaLimits,
+export interface ServiceOptions {
+  db: Db;
+  sqlite: Database.Database;
+  /** The request authenticator, read when a tenant's tokens change (it caches them). */
+  authenticator: () => Authenticator;
+  /** Load balancers' runtime status (the control hub's view). */
+  runtime: RuntimeView;
+  /** Zone of the LBs' DNS names (`<lbId>.<zone>`); default DEFAULT_DNS_ZONE. */
+  dnsZone?: string;
+  backendPolicy: BackendPolicyOptions;
+  /** Per-tenant quota defaults; default the built-in ones (QUOTAS in @slb/model). */
+  quotaDefaults?: QuotaLimits;
   /** Encrypts a private key for storage (SecretBox.seal); identity when absent. */
-  sealSecret: (plain: string) => string = (plain) => plain,
+  sealSecret?: (plain: string) => string;
   /** Seconds a deleted LB's VIP is kept from other tenants (SLB_VIP_HOLD_SECONDS); default 300. */
-  vipHoldSeconds?: number,
+  vipHoldSeconds?: number;
   /** Nodes that cannot bind each listener (the control hub's view); none when absent. */
-  listenerErrors?: ListenerRuntimeView,
-) {
+  listenerErrors?: ListenerRuntimeView;
+}
+
+export function createServices({
+  db,
+  sqlite,
+  authenticator,
+  runtime,
+  dnsZone,
+  backendPolicy,
+  quotaDefaults,
+  sealSecret = (plain) => plain,
+  vipHoldSeconds,
+  listenerErrors,
+}: ServiceOptions) {
   const quotas = new QuotaService(db, quotaDefaults);
   const addressPools = new AddressPoolService(db);
   const vips = new VipAllocator(db, addressPools, vipHoldSeconds);

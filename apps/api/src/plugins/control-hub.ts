@@ -1,0 +1,31 @@
+import fp from 'fastify-plugin';
+import { ControlHub } from '../control/hub.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    controlHub: ControlHub;
+  }
+}
+
+export interface ControlHubOptions {
+  /** A node's joins and leaves are recorded at most once per this many ms (see ServingLog). Default 30,000. */
+  nodeEventIntervalMs?: number;
+}
+
+/** The control hub: what the nodes serve, compiled from the database and pushed to them. */
+export const controlHubPlugin = fp<ControlHubOptions>(
+  async (app, options) => {
+    const { store, events } = app;
+    const box = app.secretBox;
+    const hub = new ControlHub(store.db, app.log, Date.now(), {
+      openKey: (stored) => box.open(stored),
+      events,
+      nodeEventIntervalMs: options.nodeEventIntervalMs,
+    });
+    app.decorate('controlHub', hub);
+    // Every snapshot carries the deployment's session-sync prefix: nodes of two deployments on one Redis
+    // never share keys.
+    hub.setSessionSyncPrefix(app.namespace.sessionSyncPrefix);
+  },
+  { name: 'control-hub', dependencies: ['database', 'event-store'] },
+);

@@ -1,0 +1,24 @@
+import fp from 'fastify-plugin';
+import { EventStore, type EventStoreOptions } from '../events/store.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The load balancers' events (GET /v1/load-balancers/{lbId}/events). */
+    events: EventStore;
+  }
+}
+
+export type EventStorePluginOptions = EventStoreOptions & {
+  /** Milliseconds between pruning runs. Default 60,000. */
+  pruneIntervalMs?: number;
+};
+
+export const eventStorePlugin = fp<EventStorePluginOptions>(
+  async (app, { pruneIntervalMs, ...options }) => {
+    const events = new EventStore(app.store.db, app.store.sqlite, { logger: app.log, ...options });
+    app.decorate('events', events);
+    app.addHook('onReady', async () => events.startPruning(pruneIntervalMs ?? 60_000));
+    app.addHook('onClose', async () => events.close());
+  },
+  { name: 'event-store', dependencies: ['database'] },
+);
