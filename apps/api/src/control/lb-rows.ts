@@ -135,3 +135,8 @@ export function readLbRows(db: Db, lbIds: string[]): LbRows {
     certificates: certRows,
   };
 }
+
+/** The LB a listener belongs to (undefined: no such listener). */
+export function lbOfListener(db: Db, listenerId: string): string | undefined {
+  return db.select({ lb: listeners.loadBalancerId }).from(listeners).where(eq(listeners.id, listenerId)).get()?.lb;
+}
