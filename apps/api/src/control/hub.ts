@@ -4,8 +4,6 @@ import {
   type ControllerMessage,
   type HelloMessage,
   L7_PORT_BASE,
-  type ListenerFailure,
-  type NodeLoadReport,
   type SnapshotBackendDeny,
   type TrafficReport,
 } from '@slb/model';
@@ -23,28 +21,10 @@ import { type LbRuntime, lbRuntime } from './lb-runtime.js';
 import type { NodeIdentity } from './node-credentials.js';
 import { NodeLiveness } from './node-liveness.js';
 import { parseNodeMessage } from './node-messages.js';
-import { clampLoad } from './node-reports.js';
-import {
-  helloIdentity,
-  placementRows,
-  recordApplied,
-  recordError,
-  recordHeartbeat,
-  recordVipMode,
-  sendLegacyCredential,
-  touchNodeRow,
-} from './node-rows.js';
-import {
-  ackUpTo,
-  failedLbsOf,
-  failedListenersError,
-  forgetSent,
-  newSession,
-  resendSnapshot,
-  type Session,
-  vipNodeOf,
-} from './node-session.js';
+import { helloIdentity, placementRows, recordVipMode, sendLegacyCredential, touchNodeRow } from './node-rows.js';
+import { newSession, resendSnapshot, type Session, vipNodeOf } from './node-session.js';
 import { ServingRecorder } from './serving-events.js';
+import { SessionReports } from './session-reports.js';
 
 export { L7_REJOIN_GRACE_MS } from './l7-rejoin.js';
 export type { LbRuntime } from './lb-runtime.js';
@@ -83,8 +63,7 @@ export class ControlHub {
   private readonly clock: Clock;
   private pending = false;
   private closed = false;
-  /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
-  private trafficSink: ((nodeId: string, report: TrafficReport) => void) | undefined;
+  private readonly reports: SessionReports;
 
   constructor(
     private readonly db: Db,
@@ -100,7 +79,7 @@ export class ControlHub {
       // Versions outlive a controller restart: they start from the clock and only grow.
       startVersion: now,
       maxMessageBytes: options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES,
-      tooLarge: (session, version, reason) => this.failed(session, version, reason),
+      tooLarge: (session, version, reason) => this.reports.failed(session, version, reason),
       now: () => this.clock.now(),
     });
     this.recorder = options.events
@@ -113,6 +92,7 @@ export class ControlHub {
           compiled: this.cache.all,
         }))
       : null;
+    this.reports = new SessionReports({ db, log, recorder: this.recorder, failedLbsMoved: () => this.changed() });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
     this.rejoin = new L7Rejoin(
       lastKnownL7(db, OFFLINE_AFTER_MS),
@@ -130,8 +110,9 @@ export class ControlHub {
     this.delivery.backendDeny = read;
   }
 
+  /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
   setTrafficSink(sink: (nodeId: string, report: TrafficReport) => void): void {
-    this.trafficSink = sink;
+    this.reports.trafficSink = sink;
   }
 
   /** The deployment's session-sync prefix, sent in every first snapshot (the nodes' default namespace). */
@@ -198,10 +179,10 @@ export class ControlHub {
       if (!session) return this.reject(ws, 'say hello first');
       session.lastSeen = this.clock.now();
       if (message.type === 'heartbeat') {
-        this.heartbeat(session, message.load, message.failedListeners);
-        if (message.traffic !== undefined) this.traffic(session, message.traffic);
-      } else if (message.type === 'ack') this.ack(session, message.version, message.failedListeners);
-      else this.nack(session, message.version, message.reason);
+        this.reports.heartbeat(session, message.load, message.failedListeners);
+        if (message.traffic !== undefined) this.reports.traffic(session, message.traffic);
+      } else if (message.type === 'ack') this.reports.ack(session, message.version, message.failedListeners);
+      else this.reports.nack(session, message.version, message.reason);
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays
     // until its heartbeats are overdue (then it is offline and its LBs move), or the node reconnects.
@@ -277,69 +258,6 @@ export class ControlHub {
     );
     this.recompile();
     return session;
-  }
-
-  private heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[]): void {
-    recordHeartbeat(this.db, session.nodeId, clampLoad(reported));
-    // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
-    if (failures === undefined) return;
-    const before = JSON.stringify(session.failures);
-    this.setFailures(session, failures);
-    // The node's lastError names the listeners an ack said failed: it follows their retries, so a bind that
-    // healed is no longer shown there either (a refused config's error is left as it is).
-    const version = session.failuresInLastError;
-    if (version !== null && JSON.stringify(failures) !== before) {
-      recordError(this.db, session.nodeId, failedListenersError(version, failures));
-      if (failures.length === 0) session.failuresInLastError = null;
-    }
-  }
-
-  /**
-   * Only listeners this node was sent count: a node cannot write into another tenant's metrics by naming
-   * its listener. Never in the way of the heartbeat: whatever the sink does, the session carries on.
-   */
-  private traffic(session: Session, report: TrafficReport): void {
-    if (this.trafficSink === undefined) return;
-    const listeners = report.listeners.filter((l) => session.sentJson.has(l.id));
-    try {
-      this.trafficSink(session.nodeId, { bootId: report.bootId, listeners });
-    } catch (err) {
-      this.log.error({ err, nodeId: session.nodeId }, 'traffic summary not taken');
-    }
-  }
-
-  private setFailures(session: Session, failures: ListenerFailure[]): void {
-    session.failures = failures;
-    this.recorder?.observeBinds(session, failures);
-    const before = session.failedLbs;
-    session.failedLbs = failedLbsOf(session.sentByLb, failures);
-    // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
-    const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
-    if (!same && session.kind === 'l4') this.changed();
-  }
-
-  private ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
-    if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
-    this.setFailures(session, failedListeners);
-    if (failedListeners.length > 0) {
-      this.log.warn(
-        { nodeId: session.nodeId, version, failedListeners: failedListeners.slice(0, 20) },
-        'node applied a config but not every listener of it',
-      );
-    }
-    session.failuresInLastError = failedListeners.length === 0 ? null : version;
-    recordApplied(this.db, session.nodeId, version, failedListenersError(version, failedListeners));
-  }
-
-  private nack(session: Session, version: number, reason: string): void {
-    this.log.warn({ nodeId: session.nodeId, version, reason }, 'node refused a config');
-    this.failed(session, version, reason);
-  }
-
-  /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
-  private failed(session: Session, version: number, reason: string): void {
-    recordError(this.db, session.nodeId, `version ${version}: ${reason}`);
-    forgetSent(session);
   }
 
   /** The online, undrained L4 nodes, as placement sees them. */
