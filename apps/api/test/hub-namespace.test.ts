@@ -18,7 +18,7 @@ afterEach(async () => {
 async function firstSnapshots(t: TestApp): Promise<{ l4: any; l7: any }> {
   const l4 = connect(t, 'l4-a', 'l4', '127.0.0.11');
   const l7 = connect(t, 'l7-a', 'l7', '127.0.0.21');
-  await new Promise((r) => setTimeout(r, 50));
+  // No wait: a node's first snapshot is sent as it says hello.
   return {
     l4: l4.find((m) => m.type === 'snapshot')?.snapshot,
     l7: l7.find((m) => m.type === 'snapshot')?.snapshot,

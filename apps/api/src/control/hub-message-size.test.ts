@@ -6,6 +6,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
 import { createTestDb, type TestDb } from '../health/test-db.js';
+import { ManualClock } from './clock.js';
 import { ControlHub } from './hub.js';
 
 // A config larger than the channel's message limit: the node would drop the connection on it, reconnect, and
@@ -51,12 +52,13 @@ describe('control hub: a config over the message limit', () => {
     t?.close();
   });
 
-  it('is not sent: the node gets the reason, its row the error, and the next change that fits is sent whole', async () => {
+  it('is not sent: the node gets the reason, its row the error, and the next change that fits is sent whole', () => {
     t = createTestDb();
     const group = t.group();
     for (let i = 0; i < 20; i++) t.server(group, `10.0.0.${i + 1}`, 8080);
     t.listener({ serverGroupId: group, port: 80 });
-    hub = new ControlHub(t.db, logger, Date.now(), { maxMessageBytes: 2000 });
+    const clock = new ManualClock();
+    hub = new ControlHub(t.db, logger, Date.now(), { maxMessageBytes: 2000, clock });
 
     const ws = connect(hub);
     expect(ws.sent.map((m) => m.type)).toEqual(['error']);
@@ -64,13 +66,18 @@ describe('control hub: a config over the message limit', () => {
     const row = t.db.select().from(nodes).where(eq(nodes.id, 'l4-a')).get();
     expect(row?.lastError).toMatch(/exceeds the control channel limit/);
 
-    // Nothing is resent until the config changes; then it fits and goes out as a full snapshot.
-    await new Promise((r) => setTimeout(r, 50));
+    // Nothing is resent until the config changes (the node heartbeating all along); then it fits and goes
+    // out as a full snapshot.
+    const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1_000);
+      ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
+    }
     expect(ws.sent).toHaveLength(1);
     t.db.delete(servers).where(eq(servers.serverGroupId, group)).run();
     t.db.update(loadBalancers).set({ configVersion: 2 }).where(eq(loadBalancers.id, t.lbId)).run();
     hub.changed();
-    await new Promise((r) => setImmediate(r));
+    clock.flush();
     expect(ws.sent.map((m) => m.type)).toEqual(['error', 'snapshot']);
   });
 });

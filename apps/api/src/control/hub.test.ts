@@ -1,13 +1,18 @@
 import { EventEmitter } from 'node:events';
-import { type Db, nodes } from '@slb/db';
+import { type Db, loadBalancers, nodes } from '@slb/db';
+import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
 import { createTestDb, type TestDb } from '../health/test-db.js';
+import { OFFLINE_AFTER_MS } from '../services/nodes.js';
+import { ManualClock } from './clock.js';
 import { ControlHub } from './hub.js';
+import { LIVENESS_TICK_MS } from './node-liveness.js';
 
-// The controller's side of the control channel, driven with in-memory sockets: what a node is sent.
+// The controller's side of the control channel, driven with in-memory sockets and a clock moved by hand:
+// what a node is sent, and when.
 
 class FakeSocket extends EventEmitter {
   readonly OPEN = 1;
@@ -39,6 +44,12 @@ function connect(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: st
   const hello = { type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
   return ws;
+}
+
+/** What a node says every second (HEARTBEAT_INTERVAL_MS) to stay online. */
+function heartbeat(ws: FakeSocket): void {
+  const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+  ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
 }
 
 /** The L7 pool as the L4 node last got it (a snapshot, or a delta that changed it). */
@@ -80,34 +91,91 @@ describe('control hub: the L7 pool across a controller restart', () => {
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
   });
 
-  it('drops an L7 node that does not come back once the grace is over', async () => {
+  it('drops an L7 node that does not come back once the grace is over', () => {
     previousController();
-    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 100 });
+    const clock = new ManualClock();
+    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 5_000, clock });
     hubs.push(hub);
     const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    for (let i = 0; i < 4; i++) {
+      clock.advance(1_000);
+      heartbeat(l4);
+      heartbeat(l7);
+    }
+    clock.advance(999);
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
-    await new Promise((r) => setTimeout(r, 250));
+    clock.advance(1);
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
   });
 });
 
-describe('control hub: its own stalls', () => {
-  it('does not take a stall of its event loop for the nodes going silent', async () => {
+describe('control hub: node liveness', () => {
+  let t: TestDb;
+  let hub: ControlHub;
+  let clock: ManualClock;
+  afterEach(() => {
+    hub?.close();
+    t?.close();
+  });
+
+  function start(): void {
+    t = createTestDb();
+    clock = new ManualClock();
+    hub = new ControlHub(t.db, logger, Date.now(), { clock });
+  }
+
+  it('takes a node out once it has been silent past the offline threshold, not before', () => {
+    start();
+    const hosts = () => hub.runtime(t.lbId, 1).nodes.map((n) => `${n.nodeId} ${n.online ? 'online' : 'offline'}`);
+    const a = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    connect(hub, 'l4-b', 'l4', '127.0.0.12');
+    clock.flush();
+    expect(hosts()).toEqual(['l4-a online', 'l4-b online']);
+    // l4-b goes silent; l4-a keeps heartbeating every second.
+    for (let at = 0; at < OFFLINE_AFTER_MS; at += 1_000) {
+      clock.advance(1_000);
+      heartbeat(a);
+    }
+    expect(hosts()).toEqual(['l4-a online', 'l4-b online']); // silent exactly the threshold: still online
+    clock.advance(LIVENESS_TICK_MS);
+    expect(hosts()).toEqual(['l4-a online']); // offline, and its LB placed without it
+  });
+
+  it('does not take a stall of its event loop for the nodes going silent', () => {
+    start();
+    connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    expect(l7PoolOf(l4)).toEqual(['l7-a']);
+    // Busy for longer than the offline threshold (as when serialising a fleet-sized config): the nodes'
+    // heartbeats would be waiting unread, so they must not count as missed.
+    clock.jump(OFFLINE_AFTER_MS + 500);
+    clock.advance(2 * LIVENESS_TICK_MS); // the liveness ticker runs after the stall
+    expect(l7PoolOf(l4)).toEqual(['l7-a']);
+    // Silence after the stall does count.
+    clock.advance(OFFLINE_AFTER_MS);
+    expect(l7PoolOf(l4)).toEqual([]);
+  });
+});
+
+describe('control hub: recompiles', () => {
+  it('coalesces a burst of changes into one delta, sent once the burst is done', () => {
     const t = createTestDb();
-    const hub = new ControlHub(t.db, logger);
+    const clock = new ManualClock();
+    const hub = new ControlHub(t.db, logger, Date.now(), { clock });
     try {
-      connect(hub, 'l7-a', 'l7', '127.0.0.21');
       const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-      expect(l7PoolOf(l4)).toEqual(['l7-a']);
-      // Busy for longer than the offline threshold (as when serialising a fleet-sized config): the nodes'
-      // heartbeats would be waiting unread, so they must not count as missed.
-      const until = Date.now() + 3_500;
-      while (Date.now() < until) {
-        /* hold the event loop */
+      expect(l4.sent.map((m) => m.type)).toEqual(['snapshot']);
+      const group = t.group();
+      for (let port = 80; port < 83; port++) {
+        t.listener({ serverGroupId: group, port });
+        t.db.update(loadBalancers).set({ configVersion: port }).where(eq(loadBalancers.id, t.lbId)).run();
+        hub.changed(t.lbId);
       }
-      await new Promise((r) => setTimeout(r, 600)); // the liveness ticker runs after the stall
-      expect(l7PoolOf(l4)).toEqual(['l7-a']);
+      expect(l4.sent).toHaveLength(1);
+      clock.flush();
+      expect(l4.sent.map((m) => m.type)).toEqual(['snapshot', 'delta']);
+      expect((l4.sent[1] as unknown as { upsert: unknown[] }).upsert).toHaveLength(3);
     } finally {
       hub.close();
       t.close();
@@ -116,13 +184,14 @@ describe('control hub: its own stalls', () => {
 });
 
 describe('control hub: shutdown', () => {
-  it('touches nothing after close(): sockets closing and last heartbeats arriving late do not reach the database', async () => {
+  it('touches nothing after close(): sockets closing and last heartbeats arriving late do not reach the database', () => {
     const t = createTestDb();
     const errors: unknown[] = [];
     const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(line) });
-    const hub = new ControlHub(t.db, log as unknown as FastifyBaseLogger);
+    const clock = new ManualClock();
+    const hub = new ControlHub(t.db, log as unknown as FastifyBaseLogger, Date.now(), { clock });
     const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    await new Promise((r) => setImmediate(r));
+    clock.flush();
     // Close the way the app does: the hub, then the database; the socket's close and a heartbeat come after.
     const closeEvents = ws.listeners('close');
     ws.removeAllListeners('close');
@@ -131,7 +200,7 @@ describe('control hub: shutdown', () => {
     for (const l of closeEvents) (l as () => void)();
     const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
     ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
-    await new Promise((r) => setTimeout(r, 20));
+    clock.advance(OFFLINE_AFTER_MS * 2);
     expect(errors).toEqual([]);
   });
 });

@@ -1,6 +1,14 @@
 import { isIP } from 'node:net';
 import { type Db, newId, nodes } from '@slb/db';
-import type { CreateNode, ListQuery, Node, NodeJoinToken, RegisteredNode, UpdateNode } from '@slb/model';
+import {
+  type CreateNode,
+  HEARTBEAT_INTERVAL_MS,
+  type ListQuery,
+  type Node,
+  type NodeJoinToken,
+  type RegisteredNode,
+  type UpdateNode,
+} from '@slb/model';
 import { and, asc, eq } from 'drizzle-orm';
 import { newJoinToken } from '../control/node-credentials.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
@@ -8,8 +16,16 @@ import { checkIfMatch, cursorFilter, nowIso, toPage } from './common.js';
 
 type NodeRow = typeof nodes.$inferSelect;
 
-/** Heartbeats come every second; three missed ones make a node offline. */
-export const OFFLINE_AFTER_MS = 3_000;
+/** Heartbeats a node may miss in a row and still count as online: one lost or late beat is not an outage. */
+export const MISSED_HEARTBEATS_OFFLINE = 3;
+
+/** How long a node may be silent before it is offline: a few missed heartbeats at the nodes' interval. */
+export function offlineAfterMs(heartbeatIntervalMs: number): number {
+  return MISSED_HEARTBEATS_OFFLINE * heartbeatIntervalMs;
+}
+
+/** The nodes' interval is the model's, so a change to it moves this threshold with it. */
+export const OFFLINE_AFTER_MS = offlineAfterMs(HEARTBEAT_INTERVAL_MS);
 
 export function toNode(r: NodeRow, now = Date.now()): Node {
   const online = r.lastHeartbeatAt !== null && now - Date.parse(r.lastHeartbeatAt) <= OFFLINE_AFTER_MS;

@@ -93,3 +93,19 @@ export function recordError(db: Db, nodeId: string, error: string | null): void 
 export function recordVipMode(db: Db, nodeId: string, mode: 'active-active' | 'active-standby'): void {
   db.update(nodes).set({ vipMode: mode }).where(eq(nodes.id, nodeId)).run();
 }
+
+/** What placement reads from the nodes' rows (set by the admin, and by heartbeats). */
+export function placementRows(
+  db: Db,
+): Map<string, { capacityWeight: number; activeConnections: number; drain: boolean }> {
+  const rows = db
+    .select({
+      id: nodes.id,
+      capacityWeight: nodes.capacityWeight,
+      activeConnections: nodes.activeConnections,
+      drain: nodes.drain,
+    })
+    .from(nodes)
+    .all();
+  return new Map(rows.map(({ id, ...row }) => [id, row]));
+}

@@ -1,0 +1,124 @@
+import type { Db } from '@slb/db';
+import type { CompiledLb, L4ListenerConfig } from './compile-lb.js';
+import { compileLbs } from './compiler.js';
+import { type LbSummary, lbOfListener, lbsByIds, listLbs } from './lb-rows.js';
+
+/** What a refresh compiled again, and whether the change can reach beyond those LBs. */
+export interface Refreshed {
+  changed: string[];
+  beyond: boolean;
+}
+
+/**
+ * The fleet's compiled LBs, reused while their configVersion holds and no health report touched them.
+ * Writes name the LB they changed, so a refresh re-reads only those; without a name, the whole fleet.
+ */
+export class CompileCache {
+  /** Every LB, as last read. */
+  lbs: LbSummary[] = [];
+  private readonly compiled = new Map<string, CompiledLb>();
+  /** LBs a health report touched: compiled again even at the same configVersion. */
+  private readonly dirty = new Set<string>();
+  /** LBs named by writes since the last refresh, or every LB (`scanAll`). */
+  private readonly touched = new Set<string>();
+  private scanAll = true;
+
+  constructor(
+    private readonly db: Db,
+    private readonly openKey: (stored: string) => string,
+  ) {}
+
+  get(lbId: string): CompiledLb | undefined {
+    return this.compiled.get(lbId);
+  }
+
+  get all(): ReadonlyMap<string, CompiledLb> {
+    return this.compiled;
+  }
+
+  /** A write changed this LB (undefined: something the fleet shares). */
+  touch(lbId?: string): void {
+    if (lbId === undefined) this.scanAll = true;
+    else this.touched.add(lbId);
+  }
+
+  /** A health report changed a listener's backends: its LB is compiled again. Returns that LB. */
+  healthChanged(listenerId: string): string | undefined {
+    const lb = lbOfListener(this.db, listenerId);
+    if (lb !== undefined) this.dirty.add(lb);
+    return lb;
+  }
+
+  /**
+   * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
+   * `beyond`: the change can reach beyond the LBs compiled again (LBs added or removed, an LB's VIP or L4
+   * ports changed, which can move a port collision to another LB): every node then needs a full diff.
+   */
+  refresh(): Refreshed {
+    const scope = this.scanAll ? null : [...new Set([...this.touched, ...this.dirty])];
+    this.scanAll = false;
+    this.touched.clear();
+    return (scope && this.refreshScoped(scope)) ?? this.refreshAll();
+  }
+
+  /**
+   * Re-reads only the named LBs. Gives up (undefined: read everything) when the fleet's shape may have
+   * changed: an LB created or deleted.
+   */
+  private refreshScoped(scope: string[]): Refreshed | undefined {
+    const rows = lbsByIds(this.db, scope);
+    const known = new Set(this.lbs.map((lb) => lb.id));
+    if (scope.some((id) => rows.has(id) !== known.has(id))) return undefined;
+    let beyond = false;
+    this.lbs = this.lbs.map((lb) => {
+      const row = rows.get(lb.id);
+      if (row === undefined) return lb;
+      if (row.mode !== lb.mode || row.nodeCount !== lb.nodeCount) beyond = true;
+      return row;
+    });
+    for (const id of scope) this.dirty.delete(id);
+    if (this.store(scope)) beyond = true;
+    return { changed: scope, beyond };
+  }
+
+  private refreshAll(): Refreshed {
+    const before = this.lbs;
+    this.lbs = listLbs(this.db);
+    const live = new Set(this.lbs.map((lb) => lb.id));
+    for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
+    let beyond =
+      before.length !== this.lbs.length ||
+      this.lbs.some(
+        (lb, i) => before[i]?.id !== lb.id || before[i]?.mode !== lb.mode || before[i]?.nodeCount !== lb.nodeCount,
+      );
+    const stale = this.lbs
+      .filter((lb) => {
+        const cached = this.compiled.get(lb.id);
+        return !cached || cached.configVersion !== lb.configVersion || this.dirty.has(lb.id);
+      })
+      .map((lb) => lb.id);
+    this.dirty.clear();
+    if (this.store(stale)) beyond = true;
+    return { changed: stale, beyond };
+  }
+
+  /** Compiles these LBs into the cache; true when one is new or its VIP or L4 ports moved. */
+  private store(lbIds: string[]): boolean {
+    let moved = false;
+    for (const [id, lb] of compileLbs(this.db, lbIds, this.openKey)) {
+      const old = this.compiled.get(id);
+      if (!old || l4PortKeys(old) !== l4PortKeys(lb)) moved = true;
+      this.compiled.set(id, lb);
+    }
+    return moved;
+  }
+}
+
+/** An L4 listener's claim on an address of its node: transport, address and port. */
+export function l4PortKey(config: L4ListenerConfig, address: string): string {
+  return `${config.protocol === 'udp' ? 'udp' : 'tcp'}/${address}/${config.port}`;
+}
+
+function l4PortKeys(lb: CompiledLb): string {
+  return `${lb.address}:${lb.l4.map((l) => l4PortKey(l.config, '')).join(',')}`;
+}

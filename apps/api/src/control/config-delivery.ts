@@ -1,0 +1,292 @@
+import type { ControllerMessage, L7NodeSnapshot, NodeSnapshot, SnapshotBackendDeny } from '@slb/model';
+import type { FastifyBaseLogger } from 'fastify';
+import { l4PortKey } from './compile-cache.js';
+import type { CompiledLb, L4ListenerConfig, L7ListenerConfig } from './compile-lb.js';
+import type { LbSummary } from './lb-rows.js';
+import { alreadyCarried, type LbVersions, type Session } from './node-session.js';
+import type { VipServing } from './vip-serving.js';
+
+/** What the nodes should run now, as the orchestrator last decided it. */
+export interface Fleet {
+  lbs: readonly LbSummary[];
+  compiled: ReadonlyMap<string, CompiledLb>;
+  /** LB → the L4 nodes hosting it. */
+  placement: ReadonlyMap<string, string[]>;
+  /** LB → how its hosts carry its VIP and which of them bind it. */
+  serving: ReadonlyMap<string, VipServing>;
+  /** The L4 node addresses (the L7 nodes' `l4Nodes`). */
+  l4Addresses: string[];
+}
+
+type L7Pool = NodeSnapshot['l7Nodes'];
+/** A listener as this node should have it: its diff key (`json`) and, when sent, its config. */
+type Wanted = { id: string; json: string; build: () => unknown };
+
+export interface ConfigDeliveryOptions {
+  log: FastifyBaseLogger;
+  /** The first version issued is the one after this (versions outlive a restart: they start from the clock). */
+  startVersion: number;
+  /** Largest message sent to a node. */
+  maxMessageBytes: number;
+  /** Called for a config too large to send: the node keeps its last one. */
+  tooLarge: (session: Session, version: number, reason: string) => void;
+  now: () => number;
+}
+
+/**
+ * Turns the fleet's config into each node's snapshot or delta: diffs it against what the node was sent,
+ * numbers it, and records what the node will have once it acks it.
+ */
+export class ConfigDelivery {
+  private version: number;
+  /** The backend deny set every first snapshot carries. */
+  backendDeny: () => SnapshotBackendDeny[] = () => [];
+  /** The deployment's session-sync prefix, sent in every first snapshot (the nodes' default namespace). */
+  sessionSyncPrefix: string | undefined;
+
+  constructor(private readonly options: ConfigDeliveryOptions) {
+    this.version = options.startVersion;
+  }
+
+  /** Diffs an L4 node's whole config against what it was sent. */
+  pushL4(session: Session, fleet: Fleet, l7Pool: L7Pool): void {
+    const lbVersions = new Map<string, number>();
+    const wanted: Wanted[] = [];
+    const byLb = new Map<string, string[]>();
+    const owner = new Map<string, string>();
+    for (const lb of fleet.lbs) {
+      if (!(fleet.placement.get(lb.id) ?? []).includes(session.nodeId)) continue;
+      const compiled = fleet.compiled.get(lb.id);
+      if (!compiled) continue;
+      lbVersions.set(lb.id, compiled.configVersion);
+      const ids: string[] = [];
+      // A standby hosts the LB without its listeners: converged once it acks, ready to take the VIP over.
+      const serving = fleet.serving.get(lb.id);
+      const binds = serving?.binders.includes(session.nodeId) ?? false;
+      for (const { config, json } of binds ? compiled.l4 : []) {
+        // LBs on their own VIPs never meet; an LB without one (none left in its pools) shares the node's.
+        const key = l4PortKey(config, compiled.address ?? session.address);
+        if (owner.has(key)) {
+          this.options.log.warn(
+            { nodeId: session.nodeId, listenerId: config.id, port: config.port },
+            'port already served on this node',
+          );
+          lbVersions.set(lb.id, -1);
+          continue;
+        }
+        owner.set(key, lb.id);
+        ids.push(config.id);
+        wanted.push(l4Wanted(session, compiled, serving!, config, json));
+      }
+      byLb.set(lb.id, ids);
+    }
+    session.portOwner = owner;
+    this.pushAll(session, fleet, wanted, byLb, lbVersions, l7Pool);
+  }
+
+  /** Diffs an L7 node's whole config (every HTTP/HTTPS listener) against what it was sent. */
+  pushL7(session: Session, fleet: Fleet): void {
+    const lbVersions = new Map<string, number>();
+    const wanted: Wanted[] = [];
+    const byLb = new Map<string, string[]>();
+    for (const lb of fleet.lbs) {
+      const compiled = fleet.compiled.get(lb.id);
+      if (!compiled) continue;
+      lbVersions.set(lb.id, compiled.configVersion);
+      byLb.set(
+        lb.id,
+        compiled.l7.map((l) => l.config.id),
+      );
+      for (const { config, json } of compiled.l7) wanted.push(l7Wanted(session, config, json));
+    }
+    this.pushAll(session, fleet, wanted, byLb, lbVersions);
+  }
+
+  /**
+   * Diffs only the given LBs, when nothing else can have moved (same placement, LBs, ports and L7 pool):
+   * the cost of a write is then that of its LB, not of the fleet.
+   */
+  pushChanged(session: Session, fleet: Fleet, lbIds: string[]): void {
+    const upsert: Wanted[] = [];
+    const remove: string[] = [];
+    // Only the changed LBs' versions: copying every LB's per write was the largest cost left at 1,000 LBs.
+    const lbVersions = new Map<string, number>();
+    for (const lbId of lbIds) {
+      const compiled = fleet.compiled.get(lbId);
+      const ids: string[] = [];
+      if (compiled && session.kind === 'l4') {
+        if (!(fleet.placement.get(lbId) ?? []).includes(session.nodeId)) continue;
+        lbVersions.set(lbId, compiled.configVersion);
+        const serving = fleet.serving.get(lbId);
+        const binds = serving?.binders.includes(session.nodeId) ?? false;
+        for (const { config, json } of binds ? compiled.l4 : []) {
+          if (session.portOwner.get(l4PortKey(config, compiled.address ?? session.address)) !== lbId) {
+            lbVersions.set(lbId, -1);
+            continue;
+          }
+          ids.push(config.id);
+          const wanted = l4Wanted(session, compiled, serving!, config, json);
+          if (session.sentJson.get(config.id) !== wanted.json) upsert.push(wanted);
+        }
+      } else if (compiled) {
+        lbVersions.set(lbId, compiled.configVersion);
+        for (const { config, json } of compiled.l7) {
+          ids.push(config.id);
+          if (session.sentJson.get(config.id) !== json) upsert.push(l7Wanted(session, config, json));
+        }
+      }
+      const kept = new Set(ids);
+      for (const id of session.sentByLb.get(lbId) ?? []) if (!kept.has(id)) remove.push(id);
+      session.sentByLb.set(lbId, ids);
+    }
+    this.deliver(session, fleet, upsert, remove, { full: false, versions: lbVersions });
+  }
+
+  private pushAll(
+    session: Session,
+    fleet: Fleet,
+    wanted: Wanted[],
+    byLb: Map<string, string[]>,
+    lbVersions: Map<string, number>,
+    l7Pool?: L7Pool,
+  ): void {
+    const first = session.sentVersion === null;
+    const upsert = first ? wanted : wanted.filter((w) => session.sentJson.get(w.id) !== w.json);
+    const wantedIds = new Set(wanted.map((w) => w.id));
+    const remove = first ? [] : [...session.sentJson.keys()].filter((id) => !wantedIds.has(id));
+    session.sentByLb = byLb;
+    this.deliver(session, fleet, upsert, remove, { full: true, versions: lbVersions }, l7Pool);
+  }
+
+  /** Sends a delta (or the first snapshot) and records what the node will have once it acks it. */
+  private deliver(
+    session: Session,
+    fleet: Fleet,
+    upsert: Wanted[],
+    remove: string[],
+    lbVersions: LbVersions,
+    l7Pool?: L7Pool,
+  ): void {
+    const first = session.sentVersion === null;
+    const l7Json = l7Pool === undefined ? null : JSON.stringify(l7Pool);
+    const l7Changed = l7Json !== null && l7Json !== session.sentL7Nodes;
+    if (!first && upsert.length === 0 && remove.length === 0 && !l7Changed) {
+      alreadyCarried(session, lbVersions);
+      return;
+    }
+    upsert.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const version = ++this.version;
+    const l4Addresses = fleet.l4Addresses;
+    const message = this.message(session, {
+      version,
+      generatedAt: new Date(this.options.now()).toISOString(),
+      listeners: upsert.map((w) => w.build()),
+      remove,
+      l7Pool: first || l7Changed ? l7Pool : undefined,
+      l4Addresses,
+    });
+    const text = JSON.stringify(message);
+    const bytes = Buffer.byteLength(text);
+    const max = this.options.maxMessageBytes;
+    if (bytes > max) {
+      // The node would drop the connection on it, reconnect and be sent it again, forever, each time costing
+      // us a full compile and serialisation: refuse it here, once per change, and say why.
+      const reason = `config of ${bytes} bytes exceeds the control channel limit of ${max} bytes`;
+      this.options.log.error({ nodeId: session.nodeId, version, bytes }, 'config too large for the control channel');
+      this.options.tooLarge(session, version, reason);
+      const error: ControllerMessage = { type: 'error', reason };
+      session.ws.send(JSON.stringify(error));
+      return;
+    }
+    session.sentVersion = version;
+    for (const id of remove) session.sentJson.delete(id);
+    for (const w of upsert) session.sentJson.set(w.id, w.json);
+    if (l7Json !== null) session.sentL7Nodes = l7Json;
+    if (first && session.kind === 'l7') session.sentL4Nodes = JSON.stringify(l4Addresses);
+    session.lbVersionsSent.set(version, lbVersions);
+    session.ws.send(text);
+  }
+
+  /** The first snapshot for a node not sent anything yet, else a delta from what it was sent. */
+  private message(
+    session: Session,
+    m: {
+      version: number;
+      generatedAt: string;
+      listeners: unknown[];
+      remove: string[];
+      l7Pool: L7Pool | undefined;
+      l4Addresses: string[];
+    },
+  ): ControllerMessage {
+    const { version, generatedAt } = m;
+    if (session.sentVersion === null) {
+      const shared = {
+        backendDeny: this.backendDeny(),
+        ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
+      };
+      return session.kind === 'l4'
+        ? {
+            type: 'snapshot',
+            kind: 'l4',
+            snapshot: {
+              version,
+              generatedAt,
+              listeners: m.listeners,
+              l7Nodes: m.l7Pool ?? [],
+              ...shared,
+            } as NodeSnapshot,
+          }
+        : {
+            type: 'snapshot',
+            kind: 'l7',
+            snapshot: {
+              version,
+              generatedAt,
+              listeners: m.listeners,
+              l4Nodes: m.l4Addresses,
+              ...shared,
+            } as L7NodeSnapshot,
+          };
+    }
+    const fromVersion = session.sentVersion;
+    if (session.kind === 'l7') {
+      const upsert = m.listeners as L7NodeSnapshot['listeners'];
+      return { type: 'delta', kind: 'l7', fromVersion, version, generatedAt, upsert, remove: m.remove };
+    }
+    return {
+      type: 'delta',
+      kind: 'l4',
+      fromVersion,
+      version,
+      generatedAt,
+      upsert: m.listeners as NodeSnapshot['listeners'],
+      remove: m.remove,
+      ...(m.l7Pool !== undefined ? { l7Nodes: m.l7Pool } : {}),
+    };
+  }
+}
+
+function l4Wanted(
+  session: Session,
+  lb: CompiledLb,
+  serving: VipServing,
+  config: L4ListenerConfig,
+  json: string,
+): Wanted {
+  const shared = serving.mode === 'active-active';
+  return {
+    id: config.id,
+    // The mode is part of what was sent: a node that now shares the VIP must rebind with SO_REUSEPORT.
+    json: shared ? `${json}|shared` : json,
+    build: () => ({
+      ...config,
+      bindAddresses: [lb.address ?? session.address],
+      ...(shared ? { reusePort: true } : {}),
+    }),
+  };
+}
+
+function l7Wanted(session: Session, config: L7ListenerConfig, json: string): Wanted {
+  return { id: config.id, json, build: () => ({ ...config, bindAddress: session.address }) };
+}

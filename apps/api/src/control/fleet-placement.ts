@@ -1,0 +1,60 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { type PlacementLb, type PlacementNode, place } from './placement.js';
+import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
+
+/** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
+const CIRCUIT_BREAKER_SHARE = 0.5;
+
+/**
+ * Where each LB runs (placement) and who binds its VIP (serving), kept across recompiles: both prefer what
+ * they had, so LBs and VIPs move only when they must.
+ */
+export class FleetPlacement {
+  /** LB → the L4 nodes hosting it. */
+  placement = new Map<string, string[]>();
+  /** LB → how its hosts carry its VIP and which of them bind it (see chooseVipBinders). */
+  serving = new Map<string, VipServing>();
+  /** The online L4 nodes the placement was last made for. */
+  private lastOnline = new Set<string>();
+
+  constructor(private readonly log: FastifyBaseLogger) {}
+
+  /** The online L4 nodes are no longer those placed for: time to place again. */
+  onlineChanged(online: ReadonlySet<string>): boolean {
+    return online.size !== this.lastOnline.size || [...online].some((id) => !this.lastOnline.has(id));
+  }
+
+  /**
+   * Places the LBs on the online L4 nodes (unless most of them vanished at once) and chooses their VIP
+   * binders. True when either moved: every node then needs a full diff.
+   */
+  update(
+    lbs: PlacementLb[],
+    online: PlacementNode[],
+    vipNodes: ReadonlyMap<string, VipNode>,
+    addressOf: (lbId: string) => string | null,
+  ): boolean {
+    const previousPlacement = this.placement;
+    const previousServing = this.serving;
+    const onlineIds = new Set(online.map((n) => n.id));
+    const lost = [...this.lastOnline].filter((id) => !onlineIds.has(id)).length;
+    if (this.lastOnline.size >= 2 && lost / this.lastOnline.size > CIRCUIT_BREAKER_SHARE) {
+      // Circuit breaker: keep the placement; the nodes most likely still serve, we just cannot see them.
+      this.log.warn({ lost, of: this.lastOnline.size }, 'most L4 nodes vanished at once: placement frozen');
+    } else {
+      this.placement = place(lbs, online, this.placement);
+      this.lastOnline = onlineIds;
+    }
+    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf);
+    return !samePlacement(previousPlacement, this.placement) || !sameServing(previousServing, this.serving);
+  }
+}
+
+function samePlacement(a: ReadonlyMap<string, string[]>, b: ReadonlyMap<string, string[]>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [id, nodes] of a) {
+    const other = b.get(id);
+    if (other === undefined || other.length !== nodes.length || other.some((n, i) => n !== nodes[i])) return false;
+  }
+  return true;
+}

@@ -1,0 +1,159 @@
+import type { HelloMessage, ListenerFailure } from '@slb/model';
+import type WebSocket from 'ws';
+import type { NodeIdentity } from './node-credentials.js';
+import type { VipNode } from './vip-serving.js';
+
+/** One node's connection as the hub tracks it: what it was sent, what it acked, what fails there. */
+export interface Session {
+  ws: WebSocket;
+  nodeId: string;
+  kind: 'l4' | 'l7';
+  address: string;
+  /** The version last sent, and each listener as sent (serialised before per-node fields), for deltas. */
+  sentVersion: number | null;
+  sentJson: Map<string, string>;
+  sentL7Nodes: string | null;
+  /** (L7) The L4 node addresses last sent (`l4Nodes`, the peers its PROXY ports accept), as JSON. */
+  sentL4Nodes: string | null;
+  /** Listener ids sent per LB, and (L4) the LB holding each port on this node: enough to resend one LB alone. */
+  sentByLb: Map<string, string[]>;
+  portOwner: Map<string, string>;
+  /** Per sent version: the LB config versions it carries (all, or the changed ones), for convergence once acked. */
+  lbVersionsSent: Map<number, LbVersions>;
+  ackedLbVersions: Map<string, number>;
+  /** Listeners the node last reported it could not build or bind (it retries binds), and their LBs. */
+  failures: ListenerFailure[];
+  failedLbs: Set<string>;
+  /** The acked version whose failed listeners the node's lastError names (null: it names none). */
+  failuresInLastError: number | null;
+  /** The node's runtime can share a VIP:port with its peers (SO_REUSEPORT): it may serve active-active. */
+  reusePort: boolean;
+  /** The addresses it said at hello it serves listeners on (see chooseVipBinders). */
+  boundVips: ReadonlySet<string>;
+  lastSeen: number;
+}
+
+/** LB config versions a config carries: every LB on the node (`full`), or only those a delta changed. */
+export interface LbVersions {
+  full: boolean;
+  versions: Map<string, number>;
+}
+
+/**
+ * A session that has been sent nothing yet. hello.appliedVersion is not followed: versions start from the
+ * clock at each controller start, so any version really issued is below ours, and following a claim (as
+ * this once did) let one hello of 2^53-1 push every later version past the channel schema, and every node
+ * refused every config from then on.
+ */
+export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage, now: number): Session {
+  return {
+    ws,
+    nodeId: who.nodeId,
+    kind: who.kind,
+    address: who.address,
+    sentVersion: null,
+    sentJson: new Map(),
+    sentL7Nodes: null,
+    sentL4Nodes: null,
+    sentByLb: new Map(),
+    portOwner: new Map(),
+    lbVersionsSent: new Map(),
+    ackedLbVersions: new Map(),
+    failures: [],
+    failedLbs: new Set(),
+    failuresInLastError: null,
+    reusePort: hello.reusePort === true,
+    boundVips: new Set(hello.boundVips ?? []),
+    lastSeen: now,
+  };
+}
+
+/** The node's next config goes out as a full snapshot; versions in flight are still acked as before. */
+export function resendSnapshot(session: Session): void {
+  session.sentVersion = null;
+  session.sentJson = new Map();
+  session.sentByLb = new Map();
+}
+
+/** The node did not take a config: it keeps its last good one, and gets everything anew on the next change. */
+export function forgetSent(session: Session): void {
+  session.failuresInLastError = null;
+  session.sentVersion = null;
+  session.sentJson = new Map();
+  session.sentL7Nodes = null;
+  session.sentL4Nodes = null;
+  session.sentByLb = new Map();
+  session.portOwner = new Map();
+}
+
+/**
+ * The node applied every version up to this one, in order: their LB versions are now its own. False for an
+ * ack of something not sent (or already superseded).
+ */
+export function ackUpTo(session: Session, version: number): boolean {
+  if (!session.lbVersionsSent.has(version)) return false;
+  const done = [...session.lbVersionsSent.keys()].filter((v) => v <= version).sort((a, b) => a - b);
+  for (const v of done) {
+    applyLbVersions(session, session.lbVersionsSent.get(v)!);
+    session.lbVersionsSent.delete(v);
+  }
+  return true;
+}
+
+/**
+ * Nothing to send the node for these LB versions. Its config, once it acks what is in flight, is the current
+ * one: the newest pending version (or the node's current one) carries them.
+ */
+export function alreadyCarried(session: Session, lbVersions: LbVersions): void {
+  const pending = [...session.lbVersionsSent.keys()];
+  if (pending.length === 0) {
+    applyLbVersions(session, lbVersions);
+    return;
+  }
+  const newest = Math.max(...pending);
+  const entry = session.lbVersionsSent.get(newest)!;
+  if (lbVersions.full) session.lbVersionsSent.set(newest, lbVersions);
+  else for (const [id, v] of lbVersions.versions) entry.versions.set(id, v);
+}
+
+function applyLbVersions(session: Session, update: LbVersions): void {
+  if (update.full) session.ackedLbVersions = update.versions;
+  else for (const [id, v] of update.versions) session.ackedLbVersions.set(id, v);
+}
+
+/** A node's lastError for listeners it could not build or bind with `version` (null: none). */
+export function failedListenersError(version: number, failed: ListenerFailure[]): string | null {
+  if (failed.length === 0) return null;
+  const named = failed
+    .slice(0, 5)
+    .map((f) => `${f.listenerId}: ${f.reason}`)
+    .join('; ');
+  return `version ${version}: ${failed.length} listener(s) not applied: ${named}`.slice(0, 2000);
+}
+
+/** The LBs a node's failed listeners belong to, from what it was sent. */
+export function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFailure[]): Set<string> {
+  const lbs = new Set<string>();
+  if (failed.length === 0) return lbs;
+  const ids = new Set(failed.map((f) => f.listenerId));
+  for (const [lbId, listenerIds] of sentByLb) if (listenerIds.some((id) => ids.has(id))) lbs.add(lbId);
+  return lbs;
+}
+
+/** The first failure among this LB's listeners on the node, as `listenerId: reason`. */
+export function failureOf(session: Session, lbId: string): string | undefined {
+  const listenerIds = new Set(session.sentByLb.get(lbId) ?? []);
+  const f = session.failures.find((x) => listenerIds.has(x.listenerId));
+  return f === undefined ? undefined : `${f.listenerId}: ${f.reason}`;
+}
+
+/** An L4 node as the choice of VIP binders sees it: what it can share, whether it can be told. */
+export function vipNodeOf(s: Session): VipNode {
+  return {
+    id: s.nodeId,
+    reusePort: s.reusePort,
+    channelOpen: s.ws.readyState === s.ws.OPEN,
+    bound: s.boundVips,
+    serves: (lbId) => s.ackedLbVersions.has(lbId) && !s.failedLbs.has(lbId),
+  };
+}

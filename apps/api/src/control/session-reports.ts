@@ -1,0 +1,91 @@
+import type { Db } from '@slb/db';
+import type { ListenerFailure, NodeLoadReport, TrafficReport } from '@slb/model';
+import type { FastifyBaseLogger } from 'fastify';
+import { clampLoad } from './node-reports.js';
+import { recordApplied, recordError, recordHeartbeat } from './node-rows.js';
+import { ackUpTo, failedLbsOf, failedListenersError, forgetSent, type Session } from './node-session.js';
+import type { ServingRecorder } from './serving-events.js';
+
+export interface SessionReportsOptions {
+  db: Db;
+  log: FastifyBaseLogger;
+  /** Where bind failures are recorded as events; null: nowhere. */
+  recorder: ServingRecorder | null;
+  /** An L4 node's set of LBs it cannot bind moved: who binds which VIP may change. */
+  failedLbsMoved: () => void;
+}
+
+/**
+ * What a connected node says about itself, taken in: heartbeats (load, listeners it cannot bind, traffic),
+ * acks and refusals of the configs it was sent. Updates its session and its row.
+ */
+export class SessionReports {
+  /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
+  trafficSink: ((nodeId: string, report: TrafficReport) => void) | undefined;
+
+  constructor(private readonly options: SessionReportsOptions) {}
+
+  heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[]): void {
+    const { db } = this.options;
+    recordHeartbeat(db, session.nodeId, clampLoad(reported));
+    // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
+    if (failures === undefined) return;
+    const before = JSON.stringify(session.failures);
+    this.setFailures(session, failures);
+    // The node's lastError names the listeners an ack said failed: it follows their retries, so a bind that
+    // healed is no longer shown there either (a refused config's error is left as it is).
+    const version = session.failuresInLastError;
+    if (version !== null && JSON.stringify(failures) !== before) {
+      recordError(db, session.nodeId, failedListenersError(version, failures));
+      if (failures.length === 0) session.failuresInLastError = null;
+    }
+  }
+
+  /**
+   * Only listeners this node was sent count: a node cannot write into another tenant's metrics by naming
+   * its listener. Never in the way of the heartbeat: whatever the sink does, the session carries on.
+   */
+  traffic(session: Session, report: TrafficReport): void {
+    if (this.trafficSink === undefined) return;
+    const listeners = report.listeners.filter((l) => session.sentJson.has(l.id));
+    try {
+      this.trafficSink(session.nodeId, { bootId: report.bootId, listeners });
+    } catch (err) {
+      this.options.log.error({ err, nodeId: session.nodeId }, 'traffic summary not taken');
+    }
+  }
+
+  ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
+    if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
+    this.setFailures(session, failedListeners);
+    if (failedListeners.length > 0) {
+      this.options.log.warn(
+        { nodeId: session.nodeId, version, failedListeners: failedListeners.slice(0, 20) },
+        'node applied a config but not every listener of it',
+      );
+    }
+    session.failuresInLastError = failedListeners.length === 0 ? null : version;
+    recordApplied(this.options.db, session.nodeId, version, failedListenersError(version, failedListeners));
+  }
+
+  nack(session: Session, version: number, reason: string): void {
+    this.options.log.warn({ nodeId: session.nodeId, version, reason }, 'node refused a config');
+    this.failed(session, version, reason);
+  }
+
+  /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
+  failed(session: Session, version: number, reason: string): void {
+    recordError(this.options.db, session.nodeId, `version ${version}: ${reason}`);
+    forgetSent(session);
+  }
+
+  private setFailures(session: Session, failures: ListenerFailure[]): void {
+    session.failures = failures;
+    this.options.recorder?.observeBinds(session, failures);
+    const before = session.failedLbs;
+    session.failedLbs = failedLbsOf(session.sentByLb, failures);
+    // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
+    const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
+    if (!same && session.kind === 'l4') this.options.failedLbsMoved();
+  }
+}
