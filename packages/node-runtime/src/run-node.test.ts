@@ -90,9 +90,18 @@ describe('runNode, file mode', () => {
   const start = (over: Partial<FileSource<Snap>> = {}, drain = async () => {}) =>
     runNode({ name: 'test-node', logger: log.logger, source: source(over), drain, process: proc });
 
-  it('applies the file at start and says so once', async () => {
+  it('applies the file at start and says so once, with SIGHUP already handled', async () => {
     writeFileSync(file, snap(1, ['a', 'b']));
-    running = await start();
+    let hupHandled = false;
+    running = await start({
+      apply: async (s) => {
+        // Whoever sees 'config applied' may send SIGHUP at once; unhandled, it would kill the process.
+        hupHandled = proc.listenerCount('SIGHUP') > 0;
+        applied.push(s);
+        return [];
+      },
+    });
+    expect(hupHandled).toBe(true);
     expect(applied.map((s) => s.version)).toEqual([1]);
     expect(log.lines.filter((l) => l.msg === 'config applied')).toEqual([
       { level: 'info', msg: 'config applied', trigger: 'start', version: 1, listeners: 2, failed: 0 },

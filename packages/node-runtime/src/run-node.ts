@@ -136,6 +136,8 @@ export async function runNode<S extends { version: number; listeners: readonly u
 
   const follower = fileFollower(source, logger);
   file = follower;
+  // Before the first apply: whoever saw 'config applied' may signal at once, and SIGHUP's default kills.
+  proc.on('SIGHUP', () => void follower.reload('SIGHUP'));
   const first = await follower.first();
   if (!first.ok) {
     const path = source.path;
@@ -144,7 +146,6 @@ export async function runNode<S extends { version: number; listeners: readonly u
     proc.exit(EXIT_BAD_CONFIG);
     return undefined;
   }
-  proc.on('SIGHUP', () => void follower.reload('SIGHUP'));
   follower.watch();
   return { reload: follower.reload, stop };
 }
@@ -214,15 +215,20 @@ function fileFollower<S extends { version: number; listeners: readonly unknown[]
   }
 
   return {
-    async first() {
-      const r = await source.load(source.path);
-      if (!r.ok) return r;
-      try {
-        await apply(r.snapshot, 'start');
-      } catch (err) {
-        return { ok: false, reason: (err as Error).message };
-      }
-      return r;
+    first() {
+      // On the queue, so a SIGHUP while it runs reloads after it.
+      const first = queue.then(async (): Promise<LoadedSnapshot<unknown>> => {
+        const r = await source.load(source.path);
+        if (!r.ok) return r;
+        try {
+          await apply(r.snapshot, 'start');
+        } catch (err) {
+          return { ok: false, reason: (err as Error).message };
+        }
+        return r;
+      });
+      queue = first.then(() => {});
+      return first;
     },
     reload,
     watch(): void {
