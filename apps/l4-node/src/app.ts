@@ -1,20 +1,19 @@
 import { type ListenerFailure, MAX_LISTENERS_PER_NODE, type NodeSnapshot, type SnapshotListener } from '@slb/model';
 import {
-  BackendGuard,
   BindRetries,
   type BindRetryOptions,
   bindFailureReason,
-  compileAcl,
   reusePortByVersion,
   type SessionSync,
   type SnapshotChange,
 } from '@slb/node-runtime';
 import type { Logger } from 'pino';
-import type { BackendSpec } from './backend-pool.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';
+import { bindKeys, bindSpec, claimBinds } from './listener-binds.js';
 import { L4Metrics } from './metrics.js';
 import { RAW_TCP_REUSEPORT } from './raw-tcp.js';
+import { guardOf, isHttp, type NodeSide, resolveListener } from './resolve-listener.js';
 import { upstreamSource } from './source-address.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
@@ -57,90 +56,6 @@ async function withConcurrency<T>(items: T[], limit: number, work: (item: T) => 
     while (next < items.length) await work(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-const isHttp = (l: SnapshotListener) => l.protocol === 'http' || l.protocol === 'https';
-
-function bindKeys(l: SnapshotListener): string[] {
-  const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
-  return l.bindAddresses.map((a) => `${transport} ${a}:${l.port}`);
-}
-
-/** Takes `l`'s addresses in `bound`, or throws naming the listener that holds one of them. */
-function claimBinds(bound: Map<string, string>, l: SnapshotListener): void {
-  const keys = bindKeys(l);
-  for (const key of keys) {
-    const holder = bound.get(key);
-    if (holder !== undefined && holder !== l.id) throw new Error(`${key} is bound by listener ${holder}`);
-  }
-  for (const key of keys) bound.set(key, l.id);
-}
-
-/** What decides whether a listener can be updated in place or must be re-bound. */
-function bindSpec(l: SnapshotListener): string {
-  const transport = l.protocol === 'udp' ? 'udp' : 'tcp';
-  // reusePort is a bind option too: switching it means binding again.
-  return `${transport}|${l.port}|${[...l.bindAddresses].sort().join(',')}|${l.reusePort === true ? 'shared' : ''}`;
-}
-
-/**
- * The guard for a snapshot: its deny set, and the node's own endpoints (every listener's address and
- * port on this node), so a backend that is this node itself is never dialled.
- */
-function guardOf(s: NodeSnapshot): BackendGuard {
-  const addresses = new Set<string>();
-  const ports = new Set<number>();
-  for (const l of s.listeners) {
-    ports.add(l.port);
-    for (const a of l.bindAddresses) addresses.add(a);
-  }
-  return new BackendGuard({ deny: s.backendDeny, self: { addresses: [...addresses], ports } });
-}
-
-/** What every listener of the node is resolved with, whatever its config. */
-interface NodeSide {
-  readonly sourceAddress: string | undefined;
-  readonly reusePort: boolean;
-}
-
-/** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
-function resolve(
-  l: SnapshotListener,
-  s: NodeSnapshot,
-  allowed: (b: SnapshotListener['backends'][number]) => boolean,
-  node: NodeSide,
-): ResolvedListener {
-  const acl = compileAcl(l.acl);
-  if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
-  const servers = new Set<string>();
-  for (const [j, b] of l.backends.entries()) {
-    if (servers.has(b.serverId)) throw new Error(`backends/${j}/serverId: duplicate ${b.serverId}`);
-    servers.add(b.serverId);
-  }
-  const l7 = isHttp(l);
-  const backends: BackendSpec[] = l7
-    ? s.l7Nodes.map((n) => ({
-        id: n.nodeId,
-        address: n.address,
-        port: l.l7Port ?? n.port,
-        weight: 100,
-        healthy: n.healthy,
-      }))
-    : l.backends.filter(allowed).map((b) => ({
-        id: b.serverId,
-        address: b.address,
-        port: b.port,
-        weight: b.weight,
-        healthy: b.healthy,
-      }));
-  return {
-    config: l,
-    backends,
-    proxyProtocol: l7 ? 'v2' : l.proxyProtocol,
-    acl: acl.check,
-    sourceAddress: node.sourceAddress,
-    reusePort: l.reusePort === true && node.reusePort,
-  };
 }
 
 /**
@@ -296,7 +211,7 @@ export class L4Node {
       this.warnIfCannotShare(l);
       let resolved: ResolvedListener;
       try {
-        resolved = resolve(l, s, allowed(l.id), this.node);
+        resolved = resolveListener(l, s, allowed(l.id), this.node);
         if (existing === undefined) claimBinds(bound, l);
       } catch (err) {
         this.fail(failed, l.id, (err as Error).message);

@@ -9,7 +9,7 @@ import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
 import type { L4Metrics, ListenerMetrics } from './metrics.js';
 import { RawServer, type RawSocket } from './raw-tcp.js';
-import { TcpSession } from './tcp-session.js';
+import { type SessionHost, TcpSession } from './tcp-session.js';
 
 export interface ListenerDeps {
   readonly logger: Logger;
@@ -54,7 +54,7 @@ export const DEFAULT_MAX_CONNECT_ATTEMPTS = 3;
  * One TCP listener: a server per bind address, ACL at accept, and a {@link TcpSession} per client that
  * connects to a backend (with retries) and pipes both ways.
  */
-export class TcpListener {
+export class TcpListener implements SessionHost {
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
   readonly conntrack = new ConnTrackTable<string>();

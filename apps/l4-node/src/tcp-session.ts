@@ -1,7 +1,33 @@
-import type { FlowKey } from '@slb/balancing';
-import type { BackendState, TrackedConn } from './backend-pool.js';
+import type { ConnTrackTable, FlowKey } from '@slb/balancing';
+import type { BackendPool, BackendState, TrackedConn } from './backend-pool.js';
+import type { ListenerSync } from './listener-sync.js';
+import type { ListenerMetrics } from './metrics.js';
 import { connectRaw, type RawSocket, type RawSocketEvents, uvError } from './raw-tcp.js';
-import type { TcpListener } from './tcp-listener.js';
+
+/**
+ * What a session needs of the listener that accepted it. Declared here and implemented by TcpListener, so
+ * the session depends on this slice and the listener on the session, not each on the other.
+ */
+export interface SessionHost {
+  readonly id: string;
+  readonly deps: {
+    readonly now: () => number;
+    readonly logger: { debug(obj: object, msg: string): void };
+  };
+  readonly cfg: { readonly sourceAddress?: string };
+  readonly pool: BackendPool;
+  readonly lm: ListenerMetrics;
+  readonly conntrack: ConnTrackTable<string>;
+  readonly sync: ListenerSync;
+  readonly connectTimeoutMs: number;
+  readonly maxAttempts: number;
+  flowKey(flow: FlowKey): string;
+  /** The backend recorded for a flow, if it still takes flows. */
+  trackedBackend(key: string, now: number): BackendState | undefined;
+  /** The PROXY header the listener sends ahead of the client's bytes, if any. */
+  proxyHeader(flow: FlowKey): Buffer | undefined;
+  sessionEnded(session: TcpSession): void;
+}
 
 /**
  * One client connection: pick a backend, connect (retrying on another backend when refused or timed out,
@@ -23,7 +49,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
   private movedAtTick = 0;
 
   constructor(
-    private readonly listener: TcpListener,
+    private readonly listener: SessionHost,
     private readonly client: RawSocket,
     private readonly flow: FlowKey,
     /** The client's key in the listener's per-client counts, released when the session ends. */

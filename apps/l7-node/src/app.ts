@@ -9,22 +9,15 @@ import {
 } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerBuild, type ListenerOptions, ListenerRuntime } from './listener.js';
-import { createMetrics, type LiveLabels, type Metrics, pruneSeries } from './metrics.js';
+import { ListenerStates } from './listener-states.js';
+import { liveLabels } from './live-labels.js';
+import { createMetrics, type Metrics, pruneSeries } from './metrics.js';
 import { type PoolOptions, Pools } from './pools.js';
-import type { ListenerState, ProxyDeps } from './proxy.js';
+import type { ProxyDeps } from './proxy.js';
 import { ProxySources } from './proxy-sources.js';
-import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
-import { compileRules } from './rules.js';
-import {
-  type BackendState,
-  listenerPoolScope,
-  type PassiveHealthOptions,
-  poolKeyOf,
-  ServerGroupRuntime,
-} from './server-group.js';
+import type { RetryBudgetOptions } from './retry-budget.js';
+import { listenerPoolScope, type PassiveHealthOptions, poolKeyOf } from './server-group.js';
 import { listenerProblem } from './snapshot-loader.js';
-import { LearnedCookies } from './sticky.js';
-import { StickySync, syncsSticky } from './sticky-sync.js';
 import { buildCertificateSet } from './tls.js';
 import { UpstreamPools } from './upstream-pool.js';
 
@@ -109,10 +102,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const drainMs = options.drainMs ?? 10_000;
   const listeners = new Map<string, ListenerRuntime>();
   // Survive reloads: passive-health and load counters, retry budgets, learned backend cookies.
-  const backendStates = new Map<string, BackendState>();
-  const budgets = new Map<string, RetryBudget>();
-  const learned = new Map<string, LearnedCookies>();
-  const stickySyncs = new Map<string, StickySync>();
+  const states = new ListenerStates({ health, retryBudget: options.retryBudget, sync: options.sync, metrics, logger });
   let version: number | null = null;
   let latest: L7NodeSnapshot | null = null;
   let cleanupTimer: NodeJS.Timeout | null = null;
@@ -141,9 +131,9 @@ export function createL7App(options: L7AppOptions = {}): L7App {
           }
         }
       }
-      for (const key of [...backendStates.keys()]) {
+      for (const key of [...states.backends.keys()]) {
         if (live.has(key)) continue;
-        backendStates.delete(key);
+        states.backends.delete(key);
         pruneDue = true;
       }
       pools.retain(origins);
@@ -163,69 +153,6 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   /** The apply in progress; never rejected, so one failed apply cannot hold back the next. */
   let applying: Promise<unknown> = Promise.resolve();
 
-  function learnedFor(listenerId: string): LearnedCookies {
-    let cookies = learned.get(listenerId);
-    if (!cookies) {
-      cookies = new LearnedCookies();
-      learned.set(listenerId, cookies);
-    }
-    return cookies;
-  }
-
-  /**
-   * Attaches `server`-mode listeners to session sync (and detaches the others); resolves once newly
-   * attached ones have loaded their peers' entries, bounded by the sync's load timeout.
-   */
-  async function syncSticky(snapshot: L7NodeSnapshot, wanted: Map<string, L7Listener>): Promise<void> {
-    for (const [id, s] of stickySyncs) {
-      const l = wanted.get(id);
-      if (l && syncsSticky(l) && s.scope.tenantId === l.tenantId) continue;
-      s.detach();
-      stickySyncs.delete(id);
-    }
-    const sync = options.sync;
-    if (sync === undefined) return;
-    const loading: Promise<boolean>[] = [];
-    for (const l of snapshot.listeners) {
-      if (!syncsSticky(l) || stickySyncs.has(l.id)) continue;
-      const s = new StickySync(sync, { tenantId: l.tenantId, listenerId: l.id }, learnedFor(l.id));
-      stickySyncs.set(l.id, s);
-      loading.push(s.ready);
-    }
-    await Promise.all(loading);
-  }
-
-  function stateFor(l: L7Listener): ListenerState {
-    let budget = budgets.get(l.id);
-    if (!budget) {
-      budget = new RetryBudget(options.retryBudget);
-      budgets.set(l.id, budget);
-    }
-    const cookies = learnedFor(l.id);
-    const allowed = (b: L7Listener['serverGroups'][number]['backends'][number]) => {
-      const reason = guard.check(b.address, b.port);
-      if (reason === null) return true;
-      metrics.backendDenied.labels(reason).inc();
-      logger.warn({ listener: l.id, server: b.serverId, reason }, 'backend denied: not connecting to it');
-      return false;
-    };
-    const groups = new Map(
-      l.serverGroups.map((g) => [
-        g.id,
-        new ServerGroupRuntime(
-          g.id,
-          g.backends.filter(allowed),
-          l.scheduler,
-          backendStates,
-          health,
-          Date.now,
-          listenerPoolScope(l),
-        ),
-      ]),
-    );
-    return { config: l, rules: compileRules(l.rules), groups, budget, learned: cookies };
-  }
-
   /** Builds all a listener serves with; throws why when it cannot (nothing has moved yet then). */
   function build(l: L7Listener): ListenerBuild {
     const problem = listenerProblem(l);
@@ -233,7 +160,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     const acl = compileAcl(l.acl);
     if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
     const certs = buildCertificateSet(l.certificates);
-    return { state: stateFor(l), certs, acl: acl.check };
+    return { state: states.stateFor(l, guard), certs, acl: acl.check };
   }
 
   /**
@@ -302,7 +229,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       }
     }
     const snapshot: L7NodeSnapshot = { ...sent, listeners: [...wanted.values()] };
-    await syncSticky(snapshot, wanted);
+    await states.syncSticky(snapshot, wanted);
     const leaving: ListenerRuntime[] = [];
     for (const [id, rt] of listeners) {
       const next = wanted.get(id);
@@ -354,12 +281,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       serve(l, rt);
       logger.info({ listener: l.id, protocol: l.protocol, ...rt.ports() }, 'listener up');
     }
-    for (const id of [...budgets.keys()]) {
-      if (!wanted.has(id)) {
-        budgets.delete(id);
-        learned.delete(id);
-      }
-    }
+    states.retain(wanted);
     latest = snapshot;
     scheduleCleanup();
     version = snapshot.version;
@@ -453,33 +375,11 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       retrying.clear();
       metrics.bindFailing.set(0);
       if (cleanupTimer) clearTimeout(cleanupTimer);
-      for (const s of stickySyncs.values()) s.detach();
-      stickySyncs.clear();
+      states.detachAll();
       await Promise.all([...listeners.values()].map((l) => l.close(drainMs)));
       listeners.clear();
       await pools.close();
       upstream.close();
     },
-  };
-}
-
-/** The label values still in use: those of the snapshot, and any of listeners still draining. */
-function liveLabels(snapshot: L7NodeSnapshot, draining: ReadonlySet<string>): LiveLabels {
-  const listeners = new Set(snapshot.listeners.map((l) => l.id));
-  const listenerBackends = new Set<string>();
-  const groupBackends = new Set<string>();
-  for (const l of snapshot.listeners) {
-    for (const g of l.serverGroups) {
-      for (const b of g.backends) {
-        listenerBackends.add(`${l.id}/${b.serverId}`);
-        groupBackends.add(`${g.id}/${b.serverId}`);
-      }
-    }
-  }
-  return {
-    listener: (id) => listeners.has(id) || draining.has(id),
-    // A draining listener's requests may still count against any of its old backends.
-    listenerBackend: (l, b) => listenerBackends.has(`${l}/${b}`) || draining.has(l),
-    groupBackend: (g, b) => groupBackends.has(`${g}/${b}`) || draining.size > 0,
   };
 }

@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { unwatchFile, watchFile } from 'node:fs';
 import { hostname } from 'node:os';
 import { startMetricsServer } from '@slb/metrics-kit';
 import {
@@ -10,9 +9,12 @@ import {
   type NodeLoadReport,
 } from '@slb/model';
 import {
+  type ChannelSource,
   ControlChannelClient,
+  type FileSource,
   LoadSampler,
   reportRuntime,
+  runNode,
   type SnapshotChange,
   sessionSyncFromEnv,
   TrafficReporter,
@@ -164,96 +166,44 @@ async function startMetrics(registry: Parameters<typeof startMetricsServer>[0]) 
 
 /** Serves the config file or follows the control channel, until SIGTERM/SIGINT. */
 async function follow(target: Target): Promise<void> {
-  let channel: ControlChannelClient<L7NodeSnapshot> | null = null;
-  const traffic = new TrafficReporter(() => target.traffic());
-  if (config.configPath !== undefined) {
-    await runFromFile(config.configPath, target);
-  } else {
-    channel = new ControlChannelClient<L7NodeSnapshot>({
-      apiUrl: config.SLB_API_URL,
-      joinToken: config.SLB_NODE_JOIN_TOKEN,
-      token: config.SLB_NODE_TOKEN,
-      nodeId,
-      kind: 'l7',
-      address: config.SLB_NODE_ADDRESS,
-      capacity: config.SLB_NODE_CAPACITY,
-      stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
-      schema: L7NodeSnapshotSchema,
-      apply: (snapshot, change) => target.apply(snapshot, change),
-      load: () => target.load(),
-      traffic: () => traffic.report(),
-      currentFailures: () => target.currentFailures(),
-      logger,
-    });
-    try {
-      await channel.start();
-    } catch (err) {
-      // No credential, or a join token refused: nothing to retry, the operator has to act.
-      logger.fatal({ reason: (err as Error).message }, 'cannot join the control plane');
-      process.stderr.write(`l7-node: ${(err as Error).message}\n`);
-      process.exit(2);
-    }
-  }
-
-  let stopping = false;
-  async function shutdown(signal: string): Promise<void> {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    if (config.configPath !== undefined) unwatchFile(config.configPath);
-    await channel?.close();
-    const force = setTimeout(() => process.exit(1), config.SLB_DRAIN_MS + 5000);
-    force.unref();
-    await target.close();
-    process.exit(0);
-  }
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  await runNode({
+    name: 'l7-node',
+    logger,
+    source: config.configPath === undefined ? channelSource(target) : fileSource(config.configPath, target),
+    drain: () => target.close(),
+    // A drain bounded by SLB_DRAIN_MS, with time to close the pools and the sync after it.
+    forceExitMs: config.SLB_DRAIN_MS + 5000,
+  });
 }
 
-/** File mode: serve `--config`, reload it on SIGHUP and when it changes. */
-async function runFromFile(configPath: string, target: Target): Promise<void> {
-  const first = await loadSnapshotFile(configPath);
-  if (!first.ok) {
-    process.stderr.write(`l7-node: refusing ${configPath}: ${first.reason}\n`);
-    process.exit(1);
-  }
-  await target.apply(first.snapshot);
-  logger.info({ version: first.snapshot.version, listeners: first.snapshot.listeners.length }, 'snapshot applied');
+function fileSource(path: string, target: Target): FileSource<L7NodeSnapshot> {
+  return {
+    kind: 'file',
+    path,
+    pollMs: config.SLB_CONFIG_POLL_MS,
+    load: loadSnapshotFile,
+    apply: (snapshot) => target.apply(snapshot),
+    refused: () => target.reloads('refused'),
+  };
+}
 
-  let reloading = false;
-  let again = false;
-  async function reload(why: string): Promise<void> {
-    if (reloading) {
-      again = true;
-      return;
-    }
-    reloading = true;
-    try {
-      const r = await loadSnapshotFile(configPath);
-      if (!r.ok) {
-        target.reloads('refused');
-        logger.error({ why, reason: r.reason }, 'snapshot refused; keeping the last good config');
-      } else {
-        await target.apply(r.snapshot);
-        logger.info({ why, version: r.snapshot.version }, 'snapshot applied');
-      }
-    } catch (err) {
-      logger.error({ why, err: (err as Error).message }, 'reload failed; keeping the last good config');
-    } finally {
-      reloading = false;
-      if (again) {
-        again = false;
-        void reload(why);
-      }
-    }
-  }
-
-  process.on('SIGHUP', () => void reload('SIGHUP'));
-  if (config.SLB_CONFIG_POLL_MS > 0) {
-    // Polling (stat) rather than fs.watch: it survives editors and tools that replace the file by rename.
-    watchFile(configPath, { interval: config.SLB_CONFIG_POLL_MS }, (cur, prev) => {
-      if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size) void reload('file changed');
-    });
-  }
+function channelSource(target: Target): ChannelSource {
+  const traffic = new TrafficReporter(() => target.traffic());
+  const channel = new ControlChannelClient<L7NodeSnapshot>({
+    apiUrl: config.SLB_API_URL,
+    joinToken: config.SLB_NODE_JOIN_TOKEN,
+    token: config.SLB_NODE_TOKEN,
+    nodeId,
+    kind: 'l7',
+    address: config.SLB_NODE_ADDRESS,
+    capacity: config.SLB_NODE_CAPACITY,
+    stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
+    schema: L7NodeSnapshotSchema,
+    apply: (snapshot, change) => target.apply(snapshot, change),
+    load: () => target.load(),
+    traffic: () => traffic.report(),
+    currentFailures: () => target.currentFailures(),
+    logger,
+  });
+  return { kind: 'channel', start: () => channel.start(), close: () => channel.close() };
 }

@@ -84,7 +84,7 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
 
     writeFileSync(file, JSON.stringify({ ...snapshot([base], 2), listeners: [{ ...base, port: 'eighty' }] }));
     child.kill('SIGHUP');
-    const refused = await waitLog((l) => l.msg?.startsWith('snapshot refused'));
+    const refused = await waitLog((l) => l.msg?.startsWith('config rejected'));
     expect(refused.reason).toMatch(/^\/listeners\/0\/port: /);
     const still = await request(`${url}/`);
     expect(((await still.body.json()) as { backend: string }).backend).toBe('one');
@@ -95,7 +95,7 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
       JSON.stringify(snapshot([{ ...base, port: up.proxy, directPort: up.direct, defaultServerGroupId: sg2 }], 3)),
     );
     child.kill('SIGHUP');
-    await waitLog((l) => l.msg === 'snapshot applied' && l.version === 3);
+    await waitLog((l) => l.msg === 'config applied' && l.version === 3);
     const now = await request(`${url}/`);
     expect(((await now.body.json()) as { backend: string }).backend).toBe('two');
 
@@ -109,7 +109,7 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
 
     // A change to the file is picked up without a signal; the listener keeps its ports.
     writeFileSync(file, JSON.stringify(snapshot([{ ...base, port: up.proxy, directPort: up.direct }], 4)));
-    await waitLog((l) => l.msg === 'snapshot applied' && l.version === 4 && l.why === 'file changed');
+    await waitLog((l) => l.msg === 'config applied' && l.version === 4 && l.trigger === 'file changed');
     const back = await request(`${url}/`);
     expect(((await back.body.json()) as { backend: string }).backend).toBe('one');
     expect(logs.filter((l) => l.msg === 'listener up')).toHaveLength(1);
@@ -131,6 +131,6 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
     const code = await new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
     expect(code).toBe(1);
     expect(err.trim().split('\n')).toHaveLength(1);
-    expect(err).toMatch(/refusing .*bad\.json: \/generatedAt: /);
+    expect(err).toMatch(/^l7-node: config rejected: .*bad\.json: \/generatedAt: /);
   });
 });

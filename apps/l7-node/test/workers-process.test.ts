@@ -149,7 +149,7 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     // A reload reaches every worker.
     writeFileSync(file, JSON.stringify(snapshot([{ ...base, defaultServerGroupId: sg2 }], 2)));
     node.child.kill('SIGHUP');
-    await node.waitLog((l) => l.msg === 'snapshot applied' && l.version === 2, 'reload');
+    await node.waitLog((l) => l.msg === 'config applied' && l.version === 2, 'reload');
     for (let i = 0; i < 6; i++) expect((await get(port)).backend).toBe('two');
 
     expect(await node.stop()).toBe(0);

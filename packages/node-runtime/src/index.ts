@@ -47,6 +47,19 @@ export {
 } from './proxy-protocol.js';
 export { ReadBuffer, SMALL_READS_TO_SHRINK } from './read-buffer.js';
 export {
+  type ChannelSource,
+  EXIT_BAD_CONFIG,
+  EXIT_CANNOT_JOIN,
+  FILE_CHANGED,
+  type FileSource,
+  type LoadedSnapshot,
+  type NodeProcess,
+  type RunNodeLogger,
+  type RunNodeOptions,
+  type RunningNode,
+  runNode,
+} from './run-node.js';
+export {
   detectRuntimeCapabilities,
   type MissingCapability,
   missingCapabilities,
