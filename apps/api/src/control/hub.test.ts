@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { type Db, nodes } from '@slb/db';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
-import { createTestDb, type TestDb } from '../health/test-db.js';
 import { ControlHub } from './hub.js';
 
 // The controller's side of the control channel, driven with in-memory sockets: what a node is sent.
