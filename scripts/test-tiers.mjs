@@ -4,9 +4,10 @@
 // which CI reads as the last line. One vitest run per tier, not one run of everything, so a tier's time is
 // its own and the cheap tiers report before the slow ones start. A failing tier does not stop the others.
 //
-//   node scripts/test-tiers.mjs [tier …] [-- vitest arguments …]
-//   node scripts/test-tiers.mjs unit            # one tier
-//   node scripts/test-tiers.mjs -- apps/l4-node # every tier, only files matching the filter
+//   node scripts/test-tiers.mjs [tier …] [vitest arguments …]
+//   node scripts/test-tiers.mjs unit                    # one tier
+//   node scripts/test-tiers.mjs apps/l4-node            # every tier, only files matching the filter
+//   node scripts/test-tiers.mjs integration apps/api -t vip
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -14,15 +15,10 @@ import { dirname, join } from 'node:path';
 const TIERS = ['unit', 'integration', 'e2e'];
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
 
-const args = process.argv.slice(2);
-const dashes = args.indexOf('--');
-const named = dashes === -1 ? args : args.slice(0, dashes);
-const vitestArgs = dashes === -1 ? [] : args.slice(dashes + 1);
-const unknown = named.filter((tier) => !TIERS.includes(tier));
-if (unknown.length > 0) {
-  console.error(`unknown tier ${unknown.join(', ')}: the tiers are ${TIERS.join(', ')}`);
-  process.exit(2);
-}
+// Arguments that name a tier choose tiers; the others (file filters, vitest options) go to every vitest run.
+const args = process.argv.slice(2).filter((arg) => arg !== '--');
+const named = args.filter((arg) => TIERS.includes(arg));
+const vitestArgs = args.filter((arg) => !TIERS.includes(arg));
 const tiers = named.length > 0 ? named : TIERS;
 // With a filter, a tier may have nothing to run: that is not a failure.
 if (vitestArgs.length > 0) vitestArgs.push('--passWithNoTests');
