@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
-import { TIERS, testFilesOf } from './test/tiers.ts';
+import { TIERS, testFilesOf } from './test/tiers.js';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
