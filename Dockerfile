@@ -24,6 +24,8 @@ COPY packages/client/package.json packages/client/
 COPY packages/metrics-kit/package.json packages/metrics-kit/
 COPY packages/node-runtime/package.json packages/node-runtime/
 COPY packages/cli/package.json packages/cli/
+# Tests' shared helpers: a workspace npm ci must see, never built and not shipped below.
+COPY packages/test-support/package.json packages/test-support/
 COPY apps/api/package.json apps/api/
 COPY apps/health-worker/package.json apps/health-worker/
 COPY apps/l4-node/package.json apps/l4-node/

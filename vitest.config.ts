@@ -1,25 +1,49 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { TIERS, testFilesOf } from './test/tiers.js';
 
-// Tests import workspace packages from source, so a change is tested without a rebuild.
-// Apps spawned as child processes by integration tests run from dist/ (built by `npm run build`).
-const packages = ['model', 'db', 'balancing', 'health', 'client', 'metrics-kit', 'node-runtime'];
+const root = fileURLToPath(new URL('.', import.meta.url));
+
+interface Manifest {
+  name: string;
+  exports?: Record<string, string | { default: string }>;
+}
+
+// Tests import workspace packages from source, so a change is tested without a rebuild: every subpath a
+// workspace declares in `exports` (`@slb/model`, `@slb/api/health`, `@slb/test-support/fleet` …) maps its
+// dist/*.js to src/*.ts. Apps spawned as child processes by integration tests run from dist/ (built by
+// `npm run build`).
+function sourceAliases(): { find: RegExp; replacement: string }[] {
+  const aliases: { find: RegExp; replacement: string }[] = [];
+  for (const group of ['packages', 'apps']) {
+    for (const dir of readdirSync(new URL(`./${group}/`, import.meta.url))) {
+      let manifest: Manifest;
+      try {
+        manifest = JSON.parse(readFileSync(new URL(`./${group}/${dir}/package.json`, import.meta.url), 'utf8'));
+      } catch {
+        continue;
+      }
+      for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
+        const file = (typeof target === 'string' ? target : target.default)
+          .replace(/^\.\/dist\//, './src/')
+          .replace(/\.js$/, '.ts');
+        const specifier = `${manifest.name}${subpath.slice(1)}`.replace(/[/.-]/g, '\\$&');
+        aliases.push({
+          find: new RegExp(`^${specifier}$`),
+          replacement: fileURLToPath(new URL(`./${group}/${dir}/${file.slice(2)}`, import.meta.url)),
+        });
+      }
+    }
+  }
+  return aliases;
+}
 
 export default defineConfig({
-  resolve: {
-    alias: packages.map((name) => ({
-      find: new RegExp(`^@slb/${name}$`),
-      replacement: fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url)),
-    })),
-  },
+  resolve: { alias: sourceAliases() },
   test: {
-    include: [
-      'packages/*/src/**/*.test.ts',
-      'packages/*/test/**/*.test.ts',
-      'apps/*/src/**/*.test.ts',
-      'apps/*/test/**/*.test.ts',
-      'scripts/*.test.ts',
-    ],
+    // One project per tier (test/tiers.ts says what belongs where): `npx vitest run --project unit`.
+    projects: TIERS.map((tier) => ({ extends: true, test: { name: tier, include: testFilesOf(root, tier) } })),
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

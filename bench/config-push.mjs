@@ -7,8 +7,8 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisKeys as deleteKeys } from '@slb/test-support/redis-keys';
 import { freePort } from './free-port.mjs';
-import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const LBS = Number(process.env.LBS ?? 1000);
 const LISTENERS = Number(process.env.LISTENERS ?? 4);

@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { Redis } from 'ioredis';
 import { buildApp } from '../apps/api/dist/app.js';
 import { TrafficIngest } from '../apps/api/dist/control/traffic-ingest.js';
 import { hourOf, NodeMessage, UPSTREAM_TIME_BOUNDS_MS } from '../packages/model/dist/index.js';
 import { TrafficReporter, TrafficTally } from '../packages/node-runtime/dist/index.js';
-import { deleteRedisKeys } from './redis-keys.mjs';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = `bench-${randomUUID()}:metrics`;

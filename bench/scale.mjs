@@ -29,8 +29,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisKeys as deleteKeys } from '@slb/test-support/redis-keys';
 import { freePort } from './free-port.mjs';
-import { deleteRedisKeys as deleteKeys } from './redis-keys.mjs';
 
 const SMALL = process.env.SMALL === '1';
 const LBS = Number(process.env.LBS ?? (SMALL ? 50 : 1000));

@@ -7,13 +7,15 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     for (const mod of testModules) {
+      const failedBefore = failed;
       for (const test of mod.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
         else if (state === 'failed') failed++;
         else skipped++;
       }
-      if (mod.state() === 'failed' && mod.children.size === 0) failed++;
+      // A file that failed outside its tests (an import, a beforeAll) leaves them skipped: count it once.
+      if (mod.state() === 'failed' && failed === failedBefore) failed++;
     }
     process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeProxyV2 } from '../../packages/node-runtime/dist/index.js';
+import { encodeProxyV2 } from '@slb/node-runtime';
 import { encodeQuery, stablePort } from '../chaos/util.mjs';
 import { rawExchange, statuses } from './targets.mjs';
 

@@ -5,9 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
 import { CONTROL_CHANNEL_PATH, ENROLL_PATH } from '@slb/model';
-import dnsPacket from 'dns-packet';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import {
   API_MAIN,
   cleanupRedis,
@@ -20,7 +17,10 @@ import {
   type Proc,
   registerNode,
   startProcess,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import dnsPacket from 'dns-packet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 
 // The control channel with real processes: the built API and two l4-node processes. Clients reach the LB on
 // its VIP (from a pool of this file's own). Nodes with SO_REUSEPORT (Node.js >= 22.12) all bind it

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSlbClient } from '@slb/client';
+import { cleanupRedis, freePort, isolatedHealthEnv } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanupRedis, freePort, isolatedHealthEnv } from './fleet.js';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const ADMIN = 'e2e-admin-token-0123456789';

@@ -4,7 +4,6 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_MAIN,
   cleanupRedis,
@@ -18,7 +17,8 @@ import {
   type Proc,
   registerNode,
   startProcess,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from './helpers.js';
 
 const ADMIN = 'http-admin-token-0123456789';

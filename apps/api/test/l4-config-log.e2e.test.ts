@@ -3,7 +3,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_MAIN,
   cleanupRedis,
@@ -15,7 +14,8 @@ import {
   type Proc,
   registerNode,
   startProcess,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ADMIN = 'l4-config-log-admin-0123456789';
 const ADDRESS = '127.0.0.233';

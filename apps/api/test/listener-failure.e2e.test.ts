@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   API_MAIN,
   type Backend,
@@ -18,7 +17,8 @@ import {
   startProcess,
   tcpAsk,
   tcpBackend,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 
 // Real API and L4 node processes: a listener the node cannot bind (its port is held on its LB's VIP by
 // another socket) fails alone. The node names it in its ack and heartbeats, its LB stays provisioning and

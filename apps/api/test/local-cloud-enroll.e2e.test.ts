@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually, type LocalCloud, startLocalCloud } from '@slb/test-support/fleet';
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, type LocalCloud, startLocalCloud } from './fleet.js';
 
 // The local cloud enrolls its nodes, and starting it again on the same data keeps the same nodes.
 

@@ -9,8 +9,8 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freeMetricsBase, freePort, freePortOn, LOCAL_CLOUD, startLocalCloud } from '@slb/test-support/fleet';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freeMetricsBase, freePort, freePortOn, LOCAL_CLOUD, startLocalCloud } from './fleet.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** This file's VIP pool (its clouds run one at a time): no other test's local cloud hands out these addresses. */

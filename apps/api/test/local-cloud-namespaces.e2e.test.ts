@@ -4,8 +4,15 @@
 // each API replaced the other's job schedulers every 30 s and dropped the other's transitions as unknown,
 // so detection took 18–21 s or never reached one API.
 import { createSlbClient, type SlbClient } from '@slb/client';
+import {
+  type Backend,
+  eventually,
+  freePortOn,
+  type LocalCloud,
+  startLocalCloud,
+  tcpBackend,
+} from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Backend, eventually, freePortOn, type LocalCloud, startLocalCloud, tcpBackend } from './fleet.js';
 
 const CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 const BUDGET_MS = CHECK.interval * CHECK.unhealthyThreshold * 1000 + 1000;

@@ -3,7 +3,6 @@
 // resume (a backend killed after Redis came back is still detected). Figures are printed for the lead.
 import { createConnection } from 'node:net';
 import { createSlbClient, type SlbClient } from '@slb/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
   burst,
@@ -20,7 +19,8 @@ import {
   startRedis,
   tcpAsk,
   tcpBackend,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const L4 = ['127.0.0.73', '127.0.0.74'];
 const L7 = ['127.0.0.83', '127.0.0.84'];

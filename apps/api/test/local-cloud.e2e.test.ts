@@ -4,7 +4,6 @@
 // Clients reach the LB on its VIP only: both L4 nodes bind it (active-active, SO_REUSEPORT: Node.js >= 22.12)
 // or one does and the other stands by (active-standby), so nothing here assumes which node serves.
 import { createSlbClient, type SlbClient } from '@slb/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
   burst,
@@ -21,7 +20,8 @@ import {
   tcpBackend,
   udpAsk,
   udpBackend,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from './helpers.js';
 
 const L4 = ['127.0.0.71', '127.0.0.72'];

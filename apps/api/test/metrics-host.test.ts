@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cleanupRedis, eventually, freePort, isolatedHealthEnv, L4_MAIN, L7_MAIN } from '@slb/test-support/fleet';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupRedis, eventually, freePort, isolatedHealthEnv, L4_MAIN, L7_MAIN } from './fleet.js';
 
 // The metrics endpoints of nodes and health workers answer on SLB_METRICS_HOST only, not on every address.
 

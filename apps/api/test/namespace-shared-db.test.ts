@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DeploymentNamespace } from '@slb/model';
+import { API_MAIN, eventually, freePort, type Proc, startProcess } from '@slb/test-support/fleet';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { afterAll, expect, it } from 'vitest';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
-import { API_MAIN, eventually, freePort, type Proc, startProcess } from './fleet.js';
 
 // The namespace belongs to the database, not to the process: every API process on one database (a restart,
 // a standby taking over the file, later replicas on a shared database) uses the same Redis names, and the

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Backend } from '@slb/test-support/health-worker';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
-import { Backend } from '../../health-worker/test/support.js';
 import { call, makeApp, newTenant, type TestApp } from './helpers.js';
 
 // Two deployments from two checkouts on one Redis, with nothing configured by hand: each API derives its

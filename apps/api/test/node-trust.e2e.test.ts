@@ -11,8 +11,6 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTROL_CHANNEL_PATH } from '@slb/model';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import {
   API_MAIN,
   type Backend,
@@ -29,7 +27,9 @@ import {
   startProcess,
   tcpAsk,
   tcpBackend,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 
 // Node trust with real processes: every node its own credential, speaking only for itself. Clients reach
 // the LB on its VIP; which nodes serve it is its nodes[].

@@ -1,7 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_MAIN,
   cleanupRedis,
@@ -13,7 +12,8 @@ import {
   LOOPBACK_BACKENDS_ENV,
   type Proc,
   startProcess,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from './helpers.js';
 
 // A realistic session against real processes at the most verbose log level: tenants, tokens (created,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { eventually, freePort, type Proc, startRedis } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectFake, type FakeNode, heldListeners, settle } from './fake-node.js';
-import { eventually, freePort, type Proc, startRedis } from './fleet.js';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
 // A Redis outage must never hold up the control channel: heartbeats are still taken and configs still

@@ -1,7 +1,6 @@
 // The local cloud end to end: real TCP and HTTP traffic through a load balancer's VIP shows up in
 // GET …/metrics within a couple of heartbeats (nodes count it, heartbeats carry it, the API buckets it).
 import { createSlbClient, type SlbClient } from '@slb/client';
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   type Backend,
   burst,
@@ -13,7 +12,8 @@ import {
   startLocalCloud,
   tcpAsk,
   tcpBackend,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const POOL = '127.1.94.0/24';
 let cloud: LocalCloud;

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { FormatRegistry } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { HOUR_STRING_BYTES, HTTP_PLANE_AT, hourOf, TrafficMetrics } from '@slb/model';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 import { connectFake, type FakeNode, heldListeners, settle } from './fake-node.js';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 

@@ -6,8 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSlbClient } from '@slb/client';
 import { reusePortByVersion } from '@slb/node-runtime';
-import { afterEach, describe, expect, it } from 'vitest';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 import {
   API_MAIN,
   tcpAsk as askTcp,
@@ -21,7 +19,9 @@ import {
   type Proc,
   registerNode,
   startProcess,
-} from './fleet.js';
+} from '@slb/test-support/fleet';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
+import { afterEach, describe, expect, it } from 'vitest';
 
 // A load balancer's VIP survives the death of the L4 node carrying it, with real processes: the built API,
 // two l4-node processes, Redis session sync. UDP flows keep their backend and a client-IP-persistent TCP

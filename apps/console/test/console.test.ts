@@ -7,8 +7,6 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { createSlbClient, type SlbClient } from '@slb/client';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Backend,
   eventually,
@@ -17,7 +15,9 @@ import {
   startLocalCloud,
   tcpAsk,
   tcpBackend,
-} from '../../api/test/fleet.js';
+} from '@slb/test-support/fleet';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const L4 = ['127.0.0.225'];
 const L7 = ['127.0.0.226'];

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { probeKey, resolveHealthCheck } from '@slb/health';
 import type { HealthShardJob } from '@slb/model';
+import { Backend, cleanRedis, until } from '@slb/test-support/health-worker';
 import { Queue } from 'bullmq';
 import { afterEach, expect, it } from 'vitest';
-import { Backend, cleanRedis, until } from '../test/support.js';
 import { type CheckReport, HealthWorker } from './app.js';
 import { WorkerMetrics } from './metrics.js';
 import { redisOptionsFromUrl } from './redis-options.js';

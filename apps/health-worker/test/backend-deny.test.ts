@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { HealthScheduler, TransitionConsumer } from '@slb/api/health';
 import { serverHealth } from '@slb/db';
+import { Backend, cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { afterEach, expect, it } from 'vitest';
-import { HealthScheduler, TransitionConsumer } from '../../api/src/health/index.js';
-import { createTestDb, type TestDb } from '../../api/src/health/test-db.js';
 import { type CheckReport, HealthWorker } from '../src/app.js';
-import { Backend, cleanRedis, REDIS_URL, until } from './support.js';
 
 // Defence in depth: a target in the worker's deny set (a stand-in for the cloud's Redis, written straight
 // into the database as a server from before the policy would be) or in a special address class is never

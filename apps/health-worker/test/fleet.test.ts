@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { HealthScheduler } from '@slb/api/health';
+import { Backend, cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { HealthScheduler } from '../../api/src/health/index.js';
-import { createTestDb, type TestDb } from '../../api/src/health/test-db.js';
-import { Backend, cleanRedis, REDIS_URL, until } from './support.js';
 
 // Runs the built worker (`npx tsc -b apps/health-worker`), as an operator would.
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { HealthScheduler } from '@slb/api/health';
 import { listeners, servers } from '@slb/db';
 import type { HealthShardJob, HealthShardProbe } from '@slb/model';
+import { Backend, cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
+import { createTestDb, DEFAULT_HEALTH_CHECK, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { HealthScheduler } from '../../api/src/health/index.js';
-import { createTestDb, DEFAULT_HEALTH_CHECK, type TestDb } from '../../api/src/health/test-db.js';
 import { HealthWorker } from '../src/app.js';
-import { Backend, cleanRedis, REDIS_URL, until } from './support.js';
 
 let queue: string;
 let keyPrefix: string;

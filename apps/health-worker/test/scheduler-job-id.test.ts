@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkSchedulerJobIds, schedulerSlot } from '../src/scheduler-job-id.js';
-import { cleanRedis, REDIS_URL, until } from './support.js';
 
 // The health worker reads a shard's due time from the id BullMQ gives a job scheduler's job: checked here
 // against the installed BullMQ, with a real scheduler in Redis, so an upgrade that renames them fails loudly.

@@ -1,9 +1,9 @@
+import { L4Node } from '@slb/l4-node/app';
+import { L4Metrics } from '@slb/l4-node/metrics';
 import type { NodeSnapshot } from '@slb/model';
 import { pino } from 'pino';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { L4Node } from '../../l4-node/src/app.js';
-import { L4Metrics } from '../../l4-node/src/metrics.js';
 import { createL7App } from '../src/app.js';
 import { id, listener, refusedPort, snapshot, startApp, startBackend } from './helpers.js';
 

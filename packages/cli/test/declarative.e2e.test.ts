@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type Backend, type LocalCloud, startLocalCloud, tcpAsk, tcpBackend } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { type Backend, type LocalCloud, startLocalCloud, tcpAsk, tcpBackend } from '../../../apps/api/test/fleet.js';
 import { Api } from '../src/api.js';
 import { applyOperations, withEtags } from '../src/declarative/apply.js';
 import { diffLoadBalancer } from '../src/declarative/diff.js';

@@ -5,8 +5,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { afterAll, beforeEach } from 'vitest';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
 
 /**
  * The CLI's tests drive the built `slb` (dist/bin.js) as a process against a real API process (apps/api

@@ -3,8 +3,6 @@ import https from 'node:https';
 import net from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HttpCodeClass } from './http.js';
-import { buildHttpRequest, httpCodeClass, probeHttp, sniName } from './http.js';
 import {
   close,
   closedTcpPort,
@@ -14,7 +12,9 @@ import {
   TEST_KEY,
   trackConnections,
   within,
-} from './test-support/servers.js';
+} from '../test/servers.js';
+import type { HttpCodeClass } from './http.js';
+import { buildHttpRequest, httpCodeClass, probeHttp, sniName } from './http.js';
 
 interface Seen {
   method: string | undefined;

@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { close, closedTcpPort, listen } from '../test/servers.js';
 import { probe } from './probe.js';
 import { resolveHealthCheck } from './settings.js';
-import { close, closedTcpPort, listen } from './test-support/servers.js';
 
 const servers: net.Server[] = [];
 afterEach(async () => {

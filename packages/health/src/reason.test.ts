@@ -1,10 +1,10 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { close, closedTcpPort, listen } from '../test/servers.js';
 import { probeHttp } from './http.js';
 import { coarseReason } from './reason.js';
 import { probeTcp } from './tcp.js';
-import { close, closedTcpPort, listen } from './test-support/servers.js';
 
 const servers: net.Server[] = [];
 afterEach(async () => {

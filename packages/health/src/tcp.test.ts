@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { probeTcp } from './tcp.js';
 import {
   canReadTcpTable,
   close,
@@ -11,7 +10,8 @@ import {
   tcpStatesOnPort,
   trackConnections,
   within,
-} from './test-support/servers.js';
+} from '../test/servers.js';
+import { probeTcp } from './tcp.js';
 
 const servers: net.Server[] = [];
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { closedUdpPort, manualClock, within } from './test-support/servers.js';
+import { closedUdpPort, manualClock, within } from '../test/servers.js';
 import { probeUdp } from './udp.js';
 
 const sockets: dgram.Socket[] = [];

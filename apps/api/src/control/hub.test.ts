@@ -1,11 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { type Db, loadBalancers, nodes } from '@slb/db';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
-import { createTestDb, type TestDb } from '../health/test-db.js';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
 import { ManualClock } from './clock.js';
 import { ControlHub } from './hub.js';

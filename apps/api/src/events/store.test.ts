@@ -1,5 +1,5 @@
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from '../health/test-db.js';
 import { EventStore, type EventStoreOptions } from './store.js';
 
 // Retention of the load balancers' events: the newest N per LB, nothing past the age, in bounded batches.

@@ -1,8 +1,8 @@
 import { listeners, servers } from '@slb/db';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { planHealthChecks } from './targets.js';
-import { createTestDb, type TestDb } from './test-db.js';
 
 let t: TestDb;
 afterEach(() => t?.close());

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { serverHealth } from '@slb/db';
 import { HEALTH_TRANSITION_FIELD, healthTransitionsStream } from '@slb/model';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from './test-db.js';
 import { registerTransitionMetrics } from './transition-metrics.js';
 import { TransitionConsumer } from './transitions.js';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { serverHealth } from '@slb/db';
 import { HEALTH_TRANSITION_FIELD, type HealthTransitionMessage, healthTransitionsStream } from '@slb/model';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from './test-db.js';
 import { TransitionConsumer } from './transitions.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -1,5 +1,5 @@
-// What a bench or a test left in the shared Redis, deleted at its end: every key matching one of the patterns
-// (the API's process tests use it too).
+// What a bench or a test left in the shared Redis, deleted at its end: every key matching one of the patterns.
+// Plain JavaScript, so bench/ (run by plain node, no build) imports it as well as the tests.
 import { Redis } from 'ioredis';
 
 export async function deleteRedisKeys(url, patterns) {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DeploymentNamespace } from '@slb/model';
 import dnsPacket from 'dns-packet';
-import { deleteRedisKeys } from '../../../bench/redis-keys.mjs';
+import { deleteRedisKeys } from './redis-keys.mjs';
 
 /** Real processes for end-to-end tests: the built API and nodes, with their output kept for assertions. */
 export interface Proc {
@@ -24,9 +24,9 @@ export interface Proc {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export const API_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
-export const L4_MAIN = fileURLToPath(new URL('../../l4-node/dist/main.js', import.meta.url));
-export const L7_MAIN = fileURLToPath(new URL('../../l7-node/dist/main.js', import.meta.url));
+export const API_MAIN = fileURLToPath(new URL('../../../apps/api/dist/main.js', import.meta.url));
+export const L4_MAIN = fileURLToPath(new URL('../../../apps/l4-node/dist/main.js', import.meta.url));
+export const L7_MAIN = fileURLToPath(new URL('../../../apps/l7-node/dist/main.js', import.meta.url));
 
 /*
  * VIP pools in use: test files run side by side on one host, so each API that real L4 nodes serve gets a pool
