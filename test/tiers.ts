@@ -33,6 +33,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/secrets.security.test.ts',
   'apps/api/test/traffic-metrics-redis-down.error.test.ts',
   'apps/api/test/traffic-metrics.test.ts',
+  'apps/api/test/write-effects.test.ts',
   'apps/health-worker/src/app.test.ts',
   'apps/health-worker/src/state-store.test.ts',
   'apps/health-worker/test/backend-deny.test.ts',
@@ -41,6 +42,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/health-worker/test/scheduler-job-id.test.ts',
   'apps/health-worker/test/thresholds.test.ts',
   'apps/l4-node/test/fd-budget.test.ts',
+  'apps/l4-node/test/file-mode-parity.test.ts',
   'apps/l4-node/test/main.test.ts',
   'apps/l4-node/test/session-sync-redis-restart.test.ts',
   'apps/l4-node/test/session-sync.test.ts',
@@ -55,6 +57,7 @@ export const INTEGRATION: readonly string[] = [
   'packages/cli/test/profiles.test.ts',
   'packages/cli/test/resources.test.ts',
   'packages/cli/test/watch.test.ts',
+  'packages/node-runtime/src/run-node.test.ts',
   'packages/node-runtime/src/session-sync-namespace.test.ts',
   'packages/node-runtime/src/session-sync.test.ts',
 ];
