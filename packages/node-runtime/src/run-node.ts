@@ -138,15 +138,18 @@ export async function runNode<S extends { version: number; listeners: readonly u
   file = follower;
   // Before the first apply: whoever saw 'config applied' may signal at once, and SIGHUP's default kills.
   proc.on('SIGHUP', () => void follower.reload('SIGHUP'));
+  // Watching before the first read: the watch's baseline is then older than what is applied, so a write
+  // made as soon as 'config applied' is logged is seen (a change during the read reloads after it).
+  follower.watch();
   const first = await follower.first();
   if (!first.ok) {
     const path = source.path;
     logger.fatal({ path, reason: first.reason }, `config rejected: ${first.reason}`);
     proc.stderr.write(`${options.name}: config rejected: ${path}: ${first.reason}\n`);
+    follower.stop();
     proc.exit(EXIT_BAD_CONFIG);
     return undefined;
   }
-  follower.watch();
   return { reload: follower.reload, stop };
 }
 
