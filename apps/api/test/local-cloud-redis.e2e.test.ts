@@ -26,7 +26,7 @@ const L4 = ['127.0.0.73', '127.0.0.74'];
 const L7 = ['127.0.0.83', '127.0.0.84'];
 /** This file's VIP pool: no other test's local cloud hands out these addresses. */
 const POOL = '127.1.73.0/24';
-const FAST_CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
+const FAST_CHECK = { enabled: true, interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 
 let redisPort: number;
 let redis: Proc;
