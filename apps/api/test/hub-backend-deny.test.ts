@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { L7NodeSnapshot, NodeSnapshot } from '@slb/model';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { connectFake } from './fake-node.js';
 import { LOCAL_BACKEND_POLICY, makeApp, type TestApp } from './helpers.js';
 
@@ -25,7 +25,7 @@ afterEach(() => t.close());
 it("sends the deny set, with every node's address, in each node's first snapshot", async () => {
   const l4 = connect(t, 'l4-a', 'l4', '127.0.0.11');
   const l7 = connect(t, 'l7-a', 'l7', '127.0.0.21');
-  await new Promise((r) => setTimeout(r, 50));
+  await vi.waitFor(() => expect([l4, l7].every((sent) => sent.some((m) => m.type === 'snapshot'))).toBe(true));
   const l4Snapshot = l4.find((m) => m.type === 'snapshot')?.snapshot;
   const l7Snapshot = l7.find((m) => m.type === 'snapshot')?.snapshot;
   expect(Value.Check(NodeSnapshot, l4Snapshot)).toBe(true);

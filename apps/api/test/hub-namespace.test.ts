@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { L7NodeSnapshot, NodeSnapshot } from '@slb/model';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { connectFake } from './fake-node.js';
 import { makeApp, type TestApp } from './helpers.js';
 
@@ -18,7 +18,7 @@ afterEach(async () => {
 async function firstSnapshots(t: TestApp): Promise<{ l4: any; l7: any }> {
   const l4 = connect(t, 'l4-a', 'l4', '127.0.0.11');
   const l7 = connect(t, 'l7-a', 'l7', '127.0.0.21');
-  await new Promise((r) => setTimeout(r, 50));
+  await vi.waitFor(() => expect([l4, l7].every((sent) => sent.some((m) => m.type === 'snapshot'))).toBe(true));
   return {
     l4: l4.find((m) => m.type === 'snapshot')?.snapshot,
     l7: l7.find((m) => m.type === 'snapshot')?.snapshot,
