@@ -95,7 +95,7 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
         }
         expect(await b.metric('slb_session_sync_table_entries', 'table="peer_flows"')).toBe(1);
       } else {
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 300)); // a fixed window on purpose: without sync, B learns nothing
       }
 
       write('A', 2);
