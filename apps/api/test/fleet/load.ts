@@ -1,3 +1,4 @@
+import { eventually } from './eventually.js';
 /** Load loops for the local-cloud suite: requests from several workers, counted by answer. */
 
 export interface LoadStats {
@@ -55,4 +56,17 @@ export function loadLoop(
 /** Runs `count` requests, `concurrency` at a time, and returns the stats (no pause between them). */
 export function burst(count: number, request: (i: number) => Promise<string>, concurrency = 8): Promise<LoadStats> {
   return loadLoop(request, { concurrency, maxRequests: count, maxMs: 60_000, pauseMs: 0 }).done;
+}
+
+/**
+ * Resolves once each loop has had `answered` requests answered: the load is flowing before the test acts
+ * (a kill, a restart), without guessing how long that takes.
+ */
+export function warmedUp(loops: { stats: LoadStats }[], answered = 20, timeoutMs = 10_000): Promise<true> {
+  return eventually(
+    `${answered} answered requests per load loop`,
+    async () => (loops.every(({ stats }) => stats.sent - stats.failed >= answered) ? true : undefined),
+    timeoutMs,
+    20,
+  );
 }
