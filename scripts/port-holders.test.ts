@@ -40,8 +40,8 @@ describe('port holders', () => {
 
   it('passes free ports, and catches two services wanting the same one', async () => {
     const t = await tcp();
-    for (const s of open.splice(0)) s.close(); // free again
-    await new Promise((r) => setTimeout(r, 50));
+    // Free again once closed.
+    await Promise.all(open.splice(0).map((s) => new Promise<void>((r) => s.close(() => r()))));
     expect(await takenPorts([{ host: '127.0.0.1', port: t, protocol: 'tcp', what: 'API' }])).toEqual([]);
     expect(
       await takenPorts([

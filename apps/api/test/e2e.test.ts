@@ -101,7 +101,12 @@ describe('end to end: a listening API driven through the generated client', () =
     });
     const http = await client.POST('/v1/load-balancers/{lbId}/listeners', {
       params: { path: { lbId } },
-      body: { protocol: 'http', port: 80, serverGroupId: sg.data!.id, healthCheck: { path: '/healthz' } },
+      body: {
+        protocol: 'http',
+        port: 80,
+        serverGroupId: sg.data!.id,
+        healthCheck: { enabled: true, path: '/healthz' },
+      },
     });
     expect(tcp.response.status).toBe(201);
     expect(http.data!.healthCheck.path).toBe('/healthz');

@@ -64,7 +64,7 @@ it('records a server turning abnormal and normal again, with listener, address a
     const got = await health();
     return got.length >= 2 && got;
   });
-  await new Promise((r) => setTimeout(r, 300));
+  await new Promise((r) => setTimeout(r, 300)); // a fixed window on purpose: no third event comes
   expect(await health()).toHaveLength(2);
   expect(items[1]).toMatchObject({
     kind: 'health',

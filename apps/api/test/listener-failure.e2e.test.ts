@@ -104,7 +104,7 @@ it('one unbindable listener keeps its LB provisioning; the other LB of the same 
     expect(lb.body.addresses).toEqual([lb.body.address]);
     return { token, lbId: lb.body.id as string, vip: lb.body.address as string };
   };
-  const withListener = async (lb: { token: string; lbId: string }, port: number) => {
+  const withListener = async <L extends { token: string; lbId: string }>(lb: L, port: number) => {
     const sg = await http('POST', `/v1/load-balancers/${lb.lbId}/server-groups`, lb.token, {
       name: 'g',
       servers: [{ address: '127.0.0.1', port: backend.port }],

@@ -14,7 +14,7 @@ import {
 } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
+const CHECK = { enabled: true, interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 const BUDGET_MS = CHECK.interval * CHECK.unhealthyThreshold * 1000 + 1000;
 // Each cloud allocates VIPs from a pool of its own: on one host two clouds' VIPs must never meet.
 const TOPOLOGIES = [

@@ -19,6 +19,7 @@ import {
   startRedis,
   tcpAsk,
   tcpBackend,
+  warmedUp,
 } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -26,7 +27,7 @@ const L4 = ['127.0.0.73', '127.0.0.74'];
 const L7 = ['127.0.0.83', '127.0.0.84'];
 /** This file's VIP pool: no other test's local cloud hands out these addresses. */
 const POOL = '127.1.73.0/24';
-const FAST_CHECK = { interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
+const FAST_CHECK = { enabled: true, interval: 1, timeout: 1, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
 
 let redisPort: number;
 let redis: Proc;
@@ -157,9 +158,10 @@ describe('the local cloud through a Redis restart', () => {
 
     const tcpLoad = loadLoop(tcpVia, { concurrency: 3, maxRequests: 6000, maxMs: 40_000 });
     const httpLoad = loadLoop(httpVia, { concurrency: 3, maxRequests: 6000, maxMs: 40_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await warmedUp([tcpLoad, httpLoad]);
     const killedAt = Date.now();
     await redis.stop('SIGKILL');
+    // A fixed window on purpose: 3 s of load with Redis down, which the forwarding must not notice.
     await new Promise((r) => setTimeout(r, 3000));
     const down = {
       tcp: tcpLoad.stats.sent,
@@ -175,6 +177,7 @@ describe('the local cloud through a Redis restart', () => {
       20_000,
       100,
     );
+    // A fixed window on purpose: load after the recovery, which must not fail either.
     await new Promise((r) => setTimeout(r, 1000));
     const [tcpStats, httpStats] = await Promise.all([tcpLoad.stop(), httpLoad.stop()]);
     report(

@@ -3,6 +3,7 @@
 // the API under load and prints what the clients saw; the Redis restart lives in local-cloud-redis.e2e.test.ts.
 // Clients reach the LB on its VIP only: both L4 nodes bind it (active-active, SO_REUSEPORT: Node.js >= 22.12)
 // or one does and the other stands by (active-standby), so nothing here assumes which node serves.
+
 import { createSlbClient, type SlbClient } from '@slb/client';
 import {
   type Backend,
@@ -20,6 +21,7 @@ import {
   tcpBackend,
   udpAsk,
   udpBackend,
+  warmedUp,
 } from '@slb/test-support/fleet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate } from './helpers.js';
@@ -257,7 +259,7 @@ describe('the local cloud end to end', () => {
   it('removes a backend killed under load with no failed request, and takes it back after the healthy threshold', async () => {
     const httpLoad = loadLoop(httpViaVip, { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
     const tcpLoad = loadLoop(tcpViaVip, { concurrency: 4, maxRequests: 6000, maxMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 1000));
+    await warmedUp([httpLoad, tcpLoad]);
     const killedAt = Date.now();
     await Promise.all([b.h2.kill(), b.t2.kill()]);
     // Until kill() resolves a request may still reach the dying backend; from then on none can.
@@ -267,6 +269,7 @@ describe('the local cloud end to end', () => {
       serverStatus(b.h2.port, [listeners.http, listeners.https], 'abnormal', 15_000).then(() => Date.now() - killedAt),
       serverStatus(b.t2.port, [listeners.tcp], 'abnormal', 15_000).then(() => Date.now() - killedAt),
     ]);
+    // A fixed window on purpose: the load goes on after detection, and no request of it may fail.
     await new Promise((r) => setTimeout(r, 1000));
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
     report(
@@ -327,7 +330,7 @@ describe('the local cloud end to end', () => {
     };
     const httpLoad = loadLoop(timed(httpViaVip), { concurrency: 4, maxRequests: 20_000, maxMs: 30_000 });
     const tcpLoad = loadLoop(timed(tcpViaVip), { concurrency: 4, maxRequests: 20_000, maxMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 1000));
+    await warmedUp([httpLoad, tcpLoad]);
     const killStartedAt = Date.now();
     const pid = await cloud.kill(victimName);
     // From here the process is gone, and its sockets with it.
@@ -345,6 +348,7 @@ describe('the local cloud end to end', () => {
       100,
     );
     const movedMs = Date.now() - killStartedAt;
+    // A fixed window on purpose: the load goes on after the move, and no request of it may fail.
     await new Promise((r) => setTimeout(r, 2000));
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
     const stoppedAt = Date.now();
@@ -401,13 +405,14 @@ describe('the local cloud end to end', () => {
   it('the API killed: the nodes keep forwarding from their config', async () => {
     const httpLoad = loadLoop(httpViaVip, { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
     const tcpLoad = loadLoop(tcpViaVip, { concurrency: 4, maxRequests: 4000, maxMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    await warmedUp([httpLoad, tcpLoad]);
     const pid = await cloud.kill('api');
     const apiDown = await fetch(`${cloud.apiUrl}/healthz`).then(
       () => false,
       () => true,
     );
     expect(apiDown).toBe(true);
+    // A fixed window on purpose: 3 s of load with the API down, in which no request may fail.
     await new Promise((r) => setTimeout(r, 3000));
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
     const udp = await burst(50, udpViaVip);

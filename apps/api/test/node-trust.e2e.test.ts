@@ -193,7 +193,8 @@ describe('node trust', () => {
       async () => (count(clone, 'this node is already connected') >= 1 ? true : undefined),
       20_000,
     );
-    // Refused, it waits (30 s) before it tries again: one log line, not one every few hundred ms.
+    // Refused, it waits (30 s) before it tries again: one log line, not one every few hundred ms. A fixed window
+    // on purpose: it asserts that no second attempt comes in it.
     await new Promise((r) => setTimeout(r, 3000));
     expect(count(clone, 'this node is already connected')).toBe(1);
     expect(count(api, 'second connection for a node that is still connected')).toBe(1);

@@ -3,8 +3,7 @@
 // through the forms, a field error from the API next to its field, health turning abnormal live, charts and
 // events once the API serves them, the nodes page, axe-core on every page, a screenshot of every page, and the
 // time to an interactive list of 1,000 load balancers.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createSlbClient, type SlbClient } from '@slb/client';
 import {
@@ -18,6 +17,7 @@ import {
 } from '@slb/test-support/fleet';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, audit, findChromium, report, shot } from './browser.js';
 
 const L4 = ['127.0.0.225'];
 const L7 = ['127.0.0.226'];
@@ -26,18 +26,7 @@ const POOL = '127.1.95.0/24';
 const BULK_POOL = '127.1.96.0/22';
 const BULK = 1000;
 const CHECK = { interval: 1, unhealthyThreshold: 2, healthyThreshold: 2 };
-const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 const DIST_INDEX = fileURLToPath(new URL('../dist/index.html', import.meta.url));
-
-const report = (line: string) => console.log(`[console] ${line}`);
-
-/** SLB_CHROMIUM names the browser (and only it is tried); else Debian's, then the usual other names. */
-function findChromium(): string | null {
-  const candidates = process.env.SLB_CHROMIUM
-    ? [process.env.SLB_CHROMIUM]
-    : ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
-  return candidates.find((p) => existsSync(p)) ?? null;
-}
 
 const chromiumPath = findChromium();
 if (!chromiumPath) {
@@ -45,8 +34,6 @@ if (!chromiumPath) {
     `skipped the browser tests: no Chromium at ${process.env.SLB_CHROMIUM ?? '/usr/bin/chromium'} (apt-get install -y chromium)`,
   );
 }
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
   let cloud: LocalCloud;
@@ -61,40 +48,14 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
   let listenerPort: number;
   let listenerId: string;
 
-  /** axe-core on the page as it is: no serious or critical violation. */
-  async function audit(name: string) {
-    await page.evaluate(axeSource);
-    const violations = (await page.evaluate(async () => {
-      const axe = (globalThis as any).axe;
-      const result = await axe.run(document, { resultTypes: ['violations'] });
-      return result.violations.map((v: any) => ({
-        id: v.id,
-        impact: v.impact,
-        help: v.help,
-        nodes: v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')),
-      }));
-    })) as { id: string; impact: string; help: string; nodes: string[] }[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    report(
-      `axe ${name}: ${violations.length} violations, ${bad.length} serious or critical${
-        violations.length ? ` (${violations.map((v) => `${v.id}:${v.impact}`).join(', ')})` : ''
-      }`,
-    );
-    expect(bad, `${name}: ${JSON.stringify(bad, null, 2)}`).toEqual([]);
-  }
-
-  async function shot(name: string) {
-    await page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
-  }
-
   async function heading(text: string | RegExp) {
     await page.getByRole('heading', { level: 1, name: text }).waitFor({ timeout: 10_000 });
   }
 
   /** A page checked and kept: axe-core, then a screenshot. */
   async function visit(name: string) {
-    await audit(name);
-    await shot(name);
+    await audit(page, name);
+    await shot(page, name);
   }
 
   beforeAll(async () => {
@@ -121,7 +82,7 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
   // A failed step leaves a picture of the page it failed on.
   afterEach(async (ctx) => {
     if (ctx.task.result?.state === 'fail' && page) {
-      await shot(`failed-${ctx.task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}`).catch(() => {});
+      await shot(page, `failed-${ctx.task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}`).catch(() => {});
     }
   });
 
@@ -230,7 +191,7 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
     report(`backend stopped → abnormal on the open page in ${tookMs} ms (budget ${budgetMs} ms, no reload)`);
     expect(tookMs).toBeLessThanOrEqual(budgetMs);
     expect(await cell(1).getAttribute('data-status')).toBe('normal');
-    await shot('load-balancer-abnormal');
+    await shot(page, 'load-balancer-abnormal');
     await backends[0]!.revive();
   }, 60_000);
 
@@ -274,7 +235,7 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
       500,
     );
     await sending;
-    await shot('load-balancer-traffic');
+    await shot(page, 'load-balancer-traffic');
   }, 90_000);
 
   it('lists the load balancer’s events (once the API records them), or says there are none yet', async () => {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NAMESPACE_PATH, namespaceOf } from '@slb/model';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { healthNames } from './namespace-source.js';
 
 const ns = namespaceOf('slb-00aa11bb22cc');
@@ -48,8 +48,7 @@ it('never falls back to a guessed name: an answer that is not a namespace keeps 
   const a = await api(() => [200, { healthQueue: 'slb-health' }]);
   const stop = new AbortController();
   const waiting = healthNames({ apiUrl: a.url, retryMs: 20, signal: stop.signal });
-  await new Promise((r) => setTimeout(r, 200));
+  await vi.waitFor(() => expect(a.calls()).toBeGreaterThan(2), { timeout: 5000 });
   stop.abort();
   await expect(waiting).rejects.toThrow();
-  expect(a.calls()).toBeGreaterThan(2);
 });

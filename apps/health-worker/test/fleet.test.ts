@@ -98,6 +98,7 @@ afterAll(async () => {
 
 it('two workers share the targets and check each once per interval', async () => {
   const from = Date.now();
+  // A fixed window on purpose: the test counts checks per interval in it, too many as much as too few.
   await new Promise((r) => setTimeout(r, 4 * INTERVAL_MS + 100));
   for (const w of window(from, Date.now())) {
     expect(w.count).toBeGreaterThanOrEqual(3);
@@ -114,7 +115,7 @@ it('a killed worker loses no target: the other keeps checking within about one i
   victim.child.kill('SIGKILL');
   await until('victim gone', () => victim.child.exitCode !== null || victim.child.signalCode !== null, 5000);
   const from = Date.now();
-  await new Promise((r) => setTimeout(r, 4 * INTERVAL_MS + 100));
+  await new Promise((r) => setTimeout(r, 4 * INTERVAL_MS + 100)); // a counting window, as above
   for (const w of window(from, Date.now())) {
     expect(w.count).toBeGreaterThanOrEqual(3);
     expect(w.maxGap).toBeLessThan(2 * INTERVAL_MS + 300);

@@ -2,7 +2,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import { backend, freePort, idServer, listener, snapshot, whoAnswers } from './helpers.js';
@@ -63,9 +63,11 @@ describe('bind failures are state, retried until the listener binds', () => {
     expect(acked).toEqual([{ listenerId: lsn.id, reason }]);
     expect(n.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
     expect(await metric(n, 'slb_l4_listeners_bind_failing')).toBe(1);
-    // Still failing after a few retries (250 ms doubling), and said so each time it is asked.
-    await new Promise((r) => setTimeout(r, 700));
-    expect(await metric(n, 'slb_l4_bind_retries_total', { result: 'failed' })).toBeGreaterThan(0);
+    // Still failing after a retry (250 ms doubling), and said so each time it is asked.
+    await vi.waitFor(
+      async () => expect(await metric(n, 'slb_l4_bind_retries_total', { result: 'failed' })).toBeGreaterThan(0),
+      { timeout: 5000, interval: 50 },
+    );
     expect(n.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
 
     await release();
@@ -133,7 +135,7 @@ describe('bind failures are state, retried until the listener binds', () => {
     expect(n.currentFailures()).toEqual([]);
     expect(await metric(n, 'slb_l4_listeners_bind_failing')).toBe(0);
     const retries = await metric(n, 'slb_l4_bind_retries_total');
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // a fixed window on purpose: no retry comes any more
     expect(await metric(n, 'slb_l4_bind_retries_total')).toBe(retries);
   });
 

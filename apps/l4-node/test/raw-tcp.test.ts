@@ -95,7 +95,7 @@ describe('raw TCP handles (real sockets)', () => {
   it('does not read an accepted socket until it relays, then carries both ways and counts bytes', async () => {
     const r = await relay(closers);
     r.client.write('early bytes');
-    await new Promise((res) => setTimeout(res, 50));
+    await new Promise((res) => setTimeout(res, 50)); // a fixed window on purpose: nothing is read in it
     expect(r.down.bytesRead).toBe(0);
     expect(r.down.remoteAddress()).toEqual({ address: '127.0.0.1', family: 'IPv4', port: r.client.localPort });
     expect(r.down.localAddress()?.port).toBe(r.server.address().port);

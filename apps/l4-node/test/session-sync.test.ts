@@ -77,7 +77,7 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
         writeFileSync(file, JSON.stringify(via === 'snapshot' ? { ...s, sessionSyncPrefix: prefix } : s));
         return file;
       };
-      const env = via === 'env' ? { SLB_SESSION_SYNC_PREFIX: prefix } : {};
+      const env: Record<string, string> = via === 'env' ? { SLB_SESSION_SYNC_PREFIX: prefix } : {};
       const a = startNode(['--config', write('A', 1)], { ...env, SLB_NODE_ID: 'node-a' });
       const b = startNode(['--config', write('B', 1)], { ...env, SLB_NODE_ID: 'node-b' });
       nodes.push(a, b);
@@ -95,7 +95,7 @@ describe('session sync between two L4 nodes (real Redis, real processes)', () =>
         }
         expect(await b.metric('slb_session_sync_table_entries', 'table="peer_flows"')).toBe(1);
       } else {
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 300)); // a fixed window on purpose: without sync, B learns nothing
       }
 
       write('A', 2);

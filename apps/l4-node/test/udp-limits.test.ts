@@ -221,7 +221,7 @@ describe('UDP flow limits', () => {
     // Swept every second: gone within about two, far below the 30 s idleTimeout.
     await until(() => silent.lsn.openCount === 0, 6000);
     expect(Date.now() - start).toBeLessThan(6000);
-    // The answered flow, idle as long, is still there.
+    // The answered flow, idle as long, is still there: a fixed wait on purpose, since it asserts a flow is NOT swept.
     await new Promise((r) => setTimeout(r, 1500));
     expect(answering.lsn.openCount).toBe(1);
     expect(await c.ask(answering.port, 'again')).toBe('ok:again');

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { request } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createL7App } from '../src/app.js';
 import { listener, refusedPort, snapshot, startBackend } from './helpers.js';
 
@@ -43,7 +43,10 @@ describe('L7 bind failures are state, retried until the listener binds', () => {
     expect(await app.apply(snapshot([lsn]))).toEqual([{ listenerId: lsn.id, reason }]);
     expect(app.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
     expect((await app.metrics.bindFailing.get()).values[0]?.value).toBe(1);
-    await new Promise((r) => setTimeout(r, 300));
+    // Still failing after a retry.
+    const failedRetries = async () =>
+      (await app.metrics.bindRetries.get()).values.find((v) => v.labels.result === 'failed')?.value ?? 0;
+    await vi.waitFor(async () => expect(await failedRetries()).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
     expect(app.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
 
     await release();

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listener, type Running, startApp, startBackend, type TestBackend } from './helpers.js';
@@ -74,7 +75,7 @@ describe.each([
         yield chunk;
       }
     }
-    const res = await request(`${node.url}/upload`, { method: 'POST', body: gen() });
+    const res = await request(`${node.url}/upload`, { method: 'POST', body: Readable.from(gen()) });
     const json = (await res.body.json()) as { bytes: number; sha: string };
     expect(json.bytes).toBe(16 * chunk.length);
     expect(json.sha).toBe(expected.digest('hex'));

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { listener, snapshot, startApp, startBackend } from './helpers.js';
 
 // Fast-path connections are counted and drained like node:http ones: an idle keep-alive connection is
@@ -45,8 +45,7 @@ describe('drain (fast path)', () => {
     const busyClosed = await busy.closed;
     expect(busyClosed - started).toBeGreaterThanOrEqual(150);
     expect(busy.got()).toContain('slow done');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(await gauge(node.app)).toBe(0);
+    await vi.waitFor(async () => expect(await gauge(node.app)).toBe(0));
     await node.app.close();
     await be.close();
   });

@@ -1,7 +1,11 @@
+import type { Server } from 'node:http';
 import { Agent, request } from 'undici';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { id, listener, startApp, startBackend } from './helpers.js';
 import { converse, startRawBackend } from './raw-http.js';
+
+const openConnections = (server: Server) =>
+  new Promise<number>((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
 
 // Backend keep-alive: connections are reused, and a connection the backend closed while idle costs the
 // client nothing (the request goes out again on a fresh connection).
@@ -38,7 +42,8 @@ describe.each([
       const res = await request(`${node.url}/`, { dispatcher: agent });
       statuses.push(res.statusCode);
       await res.body.text();
-      await new Promise((r) => setTimeout(r, 250));
+      // The backend closes the pooled connection once idle: the next request finds it closed.
+      await vi.waitFor(async () => expect(await openConnections(be.server)).toBe(0), { timeout: 5000, interval: 20 });
     }
     expect(statuses).toEqual([200, 200, 200, 200]);
     await agent.close();

@@ -124,7 +124,7 @@ describe('L7 server-mode sticky session sync', () => {
     await learnOnNode1(node1);
     // Node 1 itself is pinned (local learning works)…
     expect(await backendsOf(node1.url, 4, COOKIE)).toEqual(Array(4).fill('a'));
-    // …but node 2 is not, even given time a sync would have had.
+    // …but node 2 is not, even given time a sync would have had (a fixed window on purpose: nothing comes).
     await new Promise((r) => setTimeout(r, 300));
     expect(await backendsOf(node2.url, 6, COOKIE)).toContain('b');
   });

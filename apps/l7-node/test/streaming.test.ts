@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listener, type Running, startApp, startBackend, type TestBackend } from './helpers.js';
@@ -53,7 +54,7 @@ describe('streaming', () => {
         yield chunk;
       }
     }
-    const res = await request(`${node.url}/upload`, { method: 'POST', body: body() });
+    const res = await request(`${node.url}/upload`, { method: 'POST', body: Readable.from(body()) });
     const json = (await res.body.json()) as { bytes: number; sha: string };
     expect(json.bytes).toBe(128 * chunk.length);
     expect(json.sha).toBe(expected.digest('hex'));

@@ -270,7 +270,7 @@ describe('control channel client restart', () => {
     expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9 });
     expect(applied).toEqual([]);
     sendDelta(9, 10, [listener('lsn-00000000000000000004', 1004)], []);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // a fixed window on purpose: the delta is NOT applied in it
     expect(client!.current).toBeNull(); // the delta waits behind the saved apply
     release();
     await started;

@@ -59,7 +59,7 @@ it("keeps two deployments' nodes apart by the prefix their snapshots carry", asy
   const deadline = Date.now() + 5000;
   while (ta2.got.size === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   expect(ta2.got.get('10.0.0.1')?.serverId).toBe('srv-a');
-  await new Promise((r) => setTimeout(r, 200));
+  await new Promise((r) => setTimeout(r, 200)); // a fixed window on purpose: the other namespace gets nothing
   expect(tb1.got.size).toBe(0);
   expect(await admin.keys(`${run}-a:sync:*`)).not.toHaveLength(0);
   expect(await admin.keys('slb:sync:{tnt-1:lsn-1}*')).toHaveLength(0);

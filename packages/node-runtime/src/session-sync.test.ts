@@ -79,7 +79,9 @@ describe('SessionSync (real Redis)', () => {
     await until(() => tb.got.get('persist|10.0.0.1')?.serverId === 'srv-z');
     expect(ta.got.size).toBe(0);
     const lag = (await b.registry.getSingleMetric('slb_session_sync_apply_lag_seconds')?.get())?.values;
-    expect(lag?.find((v) => v.metricName === 'slb_session_sync_apply_lag_seconds_count')?.value).toBe(3);
+    expect(
+      lag?.find((v) => 'metricName' in v && v.metricName === 'slb_session_sync_apply_lag_seconds_count')?.value,
+    ).toBe(3);
     expect(await metric(b.registry, 'slb_session_sync_table_entries')).toBe(2);
   });
 

@@ -1,5 +1,5 @@
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EventStore, type EventStoreOptions } from './store.js';
 
 // Retention of the load balancers' events: the newest N per LB, nothing past the age, in bounded batches.
@@ -57,8 +57,14 @@ describe('EventStore retention', () => {
   it('deletes events older than the retention, by id range', async () => {
     const s = storeWith({ retentionSeconds: 1 });
     record(s, t.lbId, 2);
-    await new Promise((r) => setTimeout(r, 30));
-    record(s, other, 1);
+    // Event times and ids come from Date.now(): move the clock 30 ms on rather than wait.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 30);
+      record(s, other, 1);
+    } finally {
+      vi.useRealTimers();
+    }
     const kept = s.list(other, { limit: 1 }).items[0]!;
     // "Now" is the retention after the newest event less 10 ms: only the older two are past it.
     expect(s.prune(Date.parse(kept.at) + 1000 - 10)).toBe(2);

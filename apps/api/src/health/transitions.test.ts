@@ -163,7 +163,7 @@ describe('TransitionConsumer names', () => {
     await redis.xgroup('CREATECONSUMER', stream, 'api', 'gone-idle');
     await add({ listenerId: l, serverId: s, status: 'normal', since: new Date().toISOString(), lastError: null });
     await redis.xreadgroup('GROUP', 'api', 'gone-with-work', 'COUNT', 10, 'STREAMS', stream, '>');
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 250)); // real idle time: Redis measures it, no fake clock reaches it
     // claimIdleMs above the wait, so the pending entry is still gone-with-work's when consumers are judged.
     consumer = new TransitionConsumer({
       db: t.db,

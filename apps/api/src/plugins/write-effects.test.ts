@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { type WriteEffects, writeEffectsPlugin } from './write-effects.js';
 
@@ -42,8 +42,10 @@ describe('write effects', () => {
       );
       v1.patch('/load-balancers/:lbId', { config: { writes: { nodes: true } } }, async () => ({}));
       v1.post('/tenants', { config: { writes: {} } }, async () => ({}));
-      v1.delete('/acls/:aclId', { config: { writes: { nodes: true } } }, async (_request, reply) =>
-        reply.code(404).send({}),
+      v1.delete(
+        '/acls/:aclId',
+        { config: { writes: { nodes: true } } },
+        async (_request: FastifyRequest, reply: FastifyReply) => reply.code(404).send({}),
       );
     });
     await app.inject({ method: 'POST', url: '/v1/load-balancers/lb-1/listeners' });
