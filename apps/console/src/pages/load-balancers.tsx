@@ -1,6 +1,7 @@
 import type { TrafficMetrics } from '@slb/model';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { limited, optionalJson, type Schemas, unwrap } from '../api.js';
+import { ListTable } from '../components/list-table.js';
 import { Sparkline, Status } from '../components/status.js';
 import { href } from '../router.js';
 import type { Session } from '../session.js';
@@ -137,59 +138,46 @@ export function LoadBalancersPage({ session }: { session: Session }) {
       {error ? <p role="alert">{error}</p> : null}
       {items && items.length === 0 ? <p>No load balancers yet.</p> : null}
       {visible.length > 0 ? (
-        <table class="list">
-          <caption class="sr-only">Load balancers, page {current + 1}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Address</th>
-              <th scope="col">Listeners</th>
-              <th scope="col">Health</th>
-              <th scope="col">Traffic (15 min)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {visible.map((lb) => {
-              const d = details[lb.id];
-              return (
-                <tr key={lb.id} data-lb={lb.id}>
-                  <th scope="row">
-                    <a href={href('lbs', lb.id)}>{lb.name}</a>
-                    <div class="muted small">{lb.id}</div>
-                  </th>
-                  <td>
-                    <Status value={lb.status} />
-                  </td>
-                  <td>
-                    <code>{lb.address ?? '—'}</code>
-                  </td>
-                  <td>{d ? d.listeners : '…'}</td>
-                  <td>
-                    {d ? (
-                      <span class="health-summary">
-                        <Status value="normal" label={`${d.normal} normal`} />{' '}
-                        <Status value={d.abnormal > 0 ? 'abnormal' : 'unavailable'} label={`${d.abnormal} abnormal`} />
-                      </span>
-                    ) : (
-                      '…'
-                    )}
-                  </td>
-                  <td>
-                    {d?.traffic ? (
-                      <Sparkline
-                        values={d.traffic}
-                        label={`new connections per second over 15 minutes for ${lb.name}`}
-                      />
-                    ) : (
-                      <span class="muted">{d ? 'no data yet' : '…'}</span>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <ListTable
+          caption={`Load balancers, page ${current + 1}`}
+          columns={['Name', 'Status', 'Address', 'Listeners', 'Health', 'Traffic (15 min)']}
+        >
+          {visible.map((lb) => {
+            const d = details[lb.id];
+            return (
+              <tr key={lb.id} data-lb={lb.id}>
+                <th scope="row">
+                  <a href={href('lbs', lb.id)}>{lb.name}</a>
+                  <div class="muted small">{lb.id}</div>
+                </th>
+                <td>
+                  <Status value={lb.status} />
+                </td>
+                <td>
+                  <code>{lb.address ?? '—'}</code>
+                </td>
+                <td>{d ? d.listeners : '…'}</td>
+                <td>
+                  {d ? (
+                    <span class="health-summary">
+                      <Status value="normal" label={`${d.normal} normal`} />{' '}
+                      <Status value={d.abnormal > 0 ? 'abnormal' : 'unavailable'} label={`${d.abnormal} abnormal`} />
+                    </span>
+                  ) : (
+                    '…'
+                  )}
+                </td>
+                <td>
+                  {d?.traffic ? (
+                    <Sparkline values={d.traffic} label={`new connections per second over 15 minutes for ${lb.name}`} />
+                  ) : (
+                    <span class="muted">{d ? 'no data yet' : '…'}</span>
+                  )}
+                </td>
+              </tr>
+            );
+          })}
+        </ListTable>
       ) : null}
       {pages > 1 ? (
         <nav class="pager" aria-label="Pages of load balancers">

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type Schemas, since, unwrap } from '../api.js';
+import { ListTable } from '../components/list-table.js';
 import { Status } from '../components/status.js';
 import { usePoll } from '../router.js';
 import type { Session } from '../session.js';
@@ -30,45 +31,42 @@ export function NodesPage({ session }: { session: Session }) {
       {nodes === null ? <p role="status">Loading…</p> : null}
       {nodes && nodes.length === 0 ? <p>No nodes registered.</p> : null}
       {nodes && nodes.length > 0 ? (
-        <table class="list">
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Status</th>
-              <th scope="col">Active connections</th>
-              <th scope="col">New connections/s</th>
-              <th scope="col">Requests/s</th>
-              <th scope="col">Capacity weight</th>
-              <th scope="col">Config version</th>
-              <th scope="col">Last heartbeat</th>
+        <ListTable
+          columns={[
+            'Node',
+            'Kind',
+            'Status',
+            'Active connections',
+            'New connections/s',
+            'Requests/s',
+            'Capacity weight',
+            'Config version',
+            'Last heartbeat',
+          ]}
+        >
+          {nodes.map((n) => (
+            <tr key={n.id} data-node={n.id}>
+              <th scope="row">
+                {n.name ?? n.id}
+                <div class="muted small">
+                  {n.id} · {n.address}
+                </div>
+                {n.lastError ? <div class="error small">{n.lastError}</div> : null}
+              </th>
+              <td>{n.kind}</td>
+              <td>
+                <Status value={n.status} />
+                {n.drain ? <span class="muted small"> draining</span> : null}
+              </td>
+              <td>{n.load.activeConnections}</td>
+              <td>{n.load.newConnectionsPerSecond.toFixed(1)}</td>
+              <td>{n.load.requestsPerSecond.toFixed(1)}</td>
+              <td>{n.capacityWeight}</td>
+              <td>{n.appliedConfigVersion}</td>
+              <td>{n.lastHeartbeatAt ? since(n.lastHeartbeatAt) : 'never'}</td>
             </tr>
-          </thead>
-          <tbody>
-            {nodes.map((n) => (
-              <tr key={n.id} data-node={n.id}>
-                <th scope="row">
-                  {n.name ?? n.id}
-                  <div class="muted small">
-                    {n.id} · {n.address}
-                  </div>
-                  {n.lastError ? <div class="error small">{n.lastError}</div> : null}
-                </th>
-                <td>{n.kind}</td>
-                <td>
-                  <Status value={n.status} />
-                  {n.drain ? <span class="muted small"> draining</span> : null}
-                </td>
-                <td>{n.load.activeConnections}</td>
-                <td>{n.load.newConnectionsPerSecond.toFixed(1)}</td>
-                <td>{n.load.requestsPerSecond.toFixed(1)}</td>
-                <td>{n.capacityWeight}</td>
-                <td>{n.appliedConfigVersion}</td>
-                <td>{n.lastHeartbeatAt ? since(n.lastHeartbeatAt) : 'never'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </ListTable>
       ) : null}
     </section>
   );
