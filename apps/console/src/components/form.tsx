@@ -96,13 +96,18 @@ export function Field({ form, name, label, type = 'text', hint, required, autoCo
           {hint}
         </p>
       ) : null}
-      {error ? (
-        <p class="error" id={`${id}-error`} data-field-error={name}>
-          {error}
-        </p>
-      ) : null}
+      <FieldError id={id} name={name} error={error} />
     </div>
   );
+}
+
+/** A field's API error, under it; the input's aria-describedby points at its id. */
+function FieldError({ id, name, error }: { id: string; name: string; error: string | undefined }) {
+  return error ? (
+    <p class="error" id={`${id}-error`} data-field-error={name}>
+      {error}
+    </p>
+  ) : null;
 }
 
 interface SelectProps {
@@ -132,11 +137,7 @@ export function Select({ form, name, label, options }: SelectProps) {
           </option>
         ))}
       </select>
-      {error ? (
-        <p class="error" id={`${id}-error`} data-field-error={name}>
-          {error}
-        </p>
-      ) : null}
+      <FieldError id={id} name={name} error={error} />
     </div>
   );
 }
@@ -166,6 +167,38 @@ export function FormError({ form }: { form: FormState }) {
         <p key={name}>{name ? `${name}: ${message}` : message}</p>
       ))}
     </div>
+  );
+}
+
+/**
+ * A create or edit form. noValidate: the browser checks nothing, the API's problem+json errors come back with a
+ * field path and show next to that field. `send` runs through form.submit, which keeps the button busy meanwhile.
+ */
+export function ApiForm(props: {
+  form: FormState;
+  send: () => Promise<void>;
+  submitLabel: string;
+  children: ComponentChildren;
+}) {
+  const { form } = props;
+  return (
+    <form
+      ref={form.formRef}
+      noValidate
+      onSubmit={(e) => {
+        e.preventDefault();
+        void form.submit(props.send);
+      }}
+      aria-labelledby="page-title"
+    >
+      <FormError form={form} />
+      {props.children}
+      <div class="form-actions">
+        <button type="submit" class="primary" disabled={form.busy}>
+          {form.busy ? 'Saving…' : props.submitLabel}
+        </button>
+      </div>
+    </form>
   );
 }
 

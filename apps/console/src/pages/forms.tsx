@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type Schemas, unwrap } from '../api.js';
-import { Checkbox, Field, FormError, FormPage, type FormState, num, Select, useForm } from '../components/form.js';
+import { ApiForm, Checkbox, Field, FormPage, type FormState, num, Select, useForm } from '../components/form.js';
+import { isWebProtocol } from '../listeners.js';
 import { go, href } from '../router.js';
 import type { Session } from '../session.js';
 
@@ -8,16 +9,6 @@ import type { Session } from '../session.js';
  * Create and edit forms. Nothing is validated here beyond what the browser must (the form has noValidate): the
  * API's own problem+json errors come back with a field path and are shown next to that field.
  */
-
-function Submit({ form, label }: { form: FormState; label: string }) {
-  return (
-    <div class="form-actions">
-      <button type="submit" class="primary" disabled={form.busy}>
-        {form.busy ? 'Saving…' : label}
-      </button>
-    </div>
-  );
-}
 
 export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: string }) {
   const form = useForm({ name: '', addressType: 'internet', deletionProtection: 'false' }, !!lbId);
@@ -30,29 +21,26 @@ export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: s
         form.replace({ name: lb.name, addressType: lb.addressType, deletionProtection: String(lb.deletionProtection) }),
       );
   }, [lbId]);
-  const onSubmit = (e: Event) => {
-    e.preventDefault();
-    void form.submit(async () => {
-      const v = form.values;
-      const deletionProtection = v.deletionProtection === 'true';
-      if (lbId) {
-        unwrap(
-          await session.client.PATCH('/v1/load-balancers/{lbId}', {
-            params: { path: { lbId } },
-            body: { name: v.name ?? '', deletionProtection },
-          }),
-        );
-        go('lbs', lbId);
-      } else {
-        const lb = unwrap(
-          await session.client.POST('/v1/load-balancers', {
-            body: { name: v.name ?? '', addressType: v.addressType as 'internet' | 'intranet', deletionProtection },
-            headers: { 'idempotency-key': crypto.randomUUID() },
-          }),
-        );
-        go('lbs', lb.id);
-      }
-    });
+  const send = async () => {
+    const v = form.values;
+    const deletionProtection = v.deletionProtection === 'true';
+    if (lbId) {
+      unwrap(
+        await session.client.PATCH('/v1/load-balancers/{lbId}', {
+          params: { path: { lbId } },
+          body: { name: v.name ?? '', deletionProtection },
+        }),
+      );
+      go('lbs', lbId);
+    } else {
+      const lb = unwrap(
+        await session.client.POST('/v1/load-balancers', {
+          body: { name: v.name ?? '', addressType: v.addressType as 'internet' | 'intranet', deletionProtection },
+          headers: { 'idempotency-key': crypto.randomUUID() },
+        }),
+      );
+      go('lbs', lb.id);
+    }
   };
   return (
     <FormPage
@@ -60,8 +48,7 @@ export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: s
       back={lbId ? href('lbs', lbId) : href()}
       ready={form.ready}
     >
-      <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
-        <FormError form={form} />
+      <ApiForm form={form} send={send} submitLabel={lbId ? 'Save' : 'Create'}>
         <Field form={form} name="name" label="Name" required hint="1–64 characters" />
         {lbId ? null : (
           <Select
@@ -75,8 +62,7 @@ export function LoadBalancerForm({ session, lbId }: { session: Session; lbId?: s
           />
         )}
         <Checkbox form={form} name="deletionProtection" label="Deletion protection" />
-        <Submit form={form} label={lbId ? 'Save' : 'Create'} />
-      </form>
+      </ApiForm>
     </FormPage>
   );
 }
@@ -133,51 +119,47 @@ export function ListenerForm({ session, lbId, lsnId }: { session: Session; lbId:
     }
   }, [lbId, lsnId]);
   const v = form.values;
-  const web = v.protocol === 'http' || v.protocol === 'https';
-  const onSubmit = (e: Event) => {
-    e.preventDefault();
-    void form.submit(async () => {
-      const healthCheck = {
-        enabled: v['healthCheck.enabled'] === 'true',
-        interval: num(v['healthCheck.interval']),
-        unhealthyThreshold: num(v['healthCheck.unhealthyThreshold']),
-        healthyThreshold: num(v['healthCheck.healthyThreshold']),
-        ...(web && v['healthCheck.path'] ? { path: v['healthCheck.path'] } : {}),
-      };
-      const options = {
-        backendPort: num(v.backendPort),
-        scheduler: v.scheduler as (typeof SCHEDULERS)[number],
-        healthCheck,
-        ...(v.description ? { description: v.description } : {}),
-      };
-      if (lsnId) {
-        unwrap(
-          await session.client.PATCH('/v1/load-balancers/{lbId}/listeners/{lsnId}', {
-            params: { path: { lbId, lsnId } },
-            body: { serverGroupId: v.serverGroupId, ...options },
-          }),
-        );
-      } else {
-        unwrap(
-          await session.client.POST('/v1/load-balancers/{lbId}/listeners', {
-            params: { path: { lbId } },
-            body: {
-              protocol: v.protocol as (typeof PROTOCOLS)[number],
-              port: num(v.port) as number,
-              serverGroupId: v.serverGroupId ?? '',
-              ...options,
-            },
-            headers: { 'idempotency-key': crypto.randomUUID() },
-          }),
-        );
-      }
-      go('lbs', lbId);
-    });
+  const web = isWebProtocol(v.protocol);
+  const send = async () => {
+    const healthCheck = {
+      enabled: v['healthCheck.enabled'] === 'true',
+      interval: num(v['healthCheck.interval']),
+      unhealthyThreshold: num(v['healthCheck.unhealthyThreshold']),
+      healthyThreshold: num(v['healthCheck.healthyThreshold']),
+      ...(web && v['healthCheck.path'] ? { path: v['healthCheck.path'] } : {}),
+    };
+    const options = {
+      backendPort: num(v.backendPort),
+      scheduler: v.scheduler as (typeof SCHEDULERS)[number],
+      healthCheck,
+      ...(v.description ? { description: v.description } : {}),
+    };
+    if (lsnId) {
+      unwrap(
+        await session.client.PATCH('/v1/load-balancers/{lbId}/listeners/{lsnId}', {
+          params: { path: { lbId, lsnId } },
+          body: { serverGroupId: v.serverGroupId, ...options },
+        }),
+      );
+    } else {
+      unwrap(
+        await session.client.POST('/v1/load-balancers/{lbId}/listeners', {
+          params: { path: { lbId } },
+          body: {
+            protocol: v.protocol as (typeof PROTOCOLS)[number],
+            port: num(v.port) as number,
+            serverGroupId: v.serverGroupId ?? '',
+            ...options,
+          },
+          headers: { 'idempotency-key': crypto.randomUUID() },
+        }),
+      );
+    }
+    go('lbs', lbId);
   };
   return (
     <FormPage title={lsnId ? 'Edit listener' : 'Add listener'} back={href('lbs', lbId)} ready={form.ready}>
-      <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
-        <FormError form={form} />
+      <ApiForm form={form} send={send} submitLabel={lsnId ? 'Save' : 'Add listener'}>
         {lsnId ? (
           <p>
             {v.protocol}:{v.port} (protocol and port are fixed once created)
@@ -238,25 +220,8 @@ export function ListenerForm({ session, lbId, lsnId }: { session: Session; lbId:
           {web ? <Field form={form} name="healthCheck.path" label="Path" hint="default /" /> : null}
         </fieldset>
         <Field form={form} name="description" label="Description" />
-        <Submit form={form} label={lsnId ? 'Save' : 'Add listener'} />
-      </form>
+      </ApiForm>
     </FormPage>
-  );
-}
-
-/** Server rows `servers.N.address|port|weight`, as many as `count`. */
-function ServerRows({ form, count }: { form: FormState; count: number }) {
-  return (
-    <>
-      {Array.from({ length: count }, (_, i) => (
-        <fieldset key={i} class="server-row">
-          <legend>Server {i + 1}</legend>
-          <Field form={form} name={`servers.${i}.address`} label="Address" required hint="IPv4 or IPv6" />
-          <Field form={form} name={`servers.${i}.port`} label="Port" type="number" required />
-          <Field form={form} name={`servers.${i}.weight`} label="Weight" type="number" hint="0–100, default 100" />
-        </fieldset>
-      ))}
-    </>
   );
 }
 
@@ -273,6 +238,42 @@ const emptyRow = (i: number) => ({
   [`servers.${i}.weight`]: '',
 });
 
+/**
+ * Server rows `servers.N.address|port|weight`, as many as `count`, with a button that adds an empty row (and, when
+ * `removable`, one that drops the last).
+ */
+function ServerRows(props: { form: FormState; count: number; setCount: (n: number) => void; removable?: boolean }) {
+  const { form, count, setCount } = props;
+  return (
+    <>
+      {Array.from({ length: count }, (_, i) => (
+        <fieldset key={i} class="server-row">
+          <legend>Server {i + 1}</legend>
+          <Field form={form} name={`servers.${i}.address`} label="Address" required hint="IPv4 or IPv6" />
+          <Field form={form} name={`servers.${i}.port`} label="Port" type="number" required />
+          <Field form={form} name={`servers.${i}.weight`} label="Weight" type="number" hint="0–100, default 100" />
+        </fieldset>
+      ))}
+      <div class="form-actions">
+        <button
+          type="button"
+          onClick={() => {
+            form.replace({ ...form.values, ...emptyRow(count) });
+            setCount(count + 1);
+          }}
+        >
+          Add another server
+        </button>
+        {props.removable && count > 0 ? (
+          <button type="button" onClick={() => setCount(count - 1)}>
+            Remove last server
+          </button>
+        ) : null}
+      </div>
+    </>
+  );
+}
+
 export function ServerGroupForm({ session, lbId, sgId }: { session: Session; lbId: string; sgId?: string }) {
   const form = useForm({ name: '', ...emptyRow(0) }, !!sgId);
   const [count, setCount] = useState(sgId ? 0 : 1);
@@ -283,56 +284,31 @@ export function ServerGroupForm({ session, lbId, sgId }: { session: Session; lbI
       .then(unwrap)
       .then((g) => form.replace({ name: g.name }));
   }, [lbId, sgId]);
-  const onSubmit = (e: Event) => {
-    e.preventDefault();
-    void form.submit(async () => {
-      if (sgId) {
-        unwrap(
-          await session.client.PATCH('/v1/load-balancers/{lbId}/server-groups/{sgId}', {
-            params: { path: { lbId, sgId } },
-            body: { name: form.values.name ?? '' },
-          }),
-        );
-      } else {
-        unwrap(
-          await session.client.POST('/v1/load-balancers/{lbId}/server-groups', {
-            params: { path: { lbId } },
-            body: { name: form.values.name ?? '', ...(count > 0 ? { servers: serversOf(form.values, count) } : {}) },
-            headers: { 'idempotency-key': crypto.randomUUID() },
-          }),
-        );
-      }
-      go('lbs', lbId);
-    });
+  const send = async () => {
+    if (sgId) {
+      unwrap(
+        await session.client.PATCH('/v1/load-balancers/{lbId}/server-groups/{sgId}', {
+          params: { path: { lbId, sgId } },
+          body: { name: form.values.name ?? '' },
+        }),
+      );
+    } else {
+      unwrap(
+        await session.client.POST('/v1/load-balancers/{lbId}/server-groups', {
+          params: { path: { lbId } },
+          body: { name: form.values.name ?? '', ...(count > 0 ? { servers: serversOf(form.values, count) } : {}) },
+          headers: { 'idempotency-key': crypto.randomUUID() },
+        }),
+      );
+    }
+    go('lbs', lbId);
   };
   return (
     <FormPage title={sgId ? 'Edit server group' : 'Add server group'} back={href('lbs', lbId)} ready={form.ready}>
-      <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
-        <FormError form={form} />
+      <ApiForm form={form} send={send} submitLabel={sgId ? 'Save' : 'Add server group'}>
         <Field form={form} name="name" label="Name" required />
-        {sgId ? null : (
-          <>
-            <ServerRows form={form} count={count} />
-            <div class="form-actions">
-              <button
-                type="button"
-                onClick={() => {
-                  form.replace({ ...form.values, ...emptyRow(count) });
-                  setCount(count + 1);
-                }}
-              >
-                Add another server
-              </button>
-              {count > 0 ? (
-                <button type="button" onClick={() => setCount(count - 1)}>
-                  Remove last server
-                </button>
-              ) : null}
-            </div>
-          </>
-        )}
-        <Submit form={form} label={sgId ? 'Save' : 'Add server group'} />
-      </form>
+        {sgId ? null : <ServerRows form={form} count={count} setCount={setCount} removable />}
+      </ApiForm>
     </FormPage>
   );
 }
@@ -340,36 +316,20 @@ export function ServerGroupForm({ session, lbId, sgId }: { session: Session; lbI
 export function ServersForm({ session, lbId, sgId }: { session: Session; lbId: string; sgId: string }) {
   const form = useForm({ ...emptyRow(0) });
   const [count, setCount] = useState(1);
-  const onSubmit = (e: Event) => {
-    e.preventDefault();
-    void form.submit(async () => {
-      unwrap(
-        await session.client.POST('/v1/load-balancers/{lbId}/server-groups/{sgId}/servers', {
-          params: { path: { lbId, sgId } },
-          body: { servers: serversOf(form.values, count) },
-        }),
-      );
-      go('lbs', lbId);
-    });
+  const send = async () => {
+    unwrap(
+      await session.client.POST('/v1/load-balancers/{lbId}/server-groups/{sgId}/servers', {
+        params: { path: { lbId, sgId } },
+        body: { servers: serversOf(form.values, count) },
+      }),
+    );
+    go('lbs', lbId);
   };
   return (
     <FormPage title="Add servers" back={href('lbs', lbId)}>
-      <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
-        <FormError form={form} />
-        <ServerRows form={form} count={count} />
-        <div class="form-actions">
-          <button
-            type="button"
-            onClick={() => {
-              form.replace({ ...form.values, ...emptyRow(count) });
-              setCount(count + 1);
-            }}
-          >
-            Add another server
-          </button>
-        </div>
-        <Submit form={form} label="Add servers" />
-      </form>
+      <ApiForm form={form} send={send} submitLabel="Add servers">
+        <ServerRows form={form} count={count} setCount={setCount} />
+      </ApiForm>
     </FormPage>
   );
 }
@@ -389,26 +349,21 @@ export function ServerForm(props: { session: Session; lbId: string; sgId: string
         form.replace({ weight: String(s.weight), description: s.description });
       });
   }, [srvId]);
-  const onSubmit = (e: Event) => {
-    e.preventDefault();
-    void form.submit(async () => {
-      unwrap(
-        await session.client.PATCH('/v1/load-balancers/{lbId}/server-groups/{sgId}/servers/{srvId}', {
-          params: { path: { lbId, sgId, srvId } },
-          body: { weight: num(form.values.weight), description: form.values.description ?? '' },
-        }),
-      );
-      go('lbs', lbId);
-    });
+  const send = async () => {
+    unwrap(
+      await session.client.PATCH('/v1/load-balancers/{lbId}/server-groups/{sgId}/servers/{srvId}', {
+        params: { path: { lbId, sgId, srvId } },
+        body: { weight: num(form.values.weight), description: form.values.description ?? '' },
+      }),
+    );
+    go('lbs', lbId);
   };
   return (
     <FormPage title={`Edit server ${name}`} back={href('lbs', lbId)} ready={form.ready}>
-      <form ref={form.formRef} noValidate onSubmit={onSubmit} aria-labelledby="page-title">
-        <FormError form={form} />
+      <ApiForm form={form} send={send} submitLabel="Save">
         <Field form={form} name="weight" label="Weight" type="number" hint="0–100; 0 takes no new connections" />
         <Field form={form} name="description" label="Description" />
-        <Submit form={form} label="Save" />
-      </form>
+      </ApiForm>
     </FormPage>
   );
 }
