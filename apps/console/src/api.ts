@@ -20,12 +20,15 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
   throw new ApiProblem(result.response.status, (result.error ?? {}) as Partial<Problem>);
 }
 
+/** What the user reads about a failure: an Error's message (an ApiProblem's is the API's own detail), else the value. */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /**
  * The API's validation errors by form field: `/body/port` → `port`, `/body/servers/1/port` → `servers.1.port`.
  * Errors not about the body (or without a path) go under '' for the form as a whole.
  */
 export function fieldErrors(err: unknown): Record<string, string> {
-  if (!(err instanceof ApiProblem)) return { '': err instanceof Error ? err.message : String(err) };
+  if (!(err instanceof ApiProblem)) return { '': messageOf(err) };
   const out: Record<string, string> = {};
   for (const e of err.problem.errors ?? []) {
     const key = e.path.startsWith('/body/') ? e.path.slice(6).replaceAll('/', '.') : '';

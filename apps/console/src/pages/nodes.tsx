@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { type Schemas, since, unwrap } from '../api.js';
+import { messageOf, type Schemas, since, unwrap } from '../api.js';
 import { ListTable } from '../components/list-table.js';
 import { Status } from '../components/status.js';
 import { usePoll } from '../router.js';
@@ -16,7 +16,7 @@ export function NodesPage({ session }: { session: Session }) {
         setNodes(page.items);
         setError(null);
       } catch (err) {
-        setError(err instanceof Error ? err.message : String(err));
+        setError(messageOf(err));
       }
     },
     2000,

@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { messageOf } from '../api.js';
 import { checkToken } from '../session.js';
 
 /** The token is typed (or pasted) here, checked against the API, and kept in this tab only. */
@@ -20,7 +21,7 @@ export function SignInPage({ onSignedIn }: { onSignedIn: (token: string, admin: 
       if (role === 'invalid') setError('The API did not accept this token.');
       else onSignedIn(value, role === 'admin');
     } catch (err) {
-      setError(`The API could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+      setError(`The API could not be reached: ${messageOf(err)}`);
     } finally {
       setBusy(false);
     }

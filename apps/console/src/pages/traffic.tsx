@@ -1,7 +1,7 @@
 import type { TrafficMetrics } from '@slb/model';
 import type { ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { optionalJson } from '../api.js';
+import { messageOf, optionalJson } from '../api.js';
 import type { ChartSeries } from '../components/chart.js';
 import { usePoll } from '../router.js';
 import type { Session } from '../session.js';
@@ -13,6 +13,54 @@ const RANGES = [
   { label: '1 h', seconds: 3600, refresh: 30_000 },
   { label: '24 h', seconds: 24 * 3600, refresh: 120_000 },
 ] as const;
+
+/** One palette for all charts, so a color means the same everywhere: red the bad series (dropped, 5xx, p99), green the good. */
+const COLOR = { blue: '#1f5fbf', green: '#1f7a3a', red: '#b3261e', purple: '#7a4bb3', amber: '#9a5b00' };
+
+/** The charts of the traffic section, in order; `webOnly` ones need an HTTP(S) listener to have data. */
+const CHARTS: { title: string; unit: string; webOnly?: boolean; series: (m: TrafficMetrics) => ChartSeries[] }[] = [
+  {
+    title: 'Active connections',
+    unit: 'connections',
+    series: (m) => [{ label: 'active', values: m.activeConnections, color: COLOR.blue }],
+  },
+  {
+    title: 'New connections',
+    unit: 'per second',
+    series: (m) => [
+      { label: 'new', values: m.newConnectionsPerSecond, color: COLOR.green },
+      { label: 'dropped', values: m.droppedConnectionsPerSecond, color: COLOR.red },
+    ],
+  },
+  {
+    title: 'Throughput',
+    unit: 'bytes per second',
+    series: (m) => [
+      { label: 'in', values: m.bytesInPerSecond, color: COLOR.blue },
+      { label: 'out', values: m.bytesOutPerSecond, color: COLOR.purple },
+    ],
+  },
+  {
+    title: 'Requests by status',
+    unit: 'per second',
+    webOnly: true,
+    series: (m) => [
+      { label: '2xx', values: m.requestsPerSecond['2xx'], color: COLOR.green },
+      { label: '3xx', values: m.requestsPerSecond['3xx'], color: COLOR.blue },
+      { label: '4xx', values: m.requestsPerSecond['4xx'], color: COLOR.amber },
+      { label: '5xx', values: m.requestsPerSecond['5xx'], color: COLOR.red },
+    ],
+  },
+  {
+    title: 'Upstream time',
+    unit: 'ms',
+    webOnly: true,
+    series: (m) => [
+      { label: 'p50', values: m.upstreamTimeP50Ms, color: COLOR.blue },
+      { label: 'p99', values: m.upstreamTimeP99Ms, color: COLOR.red },
+    ],
+  },
+];
 
 /** uPlot comes in its own chunk, fetched when a load balancer's page first draws a chart. */
 let chartModule: Promise<ComponentType<ChartProps>> | null = null;
@@ -41,7 +89,7 @@ export function TrafficSection({ session, lbId, web }: { session: Session; lbId:
         setMetrics(m);
         setError(null);
       } catch (err) {
-        setError(err instanceof Error ? err.message : String(err));
+        setError(messageOf(err));
       }
     },
     r.refresh,
@@ -74,54 +122,15 @@ export function TrafficSection({ session, lbId, web }: { session: Session; lbId:
       ) : null}
       {metrics && hasPoints && Chart ? (
         <div class="charts" data-testid="charts">
-          <Chart
-            title="Active connections"
-            unit="connections"
-            timestamps={metrics.timestamps}
-            series={[{ label: 'active', values: metrics.activeConnections, color: '#1f5fbf' }]}
-          />
-          <Chart
-            title="New connections"
-            unit="per second"
-            timestamps={metrics.timestamps}
-            series={[
-              { label: 'new', values: metrics.newConnectionsPerSecond, color: '#1f7a3a' },
-              { label: 'dropped', values: metrics.droppedConnectionsPerSecond, color: '#b3261e' },
-            ]}
-          />
-          <Chart
-            title="Throughput"
-            unit="bytes per second"
-            timestamps={metrics.timestamps}
-            series={[
-              { label: 'in', values: metrics.bytesInPerSecond, color: '#1f5fbf' },
-              { label: 'out', values: metrics.bytesOutPerSecond, color: '#7a4bb3' },
-            ]}
-          />
-          {web ? (
+          {CHARTS.filter((c) => web || !c.webOnly).map((c) => (
             <Chart
-              title="Requests by status"
-              unit="per second"
+              key={c.title}
+              title={c.title}
+              unit={c.unit}
               timestamps={metrics.timestamps}
-              series={[
-                { label: '2xx', values: metrics.requestsPerSecond['2xx'], color: '#1f7a3a' },
-                { label: '3xx', values: metrics.requestsPerSecond['3xx'], color: '#1f5fbf' },
-                { label: '4xx', values: metrics.requestsPerSecond['4xx'], color: '#9a5b00' },
-                { label: '5xx', values: metrics.requestsPerSecond['5xx'], color: '#b3261e' },
-              ]}
+              series={c.series(metrics)}
             />
-          ) : null}
-          {web ? (
-            <Chart
-              title="Upstream time"
-              unit="ms"
-              timestamps={metrics.timestamps}
-              series={[
-                { label: 'p50', values: metrics.upstreamTimeP50Ms, color: '#1f5fbf' },
-                { label: 'p99', values: metrics.upstreamTimeP99Ms, color: '#b3261e' },
-              ]}
-            />
-          ) : null}
+          ))}
         </div>
       ) : null}
     </section>

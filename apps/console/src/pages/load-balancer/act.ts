@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { messageOf } from '../../api.js';
 
 /**
  * Runs one change the user asked for (start, stop, delete) and says how it went in the page's notice; the page
@@ -14,7 +15,7 @@ export function useAct(refresh: () => Promise<void>): { notice: string; act: Act
       setNotice(what);
       await refresh();
     } catch (err) {
-      setNotice(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+      setNotice(`${what} failed: ${messageOf(err)}`);
     }
   };
   return { notice, act };
