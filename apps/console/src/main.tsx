@@ -1,6 +1,9 @@
 import { render } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { ListenerForm, LoadBalancerForm, ServerForm, ServerGroupForm, ServersForm } from './pages/forms.js';
+import { ListenerForm } from './pages/forms/listener-form.js';
+import { LoadBalancerForm } from './pages/forms/load-balancer-form.js';
+import { ServerForm, ServersForm } from './pages/forms/server-forms.js';
+import { ServerGroupForm } from './pages/forms/server-group-form.js';
 import { LoadBalancerPage } from './pages/load-balancer.js';
 import { LoadBalancersPage } from './pages/load-balancers.js';
 import { NodesPage } from './pages/nodes.js';
