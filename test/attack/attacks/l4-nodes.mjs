@@ -106,16 +106,14 @@ export const vipCross = {
     const out = [];
     let reached = 0;
     const before = ctx.targets.tcp.stats.accepted;
-    for (const port of [victim.tcp.port, victim.http.port].filter((p) => !mine.has(p))) {
-      const r = await rawExchange(attacker.vip, port, 'ping\n', { idleMs: 1000, timeoutMs: 3000 });
+    // A ping on a port the VIP must not serve: it counts as reached if anything answers.
+    const probe = async (vip, port) => {
+      const r = await rawExchange(vip, port, 'ping\n', { idleMs: 1000, timeoutMs: 3000 });
       if (r.text !== '') reached++;
-      out.push(`${attacker.vip}:${port} → ${r.error ?? (r.text ? 'answered' : 'closed')}`);
-    }
-    for (const port of [attacker.tcp.port].filter((p) => !theirs.has(p))) {
-      const r = await rawExchange(victim.vip, port, 'ping\n', { idleMs: 1000, timeoutMs: 3000 });
-      if (r.text !== '') reached++;
-      out.push(`${victim.vip}:${port} → ${r.error ?? (r.text ? 'answered' : 'closed')}`);
-    }
+      out.push(`${vip}:${port} → ${r.error ?? (r.text ? 'answered' : 'closed')}`);
+    };
+    for (const port of [victim.tcp.port, victim.http.port].filter((p) => !mine.has(p))) await probe(attacker.vip, port);
+    for (const port of [attacker.tcp.port].filter((p) => !theirs.has(p))) await probe(victim.vip, port);
     const accepted = ctx.targets.tcp.stats.accepted - before;
     return {
       ok: reached === 0 && accepted === 0 && out.every((o) => o.endsWith('ECONNREFUSED')),
