@@ -1,0 +1,125 @@
+// Scenarios that kill -9 a piece of the control plane: a health worker, the API (idle or mid-write), Redis.
+// The data path must forward on from the config it holds.
+import { sleep } from '../util.mjs';
+import { check, mainLoad, NONE_ALLOWED, recoverThenStop } from './kit.mjs';
+
+/** kill -9 of a health worker: the other takes its checks, a health change is still seen. */
+export async function workerKill(env) {
+  const { cloud } = env;
+  const load = mainLoad(env);
+  await sleep(1000);
+  await cloud.kill('health-worker-1');
+  await env.hosts.b3.mode('healthFail');
+  const detectMs = await env.waitStatus('b3', ['http'], 'abnormal', 20_000);
+  await env.hosts.b3.mode('normal');
+  const backMs = await env.waitStatus('b3', ['http'], 'normal', 20_000);
+  await cloud.start('health-worker-1');
+  const run = await recoverThenStop(env, load);
+  return {
+    runs: [run],
+    ...NONE_ALLOWED,
+    // Interval 1 s, threshold 2: about 2 s with both workers; a dead worker's checks must not wait for a
+    // lock to expire (BullMQ's stalled-job recovery would take 30 s).
+    checks: [check(detectMs < 10_000 && backMs < 10_000, 'with one worker dead, checks still flip within 10 s')],
+    notes: [`b3 failing its check: abnormal in ${detectMs} ms, normal again in ${backMs} ms, one worker alive`],
+  };
+}
+
+/** kill -9 of the API: the nodes forward from their config; DNS (in the API) is down meanwhile. */
+export async function apiKill(env) {
+  const { cloud } = env;
+  const l4 = ['l4-node-1', 'l4-node-2'];
+  const noBackendBefore = await env.counter(l4, 'slb_l4_no_backend_total');
+  const load = mainLoad(env);
+  await sleep(1000);
+  const killedAt = Date.now();
+  await cloud.kill('api');
+  await sleep(3000);
+  await cloud.start('api');
+  const restartedAt = Date.now();
+  await env.recovered();
+  const backMs = Date.now() - restartedAt;
+  await sleep(1000);
+  const run = await load.stop();
+  const noBackend = (await env.counter(l4, 'slb_l4_no_backend_total')) - noBackendBefore;
+  return {
+    runs: [run],
+    events: { killedAt, restartedAt, recoveredAt: restartedAt + backMs },
+    ...NONE_ALLOWED,
+    checks: [
+      check(
+        noBackend === 0,
+        `no connection found an L4 node without a backend (L7 pool) after the restart (${noBackend} did)`,
+      ),
+    ],
+    notes: [`API down 3 s; cloud recovered ${backMs} ms after its restart`],
+  };
+}
+
+/** kill -9 of Redis, restarted empty: forwarding goes on, health checking resumes. */
+export async function redisKill(env) {
+  const { cloud } = env;
+  const load = mainLoad(env);
+  await sleep(1000);
+  await cloud.kill('redis');
+  await sleep(3000);
+  await cloud.startRedis();
+  const restartedAt = Date.now();
+  await cloud.apiReady();
+  const readyMs = Date.now() - restartedAt;
+  await env.hosts.b3.mode('healthFail');
+  const detectMs = await env.waitStatus('b3', ['http'], 'abnormal', 30_000);
+  await env.hosts.b3.mode('normal');
+  const run = await recoverThenStop(env, load);
+  return {
+    runs: [run],
+    ...NONE_ALLOWED,
+    checks: [],
+    notes: [
+      `Redis down 3 s, restarted empty; API ready ${readyMs} ms later; checks resumed (b3 abnormal in ${detectMs} ms)`,
+    ],
+  };
+}
+
+/** kill -9 of the API while a client writes as fast as it can; the client retries with its keys. */
+export async function apiMidWrite(env, ledger) {
+  const { cloud } = env;
+  const load = mainLoad(env);
+  const before = { ...ledger.stats };
+  const writer = ledger.start(40, 20_000);
+  await sleep(1500);
+  const killAfter = Date.now() + 1000;
+  while (ledger.inFlight === 0 && Date.now() < killAfter) await new Promise((r) => setImmediate(r));
+  const writesInFlight = ledger.inFlight;
+  await cloud.kill('api');
+  await sleep(1000);
+  await cloud.start('api');
+  await cloud.apiReady();
+  await sleep(2000);
+  await writer.stop();
+  const replay = await ledger.replayLast(5);
+  const verdict = await ledger.verify();
+  await env.recovered();
+  const run = await load.stop();
+  const acked = verdict.acked - before.acked;
+  return {
+    runs: [run],
+    ...NONE_ALLOWED,
+    checks: [
+      check(
+        verdict.problems.length === 0,
+        `every acknowledged write present and whole: ${verdict.problems.slice(0, 3).join('; ') || 'yes'}`,
+      ),
+      check(acked > 20, `the writer got writes through (${acked})`),
+      check(
+        replay.problems.length === 0,
+        `creates sent again with their keys after the restart replay the first result: ${replay.problems.join('; ') || 'yes'}`,
+      ),
+    ],
+    notes: [
+      `${acked} writes acknowledged, ${writesInFlight} in flight at the kill (retried with the same key: ${verdict.replayed - before.replayed} answered with the first result)`,
+      `${verdict.groupsPresent} groups present, ${verdict.unacknowledgedPresent} of them never acknowledged (whole), 0 half-written`,
+      `the last ${replay.replayed} creates sent again with their keys: the first result each time`,
+    ],
+  };
+}
