@@ -4,7 +4,7 @@ import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
 import { ManualClock } from './clock.js';
@@ -140,6 +140,53 @@ describe('control hub: node liveness', () => {
     expect(hosts()).toEqual(['l4-a online', 'l4-b online']); // silent exactly the threshold: still online
     clock.advance(LIVENESS_TICK_MS);
     expect(hosts()).toEqual(['l4-a online']); // offline, and its LB placed without it
+  });
+
+  it('takes a silent L7 node out of the pool the L4 nodes are sent within a tick, and back in once it heartbeats', () => {
+    start();
+    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const a = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const b = connect(hub, 'l7-b', 'l7', '127.0.0.22');
+    clock.flush();
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+    // l7-b goes silent, its socket still open; the L4 node and l7-a keep heartbeating, so the online L4
+    // nodes do not change: only the L7 pool does.
+    for (let at = 0; at < OFFLINE_AFTER_MS; at += 1_000) {
+      clock.advance(1_000);
+      heartbeat(l4);
+      heartbeat(a);
+    }
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // silent exactly the threshold: still online
+    clock.advance(LIVENESS_TICK_MS);
+    expect(l7PoolOf(l4)).toEqual(['l7-a']);
+    heartbeat(b);
+    clock.advance(LIVENESS_TICK_MS);
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+  });
+
+  it('neither recompiles nor pushes, tick after tick, while no node changes, with nodes or without', () => {
+    start();
+    const recompiles = vi.spyOn(hub as unknown as { recompile: () => void }, 'recompile');
+    clock.advance(10 * LIVENESS_TICK_MS); // no node yet
+    expect(recompiles).not.toHaveBeenCalled();
+    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    clock.flush();
+    recompiles.mockClear();
+    const sent = [l4.sent.length, l7.sent.length];
+    for (let at = 0; at < 3 * OFFLINE_AFTER_MS; at += 1_000) {
+      clock.advance(1_000);
+      heartbeat(l4);
+      heartbeat(l7);
+    }
+    expect(recompiles).not.toHaveBeenCalled();
+    expect([l4.sent.length, l7.sent.length]).toEqual(sent);
+    hub.disconnect('l4-a', 'deleted');
+    hub.disconnect('l7-a', 'deleted');
+    clock.flush();
+    recompiles.mockClear();
+    clock.advance(10 * LIVENESS_TICK_MS); // every node gone
+    expect(recompiles).not.toHaveBeenCalled();
   });
 
   it('does not take a stall of its event loop for the nodes going silent', () => {

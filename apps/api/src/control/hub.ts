@@ -62,6 +62,8 @@ export class ControlHub {
   private readonly recorder: ServingRecorder | null;
   private readonly clock: Clock;
   private pending = false;
+  /** The L7 pool of the last recompile (JSON), which the liveness tick compares the current one with. */
+  private compiledL7Pool = '';
   private closed = false;
   private readonly reports: SessionReports;
 
@@ -273,7 +275,13 @@ export class ControlHub {
 
   private checkLiveness(): void {
     this.liveness.tick(this.sessions);
-    if (this.fleet.onlineChanged(new Set(this.onlineL4().map((n) => n.id)))) this.changed();
+    // No node to push to (and recompile() then places nothing, so the L4 set would look changed forever):
+    // the first hello recompiles.
+    if (this.sessions.size === 0) return;
+    // An L7 node going silent (or heard again) moves no LB, but the L4 nodes relay HTTP to the pool they
+    // were sent: without a recompile they would keep sending to a dead node until an unrelated change.
+    const l7Changed = JSON.stringify(this.l7Pool()) !== this.compiledL7Pool;
+    if (l7Changed || this.fleet.onlineChanged(new Set(this.onlineL4().map((n) => n.id)))) this.changed();
   }
 
   /** The L7 nodes the L4 nodes spread HTTP over: the online ones, and those still rejoining after a restart. */
@@ -309,6 +317,7 @@ export class ControlHub {
     const fullDiff = beyond || moved;
     const l7Pool = this.l7Pool();
     const l7Json = JSON.stringify(l7Pool);
+    this.compiledL7Pool = l7Json;
     // The L7 nodes' `l4Nodes`: every L4 node address, whether its channel is open or not.
     const l4Addresses = l4NodeAddresses(this.db);
     const l4Json = JSON.stringify(l4Addresses);
