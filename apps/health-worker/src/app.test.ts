@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { probeKey, resolveHealthCheck } from '@slb/health';
-import type { HealthShardJob } from '@slb/model';
+import { type HealthShardJob, redisOptionsFromUrl } from '@slb/model';
 import { Backend, cleanRedis, until } from '@slb/test-support/health-worker';
 import { Queue } from 'bullmq';
 import { afterEach, expect, it } from 'vitest';
 import { type CheckReport, HealthWorker } from './app.js';
 import { WorkerMetrics } from './metrics.js';
-import { redisOptionsFromUrl } from './redis-options.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const queueName = `test-${randomUUID()}`;

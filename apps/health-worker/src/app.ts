@@ -10,13 +10,13 @@ import {
   type HealthShardProbe,
   type HealthTransitionMessage,
   parseDenyRule,
+  redisOptionsFromUrl,
 } from '@slb/model';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Limiter } from './limiter.js';
 import { BACKEND_DENIED_ERROR, failureReason, WorkerMetrics } from './metrics.js';
-import { redisOptionsFromUrl } from './redis-options.js';
 import { schedulerSlot } from './scheduler-job-id.js';
 import { runShard, type ShardRun } from './shard-run.js';
 import { TargetStateStore } from './state-store.js';

@@ -63,6 +63,19 @@ export interface PoolSettings {
   readonly persistenceTimeoutMs: number;
 }
 
+/** A listener's pool settings: the snapshot gives its timeouts in seconds, the pool counts in ms. */
+export function poolSettings(c: {
+  readonly scheduler: SchedulerKind;
+  readonly connectionDrainTimeout: number;
+  readonly persistenceTimeout: number;
+}): PoolSettings {
+  return {
+    scheduler: c.scheduler,
+    drainTimeoutMs: c.connectionDrainTimeout * 1000,
+    persistenceTimeoutMs: c.persistenceTimeout * 1000,
+  };
+}
+
 /**
  * A listener's backends: which take new flows, the scheduler over them, client persistence, and draining of
  * backends that were removed or set to weight 0. Updated in place on reload so counters and live

@@ -1,6 +1,6 @@
-import { type CountSeries, PlainCounter, PlainGauge } from '@slb/metrics-kit';
+import { type CountSeries, PlainCounter, PlainGauge, promMetrics } from '@slb/metrics-kit';
 import { TrafficTally } from '@slb/node-runtime';
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { type Counter, collectDefaultMetrics, Registry } from 'prom-client';
 
 const LB = ['listener', 'backend'] as const;
 
@@ -57,6 +57,7 @@ const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Co
  */
 export class L4Metrics {
   readonly registry = new Registry();
+  private readonly prom = promMetrics(this.registry);
   /** Per-listener counters for the heartbeat's traffic summary (not exported to Prometheus). */
   readonly traffic = new TrafficTally();
   // Updated per connection: plain families (metrics-kit), whose series the forwarding path holds.
@@ -83,8 +84,7 @@ export class L4Metrics {
     'slb_l4_connect_failures_total',
     'Backend connect attempts that were refused, timed out or failed',
   );
-  private readonly listenerCounter = (name: string, help: string) =>
-    new Counter({ name, help, labelNames: ['listener'] as const, registers: [this.registry] });
+  private readonly listenerCounter = (name: string, help: string) => this.prom.counter(name, help, ['listener']);
   private readonly retries = this.listenerCounter(
     'slb_l4_connect_retries_total',
     'Connects retried on another backend',
@@ -111,66 +111,50 @@ export class L4Metrics {
     'Connections closed when their backend or listener reached the drain timeout',
   );
   // Two reasons, never a client label: a flood from many sources must not create a series per source.
-  private readonly refused = new Counter({
-    name: 'slb_l4_refused_total',
-    help: 'New connections (TCP, closed at once) or flows (UDP, datagram dropped) refused by a limit',
-    labelNames: ['listener', 'reason'] as const,
-    registers: [this.registry],
-  });
-  readonly configVersion = new Gauge({
-    name: 'slb_l4_config_version',
-    help: 'Version of the applied config snapshot',
-    registers: [this.registry],
-  });
-  readonly backendDenied = new Counter({
-    name: 'slb_l4_backend_denied_total',
-    help: 'Backends left out of a listener when it was configured: a cloud endpoint, a special address or a loop',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
-  readonly reloads = new Counter({
-    name: 'slb_l4_config_reloads_total',
-    help: 'Config snapshot loads by result',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
+  private readonly refused = this.prom.counter(
+    'slb_l4_refused_total',
+    'New connections (TCP, closed at once) or flows (UDP, datagram dropped) refused by a limit',
+    ['listener', 'reason'],
+  );
+  readonly configVersion = this.prom.gauge('slb_l4_config_version', 'Version of the applied config snapshot');
+  readonly backendDenied = this.prom.counter(
+    'slb_l4_backend_denied_total',
+    'Backends left out of a listener when it was configured: a cloud endpoint, a special address or a loop',
+    ['reason'],
+  );
+  readonly reloads = this.prom.counter('slb_l4_config_reloads_total', 'Config snapshot loads by result', ['result']);
   /** No listener label: a listener that cannot be built may not have an id worth a series. */
-  readonly listenerFailures = new Counter({
-    name: 'slb_l4_listener_failures_total',
-    help: 'Listeners of an applied config that could not be built (bad ACL, bind clash or failure); the rest were applied',
-    registers: [this.registry],
-  });
+  readonly listenerFailures = this.prom.counter(
+    'slb_l4_listener_failures_total',
+    'Listeners of an applied config that could not be built (bad ACL, bind clash or failure); the rest were applied',
+  );
   /** No listener label either: which listeners fail is in the heartbeat and the log; this is for alerting. */
-  readonly bindFailing = new Gauge({
-    name: 'slb_l4_listeners_bind_failing',
-    help: 'Listeners that cannot bind now (port taken, address not on the host) and are being retried',
-    registers: [this.registry],
-  });
-  readonly bindRetries = new Counter({
-    name: 'slb_l4_bind_retries_total',
-    help: 'Binds of failed listeners tried again, by result (bound: the listener serves from then on)',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly conntrackEntries = new Gauge({
-    name: 'slb_l4_conntrack_entries',
-    help: 'Entries in the connection-tracking tables',
-    labelNames: ['listener'] as const,
-    registers: [this.registry],
-  });
+  readonly bindFailing = this.prom.gauge(
+    'slb_l4_listeners_bind_failing',
+    'Listeners that cannot bind now (port taken, address not on the host) and are being retried',
+  );
+  readonly bindRetries = this.prom.counter(
+    'slb_l4_bind_retries_total',
+    'Binds of failed listeners tried again, by result (bound: the listener serves from then on)',
+    ['result'],
+  );
+  readonly conntrackEntries = this.prom.gauge('slb_l4_conntrack_entries', 'Entries in the connection-tracking tables', [
+    'listener',
+  ]);
 
   /** Reports the node's descriptor budget and its use at each scrape (not per connection). */
   watchFdBudget(budget: { readonly used: number; readonly max: number }): void {
-    new Gauge({
-      name: 'slb_l4_forwarding_fds',
-      help: 'File descriptors held by listeners, connections and flows (used), and the budget for them (max)',
-      labelNames: ['kind'] as const,
-      registers: [this.registry],
-      collect() {
-        this.set({ kind: 'used' }, budget.used);
-        if (Number.isFinite(budget.max)) this.set({ kind: 'max' }, budget.max);
+    this.prom.gauge(
+      'slb_l4_forwarding_fds',
+      'File descriptors held by listeners, connections and flows (used), and the budget for them (max)',
+      ['kind'],
+      {
+        collect() {
+          this.set({ kind: 'used' }, budget.used);
+          if (Number.isFinite(budget.max)) this.set({ kind: 'max' }, budget.max);
+        },
       },
-    });
+    );
   }
 
   constructor(options: { defaultMetrics?: boolean } = {}) {

@@ -3,7 +3,7 @@ import { ConnTrackTable, clientKey, type FlowKey, flowKeyString } from '@slb/bal
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
 import { type AclCheck, encodeProxyV1, encodeProxyV2, type SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
-import { BackendPool, type BackendSpec, type BackendState } from './backend-pool.js';
+import { BackendPool, type BackendSpec, type BackendState, poolSettings } from './backend-pool.js';
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
@@ -98,11 +98,7 @@ export class TcpListener implements SessionHost {
     this.idleTimeoutMs = c.idleTimeout * 1000;
     // Lowered below what is open: nothing is cut, new connections wait until enough have closed.
     this.maxConnections = c.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS;
-    this.pool.update(resolved.backends, {
-      scheduler: c.scheduler,
-      drainTimeoutMs: c.connectionDrainTimeout * 1000,
-      persistenceTimeoutMs: c.persistenceTimeout * 1000,
-    });
+    this.pool.update(resolved.backends, poolSettings(c));
   }
 
   /** Follows the `sessionSync` switch; a new listener awaits it (bounded) before `start`. */

@@ -2,7 +2,7 @@ import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import { type ConnKey, ConnTrackTable, clientKey, type FlowKey } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, MAX_LISTENER_MAX_CONNECTIONS } from '@slb/model';
-import { BackendPool, type BackendState, type TrackedConn } from './backend-pool.js';
+import { BackendPool, type BackendState, poolSettings, type TrackedConn } from './backend-pool.js';
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
@@ -218,11 +218,7 @@ export class UdpListener {
     this.cfg = resolved;
     // Lowered below what is open: nothing is cut, new flows wait until enough have ended.
     this.maxFlows = c.maxConnections ?? DEFAULT_LISTENER_MAX_CONNECTIONS;
-    this.pool.update(resolved.backends, {
-      scheduler: c.scheduler,
-      drainTimeoutMs: c.connectionDrainTimeout * 1000,
-      persistenceTimeoutMs: c.persistenceTimeout * 1000,
-    });
+    this.pool.update(resolved.backends, poolSettings(c));
   }
 
   /** Follows the `sessionSync` switch; a new listener awaits it (bounded) before `start`. */

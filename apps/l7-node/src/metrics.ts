@@ -1,9 +1,10 @@
-import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram } from '@slb/metrics-kit';
+import { PlainCounter, PlainFamily, PlainGauge, PlainHistogram, promMetrics } from '@slb/metrics-kit';
 import { TrafficTally } from '@slb/node-runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Every metric the L7 node exports, registered on one registry per app (tests build several). */
 export function createMetrics(registry = new Registry()) {
+  const prom = promMetrics(registry);
   return {
     registry,
     /** Per-listener counters for the heartbeat's traffic summary (not exported to Prometheus). */
@@ -15,85 +16,59 @@ export function createMetrics(registry = new Registry()) {
       ['listener', 'backend', 'code'],
       registry,
     ),
-    activeConnections: new Gauge({
-      name: 'slb_l7_active_connections',
-      help: 'open client connections',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
-    connections: new Counter({
-      name: 'slb_l7_connections_total',
-      help: 'client connections accepted (from L4 nodes or direct)',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
+    activeConnections: prom.gauge('slb_l7_active_connections', 'open client connections', ['listener']),
+    connections: prom.counter('slb_l7_connections_total', 'client connections accepted (from L4 nodes or direct)', [
+      'listener',
+    ]),
     activeRequests: new PlainGauge('slb_l7_active_requests', 'requests in flight', ['listener'], registry),
-    retries: new Counter({
-      name: 'slb_l7_retries_total',
-      help: 'requests retried on another backend',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
-    retryBudgetExhausted: new Counter({
-      name: 'slb_l7_retry_budget_exhausted_total',
-      help: 'retries refused because the retry budget was spent',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
-    ejections: new Counter({
-      name: 'slb_l7_backend_ejections_total',
-      help: 'backends taken out of rotation by passive health (consecutive connect failures)',
-      labelNames: ['server_group', 'backend'] as const,
-      registers: [registry],
-    }),
-    failOpen: new Counter({
-      name: 'slb_l7_fail_open_total',
-      help: 'requests sent to a group with no healthy backend, so spread over every positive-weight one',
-      labelNames: ['server_group'] as const,
-      registers: [registry],
-    }),
-    connectFailures: new Counter({
-      name: 'slb_l7_backend_connect_failures_total',
-      help: 'failed connections to backends',
-      labelNames: ['server_group', 'backend'] as const,
-      registers: [registry],
-    }),
-    proxyHeaderErrors: new Counter({
-      name: 'slb_l7_proxy_header_errors_total',
-      help: 'connections closed for a malformed, slow or missing PROXY v2 header',
-      labelNames: ['listener', 'reason'] as const,
-      registers: [registry],
-    }),
-    untrustedPeers: new Counter({
-      name: 'slb_l7_untrusted_peer_connections_total',
-      help: 'connections to a PROXY port from a peer that is not an L4 node of the fleet, closed unread',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
-    tlsHandshakesRefused: new Counter({
-      name: 'slb_l7_tls_handshakes_refused_total',
-      help: 'https connections closed because the listener had its limit of TLS handshakes in flight',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
-    clientErrors: new Counter({
-      name: 'slb_l7_client_errors_total',
-      help: 'client connections rejected for malformed HTTP (answered 400/431 and closed)',
-      labelNames: ['listener', 'code'] as const,
-      registers: [registry],
-    }),
-    backendDenied: new Counter({
-      name: 'slb_l7_backend_denied_total',
-      help: 'backends left out of a server group when it was configured: a cloud endpoint, a special address or a loop',
-      labelNames: ['reason'] as const,
-      registers: [registry],
-    }),
-    aclRejections: new Counter({
-      name: 'slb_l7_acl_rejections_total',
-      help: 'client connections refused by the listener ACL',
-      labelNames: ['listener'] as const,
-      registers: [registry],
-    }),
+    retries: prom.counter('slb_l7_retries_total', 'requests retried on another backend', ['listener']),
+    retryBudgetExhausted: prom.counter(
+      'slb_l7_retry_budget_exhausted_total',
+      'retries refused because the retry budget was spent',
+      ['listener'],
+    ),
+    ejections: prom.counter(
+      'slb_l7_backend_ejections_total',
+      'backends taken out of rotation by passive health (consecutive connect failures)',
+      ['server_group', 'backend'],
+    ),
+    failOpen: prom.counter(
+      'slb_l7_fail_open_total',
+      'requests sent to a group with no healthy backend, so spread over every positive-weight one',
+      ['server_group'],
+    ),
+    connectFailures: prom.counter('slb_l7_backend_connect_failures_total', 'failed connections to backends', [
+      'server_group',
+      'backend',
+    ]),
+    proxyHeaderErrors: prom.counter(
+      'slb_l7_proxy_header_errors_total',
+      'connections closed for a malformed, slow or missing PROXY v2 header',
+      ['listener', 'reason'],
+    ),
+    untrustedPeers: prom.counter(
+      'slb_l7_untrusted_peer_connections_total',
+      'connections to a PROXY port from a peer that is not an L4 node of the fleet, closed unread',
+      ['listener'],
+    ),
+    tlsHandshakesRefused: prom.counter(
+      'slb_l7_tls_handshakes_refused_total',
+      'https connections closed because the listener had its limit of TLS handshakes in flight',
+      ['listener'],
+    ),
+    clientErrors: prom.counter(
+      'slb_l7_client_errors_total',
+      'client connections rejected for malformed HTTP (answered 400/431 and closed)',
+      ['listener', 'code'],
+    ),
+    backendDenied: prom.counter(
+      'slb_l7_backend_denied_total',
+      'backends left out of a server group when it was configured: a cloud endpoint, a special address or a loop',
+      ['reason'],
+    ),
+    aclRejections: prom.counter('slb_l7_acl_rejections_total', 'client connections refused by the listener ACL', [
+      'listener',
+    ]),
     upstreamLatency: new PlainHistogram(
       'slb_l7_upstream_latency_seconds',
       'time from dispatch to the backend response headers',
@@ -101,30 +76,23 @@ export function createMetrics(registry = new Registry()) {
       [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registry,
     ),
-    listenerFailures: new Counter({
-      name: 'slb_l7_listener_failures_total',
-      help: 'listeners of an applied config that could not be built (bad certificate, unknown group, bind); the rest were applied',
-      registers: [registry],
-    }),
+    listenerFailures: prom.counter(
+      'slb_l7_listener_failures_total',
+      'listeners of an applied config that could not be built (bad certificate, unknown group, bind); the rest were applied',
+    ),
     // Every worker of a fleet binds (and fails) the same listeners: the node's count is the largest, not the sum.
-    bindFailing: new Gauge({
-      name: 'slb_l7_listeners_bind_failing',
-      help: 'listeners that cannot bind now (port taken, address not on the host) and are being retried',
-      registers: [registry],
-      aggregator: 'max',
-    }),
-    bindRetries: new Counter({
-      name: 'slb_l7_bind_retries_total',
-      help: 'binds of failed listeners tried again, by result (bound: the listener serves from then on)',
-      labelNames: ['result'] as const,
-      registers: [registry],
-    }),
-    reloads: new Counter({
-      name: 'slb_l7_config_reloads_total',
-      help: 'config snapshots applied or refused',
-      labelNames: ['result'] as const,
-      registers: [registry],
-    }),
+    bindFailing: prom.gauge(
+      'slb_l7_listeners_bind_failing',
+      'listeners that cannot bind now (port taken, address not on the host) and are being retried',
+      [],
+      { aggregator: 'max' },
+    ),
+    bindRetries: prom.counter(
+      'slb_l7_bind_retries_total',
+      'binds of failed listeners tried again, by result (bound: the listener serves from then on)',
+      ['result'],
+    ),
+    reloads: prom.counter('slb_l7_config_reloads_total', 'config snapshots applied or refused', ['result']),
   };
 }
 

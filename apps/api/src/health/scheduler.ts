@@ -1,8 +1,7 @@
 import type { Db } from '@slb/db';
-import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT } from '@slb/model';
+import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT, redisOptionsFromUrl } from '@slb/model';
 import { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
-import { redisOptionsFromUrl } from './redis-options.js';
 import { HEALTH_SHARDS_DEFAULT, planShards, type ShardSchedule } from './shards.js';
 import { planHealthChecks } from './targets.js';
 
