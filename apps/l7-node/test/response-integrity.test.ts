@@ -60,7 +60,9 @@ describe.each([
       const want = bodies[Number(paths[i]!.split('/')[2])]!;
       expect({ path: paths[i], sha: got[i] }).toEqual({ path: paths[i], sha: sha(want) });
     }
-  });
+    // Thousands of deliberately small writes, one per event-loop turn: 10-20 s on an idle 2-core machine,
+    // and it stretches with the machine's load, so the default 30 s would fail it on a busy CI host.
+  }, 120_000);
 });
 
 function sha(b: Buffer): string {
