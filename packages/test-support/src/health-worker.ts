@@ -1,22 +1,10 @@
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The health-worker tests poll with the fleet's `until`; re-exported so they keep one import.
+export { until } from './fleet/eventually.js';
 
-/** Polls until `probe` returns a truthy value or the deadline passes. */
-export async function until<T>(
-  what: string,
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A TCP backend on 127.0.0.1 that counts the connections it accepts; stop/start keep its port. */
 export class Backend {
