@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import type { TcpListener } from '../src/tcp-listener.js';
@@ -24,14 +24,6 @@ function attempt(port: number, localAddress: string): Promise<{ outcome: 'served
       resolve({ outcome: 'refused', socket });
     });
   });
-}
-
-async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function refused(metrics: L4Metrics, reason: string): Promise<number> {
@@ -76,13 +68,13 @@ describe('TCP connection limits', () => {
     for (const [i, c] of open.entries()) expect(await c.echo(`still ${i}`)).toBe(`still ${i}`);
     // A slot freed by a client that left is taken by the next one.
     open[0]!.destroy();
-    await until(() => lsn.openCount === 2, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 2, 10_000);
     const next = await attempt(port, '127.0.0.1');
     expect(next.outcome).toBe('served');
     next.socket.destroy();
     // Every descriptor taken (served or refused) is given back: only the listening socket is left.
     for (const c of open) c.destroy();
-    await until(() => lsn.openCount === 0, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 0, 10_000);
     expect(node.fds.node.used).toBe(1);
   });
 
@@ -99,7 +91,7 @@ describe('TCP connection limits', () => {
     expect((await attempt(port, '127.0.0.1')).outcome).toBe('refused');
     expect(await refused(metrics, 'listener_limit')).toBe(1);
     for (const c of open) c.destroy();
-    await until(() => lsn.openCount === 0, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 0, 10_000);
     const next = await attempt(port, '127.0.0.1');
     expect(next.outcome).toBe('served');
     next.socket.destroy();
@@ -122,7 +114,7 @@ describe('TCP connection limits', () => {
     expect(server.connections()).toBe(3);
     // The client's count goes down as its connections end: the address is served again.
     first[0]!.destroy();
-    await until(() => lsn.clients?.of('127.0.0.2') === 1, 10_000);
+    await vi.waitUntil(() => lsn.clients?.of('127.0.0.2') === 1, 10_000);
     const again = await attempt(port, '127.0.0.2');
     expect(again.outcome).toBe('served');
     again.socket.destroy();
