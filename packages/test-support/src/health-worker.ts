@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 
@@ -40,6 +41,26 @@ export class Backend {
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/**
+ * A queue and key prefix of the test file's own, and closers for what its tests start. `cleanup`, for
+ * `afterEach`, runs the closers last first, then deletes the file's Redis keys.
+ */
+export function isolatedWorkerRun(): {
+  queue: string;
+  keyPrefix: string;
+  closers: Array<() => Promise<void> | void>;
+  cleanup: () => Promise<void>;
+} {
+  const queue = `test-${randomUUID()}`;
+  const keyPrefix = `test-${randomUUID()}`;
+  const closers: Array<() => Promise<void> | void> = [];
+  const cleanup = async (): Promise<void> => {
+    for (const close of closers.reverse()) await close();
+    await cleanRedis(keyPrefix, queue);
+  };
+  return { queue, keyPrefix, closers, cleanup };
 }
 
 /** Deletes a test's keys: the fleet's (by key prefix) and BullMQ's (by queue name). */
