@@ -1,30 +1,9 @@
-import net from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import type { TcpListener } from '../src/tcp-listener.js';
-import { backend, freePort, idServer, LineClient, listener, snapshot } from './helpers.js';
-
-/**
- * Connects and reports what the node did with the connection: 'served' once the backend's greeting
- * arrives, 'refused' when the node closes it without a byte (it is accepted by the kernel first).
- */
-function attempt(port: number, localAddress: string): Promise<{ outcome: 'served' | 'refused'; socket: net.Socket }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    const timer = setTimeout(() => reject(new Error('neither served nor refused in time')), 10_000);
-    socket.once('data', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'served', socket });
-    });
-    socket.on('error', () => {});
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'refused', socket });
-    });
-  });
-}
+import { attempt, backend, freePort, idServer, LineClient, listener, snapshot } from './helpers.js';
 
 function refused(metrics: L4Metrics, reason: string): Promise<number> {
   return metrics.registry.getSingleMetricAsString('slb_l4_refused_total').then((text) => {
