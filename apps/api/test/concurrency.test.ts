@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, dumpDatabase, makeApp, newTenant, type TestApp } from './helpers.js';
+import { appWithTenant, call, dumpDatabase, newTenant, type TestApp } from './helpers.js';
 
 let t: TestApp;
 let token: string;
 beforeAll(async () => {
-  t = await makeApp();
-  token = (await newTenant(t.app)).token;
+  ({ t, token } = await appWithTenant());
 });
 afterAll(() => t.close());
 

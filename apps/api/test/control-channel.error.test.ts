@@ -2,7 +2,7 @@ import { createConnection, isIP, type Socket } from 'node:net';
 import { Value } from '@sinclair/typebox/value';
 import { CONTROL_CHANNEL_PATH, HelloMessage, NodeMessage } from '@slb/model';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { NODE_MESSAGE_MAX_BYTES } from '../src/control/channel-server.js';
 import { ADMIN_TOKEN, call, dumpDatabase, makeApp, type TestApp } from './helpers.js';
@@ -38,13 +38,8 @@ async function open(): Promise<{ ws: WebSocket; replies: string[]; closed: Promi
   return { ws, replies, closed };
 }
 
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Replies come within milliseconds and the fuzz waits for many; a fine poll keeps the file fast. */
+const POLL = { timeout: 5000, interval: 5 };
 
 /** A real node's hello, and the API answering it with a snapshot: the channel still works. */
 async function channelWorks(nodeId: string): Promise<void> {
@@ -52,7 +47,7 @@ async function channelWorks(nodeId: string): Promise<void> {
   ws.send(
     JSON.stringify({ type: 'hello', nodeId, kind: 'l4', address: '127.0.0.70', capacity: 100, appliedVersion: 0 }),
   );
-  await until(() => replies.some((r) => JSON.parse(r).type === 'snapshot'), 'a snapshot');
+  await vi.waitUntil(() => replies.some((r) => JSON.parse(r).type === 'snapshot'), POLL);
   ws.close();
   expect((await call(t.app, ADMIN_TOKEN, 'GET', `/v1/nodes/${nodeId}`)).status).toBe(200);
 }
@@ -106,7 +101,7 @@ describe('control channel: bad messages', () => {
       .filter((text) => !isGoodHello(text) && Buffer.byteLength(text) <= NODE_MESSAGE_MAX_BYTES);
     expect(sent.length).toBeGreaterThan(400);
     for (const text of sent) ws.send(text);
-    await until(() => replies.length === sent.length, `${sent.length} replies`, 10_000);
+    await vi.waitUntil(() => replies.length === sent.length, { ...POLL, timeout: 10_000 });
     const types = new Set(replies.map((r) => JSON.parse(r).type));
     expect([...types]).toEqual(['error']);
     expect(ws.readyState).toBe(WebSocket.OPEN);
@@ -119,7 +114,7 @@ describe('control channel: bad messages', () => {
     const before = dumpDatabase(t.app);
     const { ws, replies } = await open();
     ws.send(Buffer.from(JSON.stringify(hello)));
-    await until(() => replies.length === 1, 'a reply');
+    await vi.waitUntil(() => replies.length === 1, POLL);
     expect(JSON.parse(replies[0]!)).toMatchObject({ type: 'error', reason: expect.stringContaining('binary') });
     ws.close();
     expect(dumpDatabase(t.app)).toBe(before);

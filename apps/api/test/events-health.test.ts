@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { HEALTH_TRANSITION_FIELD, healthTransitionsStream } from '@slb/model';
+import { until } from '@slb/test-support/fleet';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
@@ -30,16 +31,6 @@ afterEach(async () => {
   await redis.quit();
 });
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 8000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 it('records a server turning abnormal and normal again, with listener, address and reason, once each', async () => {
   const { token } = await newTenant(t.app);
   const { lbId, sgId, servers } = await newLoadBalancer(t.app, token);
@@ -60,10 +51,14 @@ it('records a server turning abnormal and normal again, with listener, address a
 
   const health = async () =>
     (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}/events?kind=health`)).body.items as any[];
-  const items = await until('two health events', async () => {
-    const got = await health();
-    return got.length >= 2 && got;
-  });
+  const items = await until(
+    'two health events',
+    async () => {
+      const got = await health();
+      return got.length >= 2 && got;
+    },
+    8000,
+  );
   await new Promise((r) => setTimeout(r, 300)); // a fixed window on purpose: no third event comes
   expect(await health()).toHaveLength(2);
   expect(items[1]).toMatchObject({

@@ -75,6 +75,12 @@ export async function newTenant(app: FastifyInstance, name = 'acme'): Promise<{ 
   return { tenantId: tenant.body.id, token: token.body.token };
 }
 
+/** An app and one tenant's member token: the setup most API test files share for all their tests. */
+export async function appWithTenant(): Promise<{ t: TestApp; token: string }> {
+  const t = await makeApp();
+  return { t, token: (await newTenant(t.app)).token };
+}
+
 /** An LB with a server group of two servers. */
 export async function newLoadBalancer(app: FastifyInstance, token: string) {
   const lb = await call(app, token, 'POST', '/v1/load-balancers', { name: 'web' });

@@ -1,14 +1,13 @@
 import { L7_PORT_BASE, L7_PORT_RANGE } from '@slb/model';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+import { appWithTenant, call, newLoadBalancer, type TestApp } from './helpers.js';
 
 // Each http/https listener gets its own port on the L7 nodes when it is created, kept for its life.
 
 let t: TestApp;
 let token: string;
 beforeAll(async () => {
-  t = await makeApp();
-  token = (await newTenant(t.app)).token;
+  ({ t, token } = await appWithTenant());
 });
 afterAll(() => t.close());
 

@@ -1,11 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, makeApp, makeCertificate, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+import {
+  ADMIN_TOKEN,
+  appWithTenant,
+  call,
+  makeCertificate,
+  newLoadBalancer,
+  newTenant,
+  type TestApp,
+} from './helpers.js';
 
 let t: TestApp;
 let token: string;
 beforeAll(async () => {
-  t = await makeApp();
-  token = (await newTenant(t.app)).token;
+  ({ t, token } = await appWithTenant());
 });
 afterAll(() => t.close());
 

@@ -14,6 +14,7 @@ import {
   type LoadStats,
   type LocalCloud,
   loadLoop,
+  loadSummary,
   type Proc,
   startLocalCloud,
   startRedis,
@@ -41,10 +42,6 @@ const listeners = { tcp: '', http: '' };
 const b: Record<'t1' | 't2' | 'h1' | 'h2', Backend> = {} as never;
 
 const report = (line: string) => console.log(`[local-cloud redis e2e] ${line}`);
-const summary = (s: LoadStats) =>
-  `${s.sent} sent, ${s.failed} failed in ${(s.ms / 1000).toFixed(1)} s, answers ${JSON.stringify(s.answers)}${
-    s.errors.length ? `, first errors: ${s.errors.join(' | ')}` : ''
-  }`;
 
 const redisAnswers = () =>
   new Promise<boolean>((resolve) => {
@@ -184,8 +181,8 @@ describe('the local cloud through a Redis restart', () => {
       `SIGKILLed Redis under load, down for ${restartedAt - killedAt} ms (clients sent ${down.tcp} TCP / ${down.http} HTTP ` +
         `requests by then, ${down.failed} failed), restarted empty on the same port; API ready again ${ready} ms later`,
     );
-    report(`Redis restart — TCP clients: ${summary(tcpStats)}`);
-    report(`Redis restart — HTTP clients: ${summary(httpStats)}`);
+    report(`Redis restart — TCP clients: ${loadSummary(tcpStats)}`);
+    report(`Redis restart — HTTP clients: ${loadSummary(httpStats)}`);
     const exited = cloud.proc.output.filter((l) => l.startsWith('[local-cloud]') && l.includes('exited'));
     report(`Redis restart — local-cloud children that exited: ${exited.length ? exited.join(' | ') : 'none'}`);
     expect(tcpStats.failed + httpStats.failed).toBe(0);
@@ -226,8 +223,8 @@ describe('the local cloud through a Redis restart', () => {
     const [tcpStats, httpStats] = await Promise.all([tcpLoad.stop(), httpLoad.stop()]);
     const inFlight = (s: LoadStats) => s.failedAt.filter((t) => t < killedAt).length;
     report(`after the Redis restart, killed backends t2 and h2: abnormal after ${t2Ms} ms (t2) and ${h2Ms} ms (h2)`);
-    report(`after the Redis restart — TCP clients: ${summary(tcpStats)}`);
-    report(`after the Redis restart — HTTP clients: ${summary(httpStats)}`);
+    report(`after the Redis restart — TCP clients: ${loadSummary(tcpStats)}`);
+    report(`after the Redis restart — HTTP clients: ${loadSummary(httpStats)}`);
     expect(typeof t2Ms, 't2 detected').toBe('number');
     expect(typeof h2Ms, 'h2 detected').toBe('number');
     expect(tcpStats.failed - inFlight(tcpStats)).toBe(0);

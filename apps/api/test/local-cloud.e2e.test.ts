@@ -15,6 +15,7 @@ import {
   type LoadStats,
   type LocalCloud,
   loadLoop,
+  loadSummary,
   resolveA,
   startLocalCloud,
   tcpAsk,
@@ -45,10 +46,6 @@ const listeners = { tcp: '', udp: '', http: '', https: '' };
 const b: Record<'t1' | 't2' | 'u1' | 'u2' | 'h1' | 'h2', Backend> = {} as never;
 
 const report = (line: string) => console.log(`[local-cloud e2e] ${line}`);
-const summary = (s: LoadStats) =>
-  `${s.sent} sent, ${s.failed} failed in ${(s.ms / 1000).toFixed(1)} s, answers ${JSON.stringify(s.answers)}${
-    s.errors.length ? `, first errors: ${s.errors.join(' | ')}` : ''
-  }`;
 const share = (s: LoadStats, name: string) => (s.answers[name] ?? 0) / (s.sent - s.failed);
 
 async function health() {
@@ -217,10 +214,10 @@ describe('the local cloud end to end', () => {
         return r.body.name;
       }),
     );
-    report(`weights 1:3 — TCP: ${summary(tcp)}`);
-    report(`weights 1:3 — UDP: ${summary(udp)}`);
-    report(`weights 1:3 — HTTP: ${summary(http)}`);
-    report(`weights 1:3 — HTTPS: ${summary(https)}`);
+    report(`weights 1:3 — TCP: ${loadSummary(tcp)}`);
+    report(`weights 1:3 — UDP: ${loadSummary(udp)}`);
+    report(`weights 1:3 — HTTP: ${loadSummary(http)}`);
+    report(`weights 1:3 — HTTPS: ${loadSummary(https)}`);
     for (const [stats, heavy] of [
       [tcp, 't2'],
       [udp, 'u2'],
@@ -250,7 +247,7 @@ describe('the local cloud end to end', () => {
           () => httpAsk(base, { headers: { cookie }, servername: 'shop.example' }).then((r) => r.body.name),
           4,
         );
-        report(`sticky ${scheme} cookie for ${name}: ${summary(held)}`);
+        report(`sticky ${scheme} cookie for ${name}: ${loadSummary(held)}`);
         expect(held.answers).toEqual({ [name]: 30 });
       }
     }
@@ -279,8 +276,8 @@ describe('the local cloud end to end', () => {
     // A request already on a connection to the backend when it dies cannot be saved (its process is gone);
     // every request sent after the kill must succeed.
     const inFlight = (s: LoadStats) => s.failedAt.filter((t) => t < deadAt).length;
-    report(`backend kill — HTTP clients: ${summary(http)}; failed ones in flight at the kill: ${inFlight(http)}`);
-    report(`backend kill — TCP clients: ${summary(tcp)}; failed ones in flight at the kill: ${inFlight(tcp)}`);
+    report(`backend kill — HTTP clients: ${loadSummary(http)}; failed ones in flight at the kill: ${inFlight(http)}`);
+    report(`backend kill — TCP clients: ${loadSummary(tcp)}; failed ones in flight at the kill: ${inFlight(tcp)}`);
     expect(http.failed - inFlight(http), 'HTTP requests sent after the kill that failed').toBe(0);
     expect(tcp.failed - inFlight(tcp), 'TCP requests sent after the kill that failed').toBe(0);
     expect(inFlight(http) + inFlight(tcp)).toBeLessThanOrEqual(8); // at most the 4 + 4 requests in flight
@@ -365,8 +362,8 @@ describe('the local cloud end to end', () => {
         `under load on VIP ${vip}: LB active with ${survivor} serving ${movedMs} ms after the kill; ` +
         `L4 nodes ${JSON.stringify(l4View(after))}`,
     );
-    report(`L4 kill — HTTP clients (VIP only): ${summary(http)}`);
-    report(`L4 kill — TCP clients (VIP only): ${summary(tcp)}`);
+    report(`L4 kill — HTTP clients (VIP only): ${loadSummary(http)}`);
+    report(`L4 kill — TCP clients (VIP only): ${loadSummary(tcp)}`);
     report(
       `L4 kill — failed new connections: ${failedAt.length} (${inFlight} sent before the process was gone, ` +
         `last one sent ${lastFailure ?? '-'} ms after the kill); longest time without a successful request: ${gapMs} ms`,
@@ -398,7 +395,7 @@ describe('the local cloud end to end', () => {
       burst(50, udpViaVip),
       burst(50, httpsViaVip),
     ]);
-    report(`after the kill, new connections to ${vip}: ${fresh.map(summary).join(' ; ')}`);
+    report(`after the kill, new connections to ${vip}: ${fresh.map(loadSummary).join(' ; ')}`);
     for (const s of fresh) expect(s.failed).toBe(0);
   }, 60_000);
 
@@ -417,9 +414,9 @@ describe('the local cloud end to end', () => {
     const [http, tcp] = await Promise.all([httpLoad.stop(), tcpLoad.stop()]);
     const udp = await burst(50, udpViaVip);
     report(`SIGKILLed the API (pid ${pid}) under load, kept sending to ${vip} for 3 s with the API down`);
-    report(`API kill — HTTP clients: ${summary(http)}`);
-    report(`API kill — TCP clients: ${summary(tcp)}`);
-    report(`API kill — UDP flows afterwards: ${summary(udp)}`);
+    report(`API kill — HTTP clients: ${loadSummary(http)}`);
+    report(`API kill — TCP clients: ${loadSummary(tcp)}`);
+    report(`API kill — UDP flows afterwards: ${loadSummary(udp)}`);
     expect(http.failed + tcp.failed + udp.failed).toBe(0);
     expect(http.answers.h1 && http.answers.h2 && tcp.answers.t1 && tcp.answers.t2).toBeTruthy();
   }, 30_000);

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { HealthScheduler, TransitionConsumer } from '@slb/api/health';
 import { serverHealth } from '@slb/db';
-import { Backend, cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
+import { Backend, isolatedWorkerRun, REDIS_URL, until } from '@slb/test-support/health-worker';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { afterEach, expect, it } from 'vitest';
 import { type CheckReport, HealthWorker } from '../src/app.js';
@@ -10,13 +9,8 @@ import { type CheckReport, HealthWorker } from '../src/app.js';
 // into the database as a server from before the policy would be) or in a special address class is never
 // probed; it is reported abnormal with a coarse reason. The stand-in is a real socket that must see nothing.
 
-const queue = `test-${randomUUID()}`;
-const keyPrefix = `test-${randomUUID()}`;
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await cleanRedis(keyPrefix, queue);
-});
+const { queue, keyPrefix, closers, cleanup } = isolatedWorkerRun();
+afterEach(cleanup);
 
 it('never probes a denied target and reports it abnormal with a coarse reason', async () => {
   const redis = await Backend.start();

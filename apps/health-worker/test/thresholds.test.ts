@@ -1,18 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { HealthScheduler, TransitionConsumer } from '@slb/api/health';
 import { serverHealth } from '@slb/db';
-import { Backend, cleanRedis, REDIS_URL, until } from '@slb/test-support/health-worker';
+import { Backend, isolatedWorkerRun, REDIS_URL, until } from '@slb/test-support/health-worker';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { afterEach, expect, it } from 'vitest';
 import { type CheckReport, HealthWorker } from '../src/app.js';
 
-const queue = `test-${randomUUID()}`;
-const keyPrefix = `test-${randomUUID()}`;
-const closers: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const close of closers.reverse()) await close();
-  await cleanRedis(keyPrefix, queue);
-});
+const { queue, keyPrefix, closers, cleanup } = isolatedWorkerRun();
+afterEach(cleanup);
 
 it('turns normal after exactly M successes and abnormal after exactly N failures, stored by the control plane', async () => {
   const backend = await Backend.start();

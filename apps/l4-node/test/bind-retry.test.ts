@@ -35,14 +35,6 @@ async function occupy(host: string, port: number): Promise<() => Promise<void>> 
   return release;
 }
 
-async function until(what: string, cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function metric(n: L4Node, name: string, labels: Record<string, string> = {}): Promise<number> {
   const got = await n.metrics.registry.getSingleMetric(name)!.get();
   return got.values
@@ -71,7 +63,7 @@ describe('bind failures are state, retried until the listener binds', () => {
     expect(n.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
 
     await release();
-    await until('bound after retry', () => n.listeners.has(lsn.id), 8000);
+    await vi.waitUntil(() => n.listeners.has(lsn.id), 8000);
     expect(n.currentFailures()).toEqual([]);
     expect(await metric(n, 'slb_l4_listeners_bind_failing')).toBe(0);
     expect(await metric(n, 'slb_l4_bind_retries_total', { result: 'bound' })).toBe(1);
@@ -153,7 +145,7 @@ describe('bind failures are state, retried until the listener binds', () => {
     expect(await n.apply(s2, { upsert: [fine], remove: [], l7NodesChanged: false })).toEqual([]);
     expect(n.currentFailures().map((f) => f.listenerId)).toEqual([failing.id]);
     await release();
-    await until('bound after retry', () => n.listeners.has(failing.id), 3000);
+    await vi.waitUntil(() => n.listeners.has(failing.id), 3000);
     expect(n.currentFailures()).toEqual([]);
     expect(await whoAnswers(fine.port)).toBe('origin');
   });

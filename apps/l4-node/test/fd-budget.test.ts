@@ -1,29 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fdBudgetFor } from '../src/fd-budget.js';
-import { backend, freePort, idServer, listener, pool, snapshot } from './helpers.js';
+import { attempt, backend, freePort, idServer, listener, pool, snapshot } from './helpers.js';
 import { startNode, until } from './node-process.js';
-
-/** 'served' once the backend's greeting arrives, 'refused' when closed without a byte. */
-function attempt(port: number): Promise<{ outcome: 'served' | 'refused'; socket: net.Socket }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1' });
-    const timer = setTimeout(() => reject(new Error('neither served nor refused in time')), 15_000);
-    socket.once('data', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'served', socket });
-    });
-    socket.on('error', () => {});
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'refused', socket });
-    });
-  });
-}
 
 const hasPrlimit = (() => {
   try {
@@ -64,7 +47,7 @@ describe.skipIf(!hasPrlimit)('the node under a low open-file limit', () => {
         Array.from({ length: total }, (_, i) => i),
         8,
         async () => {
-          const r = await attempt(port);
+          const r = await attempt(port, undefined, 15_000);
           if (r.outcome === 'served') held.push(r.socket);
           return r.outcome;
         },
@@ -78,7 +61,7 @@ describe.skipIf(!hasPrlimit)('the node under a low open-file limit', () => {
       // The descriptors come back as clients leave.
       for (const s of held.splice(0, 5)) s.destroy();
       await until(async () => (await node.metric('slb_l4_forwarding_fds', 'kind="used"')) <= 1 + 2 * (fit - 5), 15_000);
-      const again = await attempt(port);
+      const again = await attempt(port, undefined, 15_000);
       expect(again.outcome).toBe('served');
       held.push(again.socket);
     } finally {

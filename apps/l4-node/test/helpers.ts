@@ -212,3 +212,27 @@ export function carrier(host: string, port: number): Promise<string> {
     });
   });
 }
+
+/**
+ * Connects and reports what the node did with the connection: 'served' once the backend's greeting
+ * arrives, 'refused' when the node closes it without a byte (it is accepted by the kernel first).
+ */
+export function attempt(
+  port: number,
+  localAddress?: string,
+  timeoutMs = 10_000,
+): Promise<{ outcome: 'served' | 'refused'; socket: net.Socket }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+    const timer = setTimeout(() => reject(new Error('neither served nor refused in time')), timeoutMs);
+    socket.once('data', () => {
+      clearTimeout(timer);
+      resolve({ outcome: 'served', socket });
+    });
+    socket.on('error', () => {});
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve({ outcome: 'refused', socket });
+    });
+  });
+}

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { SMALL_READS_TO_SHRINK } from '@slb/node-runtime';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   connectRaw,
   RAW_MAX_BUFFER,
@@ -13,13 +13,8 @@ import {
   uvError,
 } from '../src/raw-tcp.js';
 
-async function until(check: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Byte-by-byte waits follow one another (one small read at a time), so a fine poll keeps the file fast. */
+const POLL = { timeout: 3000, interval: 5 };
 
 /** Records what a raw socket reports. */
 class Recorder implements RawSocketEvents {
@@ -65,7 +60,7 @@ async function relay(closers: (() => void)[]) {
   const client = net.connect({ port: server.address().port, host: '127.0.0.1', allowHalfOpen: true });
   closers.push(() => client.destroy());
   await once(client, 'connect');
-  await until(() => accepted.length === 1);
+  await vi.waitUntil(() => accepted.length === 1, POLL);
   const down = accepted[0]!;
   const rec = new Recorder();
   down.events = rec;
@@ -75,7 +70,7 @@ async function relay(closers: (() => void)[]) {
     () => down.close(),
     () => up.close(),
   );
-  await until(() => rec.connectStatus !== undefined);
+  await vi.waitUntil(() => rec.connectStatus !== undefined, POLL);
   expect(rec.connectStatus).toBe(0);
   const [sink] = (await sinkSide) as [net.Socket];
   closers.push(() => sink.destroy());
@@ -103,10 +98,10 @@ describe('raw TCP handles (real sockets)', () => {
     r.up.write(Buffer.from('HDR '));
     r.down.relayTo(r.up);
     r.up.relayTo(r.down);
-    await until(() => r.bytes('sink') === 15);
+    await vi.waitUntil(() => r.bytes('sink') === 15, POLL);
     expect(Buffer.concat(r.received.sink).toString()).toBe('HDR early bytes');
     r.sink.write('answer');
-    await until(() => r.bytes('client') === 6);
+    await vi.waitUntil(() => r.bytes('client') === 6, POLL);
     expect(Buffer.concat(r.received.client).toString()).toBe('answer');
     expect([r.down.bytesRead, r.down.bytesWritten, r.up.bytesRead, r.up.bytesWritten]).toEqual([11, 6, 6, 15]);
     expect(r.rec.log).toEqual([]);
@@ -124,7 +119,7 @@ describe('raw TCP handles (real sockets)', () => {
     r.sink.end('answer');
     await once(r.client, 'end');
     expect(Buffer.concat(r.received.client).toString()).toBe('answer');
-    await until(() => r.rec.log.length === 4);
+    await vi.waitUntil(() => r.rec.log.length === 4, POLL);
     expect(r.rec.log.slice(1).sort()).toEqual(['closed:client', 'closed:upstream', 'ended:upstream']);
     expect([r.down.readEnded, r.down.writeEnded, r.up.readEnded, r.up.writeEnded]).toEqual([true, true, true, true]);
   });
@@ -134,7 +129,7 @@ describe('raw TCP handles (real sockets)', () => {
     r.down.relayTo(r.up);
     r.up.relayTo(r.down);
     r.sink.resetAndDestroy();
-    await until(() => r.rec.log.length > 0);
+    await vi.waitUntil(() => r.rec.log.length > 0, POLL);
     expect(r.rec.log[0]).toBe('failed:upstream:ECONNRESET');
     expect(r.up.closed).toBe(false);
   });
@@ -145,17 +140,17 @@ describe('raw TCP handles (real sockets)', () => {
     r.down.relayTo(r.up);
     r.up.relayTo(r.down);
     r.client.write(Buffer.alloc(1024 * 1024, 7));
-    await until(() => r.bytes('sink') === 1024 * 1024);
+    await vi.waitUntil(() => r.bytes('sink') === 1024 * 1024, POLL);
     expect(r.down.bufferSize).toBe(RAW_MAX_BUFFER);
     // The bulk's last reads may have been small ones (however the kernel cut the megabyte): one read above
     // the small size, on its own, starts the run of small reads below from nothing.
     const bulk = 1024 * 1024 + 8192;
     r.client.write(Buffer.alloc(8192, 7));
-    await until(() => r.bytes('sink') === bulk);
+    await vi.waitUntil(() => r.bytes('sink') === bulk, POLL);
     // One small read at a time: each write waits until the sink has it.
     for (let i = 1; i <= SMALL_READS_TO_SHRINK; i++) {
       r.client.write('x');
-      await until(() => r.bytes('sink') === bulk + i);
+      await vi.waitUntil(() => r.bytes('sink') === bulk + i, POLL);
       if (i < SMALL_READS_TO_SHRINK) expect(r.down.bufferSize).toBe(RAW_MAX_BUFFER);
     }
     expect(r.down.bufferSize).toBe(RAW_MIN_BUFFER);
@@ -167,7 +162,7 @@ describe('raw TCP handles (real sockets)', () => {
     r.down.relayTo(r.up);
     r.up.relayTo(r.down);
     r.client.write('x');
-    await until(() => r.bytes('sink') === 1);
+    await vi.waitUntil(() => r.bytes('sink') === 1, POLL);
     const before = spareBufferCount();
     r.down.close();
     r.up.close();
@@ -178,7 +173,7 @@ describe('raw TCP handles (real sockets)', () => {
     again.down.relayTo(again.up);
     again.up.relayTo(again.down);
     again.client.write('second');
-    await until(() => again.bytes('sink') === 6);
+    await vi.waitUntil(() => again.bytes('sink') === 6, POLL);
     expect(Buffer.concat(again.received.sink).toString()).toBe('second');
   });
 
@@ -200,14 +195,14 @@ describe('raw TCP handles (real sockets)', () => {
     const rec = new Recorder();
     const s = connectRaw('127.0.0.1', port, rec);
     closers.push(() => s.close());
-    await until(() => rec.connectStatus !== undefined);
+    await vi.waitUntil(() => rec.connectStatus !== undefined, POLL);
     expect(uvError(rec.connectStatus!, 'connect').code).toBe('ECONNREFUSED');
 
     const bad = new Recorder();
     const b = connectRaw('not-an-ip', 80, bad);
     closers.push(() => b.close());
     expect(bad.connectStatus).toBeUndefined(); // reported on the next tick, like any connect outcome
-    await until(() => bad.connectStatus !== undefined);
+    await vi.waitUntil(() => bad.connectStatus !== undefined, POLL);
     expect(bad.connectStatus).toBeLessThan(0);
   });
 
@@ -236,7 +231,7 @@ describe('raw TCP handles (real sockets)', () => {
     const rec = new Recorder();
     const s = connectRaw('::1', v6.address().port, rec);
     closers.push(() => s.close());
-    await until(() => rec.connectStatus !== undefined && accepted.length === 1);
+    await vi.waitUntil(() => rec.connectStatus !== undefined && accepted.length === 1, POLL);
     expect(rec.connectStatus).toBe(0);
     closers.push(() => accepted[0]!.close());
     expect(accepted[0]!.remoteAddress()).toMatchObject({ address: '::1', family: 'IPv6' });

@@ -1,38 +1,9 @@
-import net from 'node:net';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import type { TcpListener } from '../src/tcp-listener.js';
-import { backend, freePort, idServer, LineClient, listener, snapshot } from './helpers.js';
-
-/**
- * Connects and reports what the node did with the connection: 'served' once the backend's greeting
- * arrives, 'refused' when the node closes it without a byte (it is accepted by the kernel first).
- */
-function attempt(port: number, localAddress: string): Promise<{ outcome: 'served' | 'refused'; socket: net.Socket }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    const timer = setTimeout(() => reject(new Error('neither served nor refused in time')), 10_000);
-    socket.once('data', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'served', socket });
-    });
-    socket.on('error', () => {});
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve({ outcome: 'refused', socket });
-    });
-  });
-}
-
-async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { attempt, backend, freePort, idServer, LineClient, listener, snapshot } from './helpers.js';
 
 function refused(metrics: L4Metrics, reason: string): Promise<number> {
   return metrics.registry.getSingleMetricAsString('slb_l4_refused_total').then((text) => {
@@ -76,13 +47,13 @@ describe('TCP connection limits', () => {
     for (const [i, c] of open.entries()) expect(await c.echo(`still ${i}`)).toBe(`still ${i}`);
     // A slot freed by a client that left is taken by the next one.
     open[0]!.destroy();
-    await until(() => lsn.openCount === 2, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 2, 10_000);
     const next = await attempt(port, '127.0.0.1');
     expect(next.outcome).toBe('served');
     next.socket.destroy();
     // Every descriptor taken (served or refused) is given back: only the listening socket is left.
     for (const c of open) c.destroy();
-    await until(() => lsn.openCount === 0, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 0, 10_000);
     expect(node.fds.node.used).toBe(1);
   });
 
@@ -99,7 +70,7 @@ describe('TCP connection limits', () => {
     expect((await attempt(port, '127.0.0.1')).outcome).toBe('refused');
     expect(await refused(metrics, 'listener_limit')).toBe(1);
     for (const c of open) c.destroy();
-    await until(() => lsn.openCount === 0, 10_000);
+    await vi.waitUntil(() => lsn.openCount === 0, 10_000);
     const next = await attempt(port, '127.0.0.1');
     expect(next.outcome).toBe('served');
     next.socket.destroy();
@@ -122,7 +93,7 @@ describe('TCP connection limits', () => {
     expect(server.connections()).toBe(3);
     // The client's count goes down as its connections end: the address is served again.
     first[0]!.destroy();
-    await until(() => lsn.clients?.of('127.0.0.2') === 1, 10_000);
+    await vi.waitUntil(() => lsn.clients?.of('127.0.0.2') === 1, 10_000);
     const again = await attempt(port, '127.0.0.2');
     expect(again.outcome).toBe('served');
     again.socket.destroy();

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { L4Node, type L4NodeOptions } from '../src/app.js';
 import { L4Metrics } from '../src/metrics.js';
 import type { UdpListener } from '../src/udp-listener.js';
@@ -47,14 +47,6 @@ async function udpClient(localAddress: string) {
     send: (port: number, text: string) => s.send(text, port, '127.0.0.1'),
     close: () => s.close(),
   };
-}
-
-async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 async function refused(metrics: L4Metrics, reason: string): Promise<number> {
@@ -137,7 +129,7 @@ describe('UDP flow limits', () => {
     expect(server.sources.size).toBe(3);
     expect(await refused(metrics, 'node_limit')).toBe(2);
     // idleTimeout 1 s: the flows end, their descriptors come back, a new client gets a flow.
-    await until(() => lsn.openCount === 0, 6000);
+    await vi.waitUntil(() => lsn.openCount === 0, 6000);
     expect(await clients[4]!.ask(port, 'later')).toBe('ok:later');
   });
 
@@ -215,11 +207,11 @@ describe('UDP flow limits', () => {
     cleanup.push(() => c.close());
     expect(await c.ask(silent.port, 'anyone?', 200)).toBeUndefined();
     expect(await c.ask(answering.port, 'hello')).toBe('ok:hello');
-    await until(() => silent.server.sources.size === 1, 5000);
+    await vi.waitUntil(() => silent.server.sources.size === 1, 5000);
     expect(silent.lsn.openCount).toBe(1);
     const start = Date.now();
     // Swept every second: gone within about two, far below the 30 s idleTimeout.
-    await until(() => silent.lsn.openCount === 0, 6000);
+    await vi.waitUntil(() => silent.lsn.openCount === 0, 6000);
     expect(Date.now() - start).toBeLessThan(6000);
     // The answered flow, idle as long, is still there: a fixed wait on purpose, since it asserts a flow is NOT swept.
     await new Promise((r) => setTimeout(r, 1500));

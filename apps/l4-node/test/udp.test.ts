@@ -2,7 +2,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import fc from 'fast-check';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { L4Metrics } from '../src/metrics.js';
 import { UdpListener } from '../src/udp-listener.js';
 import { backend, freePort, listener, newNode, snapshot } from './helpers.js';
@@ -36,14 +36,6 @@ async function udpClient(localAddress = '127.0.0.1') {
     },
     close: () => s.close(),
   };
-}
-
-async function until(cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('UDP forwarding (real sockets)', () => {
@@ -86,7 +78,7 @@ describe('UDP forwarding (real sockets)', () => {
     const l = node.listeners.get(base().id) as UdpListener;
     expect(l.conntrack.size).toBeGreaterThan(0);
     for (const c of clients) c.close();
-    await until(() => l.conntrack.size === 0, 4000); // idleTimeout 1 s, swept every second
+    await vi.waitUntil(() => l.conntrack.size === 0, 4000); // idleTimeout 1 s, swept every second
   });
 });
 

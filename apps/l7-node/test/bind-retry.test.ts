@@ -22,14 +22,6 @@ async function occupy(port: number): Promise<() => Promise<void>> {
   return release;
 }
 
-async function until(what: string, cond: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('L7 bind failures are state, retried until the listener binds', () => {
   it('reports EADDRINUSE on the direct port, keeps it in currentFailures, serves once the holder lets go', async () => {
     const be = await startBackend('origin');
@@ -50,7 +42,7 @@ describe('L7 bind failures are state, retried until the listener binds', () => {
     expect(app.currentFailures()).toEqual([{ listenerId: lsn.id, reason }]);
 
     await release();
-    await until('bound after retry', () => app.ports(lsn.id) !== undefined, 3000);
+    await vi.waitUntil(() => app.ports(lsn.id) !== undefined, 3000);
     expect(app.currentFailures()).toEqual([]);
     expect((await app.metrics.bindFailing.get()).values[0]?.value).toBe(0);
     const res = await request(`http://127.0.0.1:${port}/after-retry`);

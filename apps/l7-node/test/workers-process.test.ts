@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { id, listener, snapshot, startBackend, type TestBackend } from './helpers.js';
 
@@ -81,14 +81,6 @@ function get(port: number): Promise<{ status: number; backend: string }> {
   });
 }
 
-const until = async (what: string, check: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
-
 describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
   const cleanup: (() => Promise<unknown> | unknown)[] = [];
   afterEach(async () => {
@@ -118,14 +110,14 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     cleanup.push(() => node.child.exitCode === null && node.child.kill('SIGKILL'));
 
     await node.waitLog((l) => l.msg === 'L7 workers ready', 'workers ready');
-    await until('both workers up', () => node.logs.filter((l) => l.msg === 'listener up').length === 2);
+    await vi.waitUntil(() => node.logs.filter((l) => l.msg === 'listener up').length === 2, 10_000);
     const ups = node.logs.filter((l) => l.msg === 'listener up');
     expect(new Set(ups.map((l) => l.pid)).size).toBe(2);
     expect(ups[0]!.direct).toBe(ups[1]!.direct); // one shared socket
     const port = ups[0]!.direct as number;
 
     for (let i = 0; i < 10; i++) expect(await get(port)).toEqual({ status: 200, backend: 'one' });
-    await until('10 access lines', () => node.logs.filter((l) => l.msg === 'access').length === 10);
+    await vi.waitUntil(() => node.logs.filter((l) => l.msg === 'access').length === 10, 10_000);
     const servedBy = new Set(node.logs.filter((l) => l.msg === 'access').map((l) => l.pid));
     expect(servedBy.size).toBe(2);
 
@@ -140,11 +132,11 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     process.kill(victim, 'SIGKILL');
     await node.waitLog((l) => l.msg?.startsWith('L7 worker exited'), 'worker replaced');
     for (let i = 0; i < 6; i++) expect((await get(port)).status).toBe(200);
-    await until('the replacement serves', async () => {
+    await vi.waitUntil(async () => {
       await get(port);
       const pids = new Set(node.logs.filter((l) => l.msg === 'access').map((l) => l.pid));
       return pids.size === 3;
-    });
+    }, 10_000);
 
     // A reload reaches every worker.
     writeFileSync(file, JSON.stringify(snapshot([{ ...base, defaultServerGroupId: sg2 }], 2)));
@@ -180,15 +172,15 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
       SLB_STATE_DIR: dir,
     });
     cleanup.push(() => node.child.exitCode === null && node.child.kill('SIGKILL'));
-    await until('hello', () => received.some((m) => m.type === 'hello'));
+    await vi.waitUntil(() => received.some((m) => m.type === 'hello'), 10_000);
 
     const sg2 = id('sg');
     const base = listener({ backends: [one.spec] });
     base.serverGroups.push({ id: sg2, backends: [two.spec] });
     ws!.send(JSON.stringify({ type: 'snapshot', kind: 'l7', snapshot: snapshot([base], 10) }));
-    await until('ack 10', () => received.some((m) => m.type === 'ack' && m.version === 10));
+    await vi.waitUntil(() => received.some((m) => m.type === 'ack' && m.version === 10), 10_000);
     // Both workers applied it (their log lines may trail the ack through the pipe a little).
-    await until('both workers up', () => node.logs.filter((l) => l.msg === 'listener up').length === 2, 2000);
+    await vi.waitUntil(() => node.logs.filter((l) => l.msg === 'listener up').length === 2, 2000);
     const port = node.logs.find((l) => l.msg === 'listener up')!.direct as number;
     for (let i = 0; i < 4; i++) expect((await get(port)).backend).toBe('one');
 
@@ -203,7 +195,7 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
         remove: [],
       }),
     );
-    await until('ack 11', () => received.some((m) => m.type === 'ack' && m.version === 11));
+    await vi.waitUntil(() => received.some((m) => m.type === 'ack' && m.version === 11), 10_000);
     for (let i = 0; i < 6; i++) expect((await get(port)).backend).toBe('two');
 
     // A listener the workers cannot build (a certificate that is not PEM) is named in the ack; the rest serve.
@@ -223,7 +215,7 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
         remove: [],
       }),
     );
-    await until('ack 12', () => received.some((m) => m.type === 'ack' && m.version === 12));
+    await vi.waitUntil(() => received.some((m) => m.type === 'ack' && m.version === 12), 10_000);
     const ack12 = received.find((m) => m.type === 'ack' && m.version === 12)!;
     expect((ack12.failedListeners as { listenerId: string }[]).map((f) => f.listenerId)).toEqual([broken.id]);
     expect((await get(port)).backend).toBe('two');
@@ -231,11 +223,7 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     // The heartbeat's load is the workers' sum: requests were served in the last seconds.
     const served = Date.now();
     for (let i = 0; i < 20; i++) await get(port);
-    await until(
-      'a heartbeat with requests',
-      () => received.some((m) => m.type === 'heartbeat' && m.load.requestsPerSecond > 0),
-      5000,
-    );
+    await vi.waitUntil(() => received.some((m) => m.type === 'heartbeat' && m.load.requestsPerSecond > 0), 5000);
     expect(Date.now() - served).toBeLessThan(5000);
     expect(await node.stop()).toBe(0);
   });

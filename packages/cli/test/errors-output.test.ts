@@ -4,6 +4,8 @@ import { type ApiProcess, json, runCli, startApi } from './harness.js';
 
 let api: ApiProcess;
 const slb = (...args: string[]) => runCli(args, { env: api.env });
+/** The listener the suite creates first, and creates again to get a 409. */
+const TCP_80 = ['listener', 'create', '--lb', 'web', '--protocol', 'tcp', '--port', '80', '--server-group', 'app'];
 
 beforeAll(async () => {
   api = await startApi();
@@ -11,18 +13,7 @@ beforeAll(async () => {
   expect((await slb('server-group', 'create', '--lb', 'web', '--name', 'app', '--server', '127.0.0.1:9101')).code).toBe(
     0,
   );
-  const lsn = await slb(
-    'listener',
-    'create',
-    '--lb',
-    'web',
-    '--protocol',
-    'tcp',
-    '--port',
-    '80',
-    '--server-group',
-    'app',
-  );
+  const lsn = await slb(...TCP_80);
   expect(lsn.code).toBe(0);
 });
 afterAll(async () => {
@@ -90,18 +81,7 @@ describe('problems: one line on stderr and the exit code of their class', () => 
   });
 
   it('409 → 4', async () => {
-    const result = await slb(
-      'listener',
-      'create',
-      '--lb',
-      'web',
-      '--protocol',
-      'tcp',
-      '--port',
-      '80',
-      '--server-group',
-      'app',
-    );
+    const result = await slb(...TCP_80);
     expect(result.code).toBe(4);
     expect(oneErrorLine(result)).toMatch(/^error: 409 \S+: .*port 80/);
   });

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema } from '@slb/model';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
@@ -61,13 +61,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const until = async (what: string, check: () => boolean, ms = 5000) => {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+/** Many short waits in a row (hello, apply, ack); a fine poll keeps the file fast. */
+const POLL = { timeout: 5000, interval: 10 };
 
 function makeClient(
   apply?: (s: NodeSnapshot) => Promise<void>,
@@ -114,9 +109,9 @@ function sendDelta(fromVersion: number, version: number, upsert: unknown[], remo
 /** A client that applied and saved version 9, then closed: the state a restarted node finds on disk. */
 async function saveVersion9(): Promise<void> {
   await makeClient().start();
-  await until('hello', () => received.length > 0);
+  await vi.waitUntil(() => received.length > 0, POLL);
   sendSnapshot(snapshot(9, [listener('lsn-00000000000000000003', 1003)]));
-  await until('applied', () => client!.current?.version === 9);
+  await vi.waitUntil(() => client!.current?.version === 9, POLL);
   await client!.flushed();
   await client!.close();
   received = [];
@@ -126,17 +121,20 @@ async function saveVersion9(): Promise<void> {
 describe('control channel client', () => {
   it('says hello, applies a snapshot and a delta, acks each, saves to disk and sends heartbeats', async () => {
     await makeClient().start();
-    await until('hello', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     expect(received[0]).toMatchObject({ type: 'hello', nodeId: 'node-1', kind: 'l4', appliedVersion: 0 });
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
-    await until('ack 5', () => received.some((m) => (m as { type: string; version?: number }).version === 5));
+    await vi.waitUntil(() => received.some((m) => (m as { type: string; version?: number }).version === 5), POLL);
     sendDelta(5, 6, [listener('lsn-00000000000000000002', 1001)], ['lsn-00000000000000000001']);
-    await until('ack 6', () => received.some((m) => (m as { type: string; version?: number }).version === 6));
+    await vi.waitUntil(() => received.some((m) => (m as { type: string; version?: number }).version === 6), POLL);
     expect(applied.at(-1)!.listeners.map((l) => l.id)).toEqual(['lsn-00000000000000000002']);
     await client!.flushed();
     const saved = JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'));
     expect(saved.version).toBe(6);
-    await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
+    await vi.waitUntil(() => received.some((m) => (m as { type: string }).type === 'heartbeat'), {
+      ...POLL,
+      timeout: 3000,
+    });
   });
 
   it("says whether it can share a VIP:port, and sends the node's current listener failures in every heartbeat", async () => {
@@ -152,27 +150,30 @@ describe('control channel client', () => {
       },
     }).start();
     expect(identifiedAs).toBe('127.0.0.1');
-    await until('hello', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     expect(received[0]).toMatchObject({ type: 'hello', reusePort: true, boundVips: ['127.1.0.5'] });
     type Beat = { type: string; failedListeners?: { listenerId: string; reason: string }[] };
     const beats = () => received.filter((m) => (m as Beat).type === 'heartbeat') as Beat[];
-    await until('heartbeat', () => beats().length > 0, 3000);
+    await vi.waitUntil(() => beats().length > 0, { ...POLL, timeout: 3000 });
     expect(beats()[0]!.failedListeners).toEqual([]);
     // A bind fails between two configs (the hub sends nothing): the next heartbeat says so...
     current = [{ listenerId: lsn, reason: 'cannot bind tcp 127.1.0.5:7001: EADDRINUSE' }];
     const seen = beats().length;
-    await until('failing heartbeat', () => beats().length > seen, 3000);
+    await vi.waitUntil(() => beats().length > seen, { ...POLL, timeout: 3000 });
     expect(beats().at(-1)!.failedListeners).toEqual(current);
     // ...and the next one that it healed.
     current = [];
     const healedFrom = beats().length;
-    await until('healed heartbeat', () => beats().length > healedFrom, 3000);
+    await vi.waitUntil(() => beats().length > healedFrom, { ...POLL, timeout: 3000 });
     expect(beats().at(-1)!.failedListeners).toEqual([]);
   });
 
   it('says nothing of reusePort or failures in heartbeats when the node does not report them', async () => {
     await makeClient().start();
-    await until('heartbeat', () => received.some((m) => (m as { type: string }).type === 'heartbeat'), 3000);
+    await vi.waitUntil(() => received.some((m) => (m as { type: string }).type === 'heartbeat'), {
+      ...POLL,
+      timeout: 3000,
+    });
     expect(received[0]).not.toHaveProperty('reusePort');
     expect(received[0]).not.toHaveProperty('boundVips');
     expect(received.find((m) => (m as { type: string }).type === 'heartbeat')).not.toHaveProperty('failedListeners');
@@ -183,11 +184,11 @@ describe('control channel client', () => {
       if (snap.listeners.some((l) => l.port === 1001)) throw new Error('port 1001 is taken');
       applied.push(snap);
     }).start();
-    await until('hello', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
-    await until('applied 5', () => client!.current?.version === 5);
+    await vi.waitUntil(() => client!.current?.version === 5, POLL);
     sendSnapshot(snapshot(6, [listener('lsn-00000000000000000001', 1001)]));
-    await until('nack', () => received.some((m) => (m as { type: string }).type === 'nack'));
+    await vi.waitUntil(() => received.some((m) => (m as { type: string }).type === 'nack'), POLL);
     expect(received.find((m) => (m as { type: string }).type === 'nack')).toMatchObject({
       version: 6,
       reason: 'port 1001 is taken',
@@ -195,7 +196,7 @@ describe('control channel client', () => {
     server!.send('not json');
     sendSnapshot({ ...snapshot(7, []), l7Nodes: 'none' } as unknown as NodeSnapshot); // not a listener's: refused whole
     sendSnapshot(snapshot(8, [listener('lsn-00000000000000000001', 1002)]));
-    await until('applied 8', () => client!.current?.version === 8);
+    await vi.waitUntil(() => client!.current?.version === 8, POLL);
     expect(applied.map((a) => a.version)).toEqual([5, 8]);
     expect(
       received.filter((m) => (m as { type: string }).type === 'ack').map((m) => (m as { version: number }).version),
@@ -204,14 +205,14 @@ describe('control channel client', () => {
 
   it('refuses an unreadable listener alone: the others are applied, it keeps its last good config, the ack names it', async () => {
     await makeClient().start();
-    await until('hello', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     const [a, b, c] = ['lsn-00000000000000000001', 'lsn-00000000000000000002', 'lsn-00000000000000000003'];
     sendSnapshot(snapshot(5, [listener(a, 1000), listener(b, 1001)]));
-    await until('applied 5', () => client!.current?.version === 5);
+    await vi.waitUntil(() => client!.current?.version === 5, POLL);
     // b moves to a port no node can bind, c is new and fine; a duplicate of c is refused as such.
     const next = snapshot(6, [listener(a, 1000), { ...listener(b, 70000) }, listener(c, 1003), listener(c, 1004)]);
     sendSnapshot(next);
-    await until('applied 6', () => client!.current?.version === 6);
+    await vi.waitUntil(() => client!.current?.version === 6, POLL);
     const six = applied.at(-1)!;
     expect(six.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
@@ -229,7 +230,7 @@ describe('control channel client', () => {
     // A delta that fixes b clears it; one that breaks a new listener leaves it out and names it.
     const d = 'lsn-00000000000000000004';
     sendDelta(6, 7, [listener(b, 1002), { ...listener(d, 1005), idleTimeout: 0 }], [c]);
-    await until('applied 7', () => client!.current?.version === 7);
+    await vi.waitUntil(() => client!.current?.version === 7, POLL);
     expect(client!.current!.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
       [b, 1002],
@@ -266,7 +267,7 @@ describe('control channel client restart', () => {
       applied.push(s);
     }).start();
     // The controller hears from the node (and its heartbeats start) before the saved config is up.
-    await until('hello during the saved apply', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9 });
     expect(applied).toEqual([]);
     sendDelta(9, 10, [listener('lsn-00000000000000000004', 1004)], []);
@@ -274,7 +275,7 @@ describe('control channel client restart', () => {
     expect(client!.current).toBeNull(); // the delta waits behind the saved apply
     release();
     await started;
-    await until('delta applied', () => client!.current?.version === 10);
+    await vi.waitUntil(() => client!.current?.version === 10, POLL);
     expect(applied.map((a) => a.version)).toEqual([9, 10]);
     expect(client!.current!.listeners.map((l) => l.id)).toEqual([
       'lsn-00000000000000000003',
@@ -289,15 +290,15 @@ describe('control channel client restart', () => {
       applied.push(s);
     });
     await client!.start();
-    await until('hello', () => received.length > 0);
+    await vi.waitUntil(() => received.length > 0, POLL);
     sendDelta(9, 10, [], []);
     // Out of step: the node drops the channel and says hello again with nothing applied.
-    await until('second hello', () => received.filter((m) => (m as { type: string }).type === 'hello').length === 2);
+    await vi.waitUntil(() => received.filter((m) => (m as { type: string }).type === 'hello').length === 2, POLL);
     expect(received.filter((m) => (m as { type: string }).type === 'hello').at(-1)).toMatchObject({
       appliedVersion: 0,
     });
     sendSnapshot(snapshot(11, [listener('lsn-00000000000000000005', 1005)]));
-    await until('full snapshot applied', () => client!.current?.version === 11);
+    await vi.waitUntil(() => client!.current?.version === 11, POLL);
   });
 });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionSync, type SyncEntry, type SyncTarget } from './session-sync.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -29,13 +29,8 @@ async function metric(reg: Registry, name: string): Promise<number> {
   return (m?.values ?? []).reduce((a, v) => a + v.value, 0);
 }
 
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** Sync goes through Redis in milliseconds and waits follow one another; a fine poll keeps the file fast. */
+const POLL = { timeout: 5000, interval: 10 };
 
 describe('SessionSync (real Redis)', () => {
   const prefix = `test-${randomUUID()}`;
@@ -68,15 +63,15 @@ describe('SessionSync (real Redis)', () => {
     expect(await cb.ready).toBe(true);
     for (let i = 0; i < 50; i++) ca.publish('persist', '10.0.0.1', 'srv-x', 60_000);
     ca.publish('flow', '10.0.0.1|5000', 'srv-y', 30_000);
-    await until(() => tb.got.size === 2);
+    await vi.waitUntil(() => tb.got.size === 2, POLL);
     expect(tb.got.get('persist|10.0.0.1')?.serverId).toBe('srv-x');
     expect(tb.got.get('flow|10.0.0.1|5000')?.remainingMs).toBeGreaterThan(29_000);
     // B can apply before A's pipeline reply is back: wait for A's count.
-    await until(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2);
+    await vi.waitUntil(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2, POLL);
     expect(await metric(a.registry, 'slb_session_sync_coalesced_total')).toBe(49);
     // A changed server is not coalesced.
     ca.publish('persist', '10.0.0.1', 'srv-z', 60_000);
-    await until(() => tb.got.get('persist|10.0.0.1')?.serverId === 'srv-z');
+    await vi.waitUntil(() => tb.got.get('persist|10.0.0.1')?.serverId === 'srv-z', POLL);
     expect(ta.got.size).toBe(0);
     const lag = (await b.registry.getSingleMetric('slb_session_sync_apply_lag_seconds')?.get())?.values;
     expect(
@@ -91,7 +86,7 @@ describe('SessionSync (real Redis)', () => {
     await ca.ready;
     ca.publish('persist', '10.0.0.2', 'srv-live', 60_000);
     ca.publish('persist', '10.0.0.3', 'srv-short', 1);
-    await until(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2);
+    await vi.waitUntil(async () => (await metric(a.registry, 'slb_session_sync_published_total')) === 2, POLL);
     await new Promise((r) => setTimeout(r, 5));
     const c = make('node-c');
     const tc = new Table();
@@ -100,7 +95,7 @@ describe('SessionSync (real Redis)', () => {
     expect(tc.got.get('persist|10.0.0.2')?.serverId).toBe('srv-live');
     expect(tc.got.has('persist|10.0.0.3')).toBe(false);
     ca.publish('persist', '10.0.0.4', 'srv-next', 60_000);
-    await until(() => tc.got.has('persist|10.0.0.4'));
+    await vi.waitUntil(() => tc.got.has('persist|10.0.0.4'), POLL);
   });
 
   it('drops and counts malformed messages and entries, and keeps applying good ones', async () => {
@@ -122,7 +117,7 @@ describe('SessionSync (real Redis)', () => {
         ['persist', 'k2', 'srv-ok', 60_000, Date.now()],
       ]),
     );
-    await until(() => tb.got.has('persist|k2'));
+    await vi.waitUntil(() => tb.got.has('persist|k2'), POLL);
     expect(await metric(b.registry, 'slb_session_sync_malformed_total')).toBe(3);
   });
 
@@ -133,7 +128,7 @@ describe('SessionSync (real Redis)', () => {
     expect(await cd.ready).toBe(false);
     expect(Date.now() - started).toBeLessThan(1000);
     cd.publish('persist', '10.0.0.9', 'srv-x', 60_000);
-    await until(async () => (await metric(d.registry, 'slb_session_sync_unpublished_total')) === 1);
+    await vi.waitUntil(async () => (await metric(d.registry, 'slb_session_sync_unpublished_total')) === 1, POLL);
     expect(await metric(d.registry, 'slb_session_sync_redis_up')).toBe(0);
   });
 
@@ -151,7 +146,10 @@ describe('SessionSync (real Redis)', () => {
     const badReady = s.attach(bad, new Table()).ready;
     await new Promise((r) => setTimeout(r, 2_500)); // two retry rounds
     await admin.del(s.keys(bad).hash);
-    await until(() => logs.some((l) => l.includes('entries loaded') && l.includes('lsn-bad')), 3_000);
+    await vi.waitUntil(() => logs.some((l) => l.includes('entries loaded') && l.includes('lsn-bad')), {
+      ...POLL,
+      timeout: 3_000,
+    });
     expect(await badReady).toBe(false); // it served before its entries were loaded, as bounded
     expect(logs.filter((l) => l.includes('entries loaded') && l.includes('lsn-good'))).toHaveLength(1);
     expect(await metric(registry, 'slb_session_sync_resyncs_total')).toBe(0);

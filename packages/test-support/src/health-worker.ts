@@ -1,22 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The health-worker tests poll with the fleet's `until`; re-exported so they keep one import.
+export { until } from './fleet/eventually.js';
 
-/** Polls until `probe` returns a truthy value or the deadline passes. */
-export async function until<T>(
-  what: string,
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A TCP backend on 127.0.0.1 that counts the connections it accepts; stop/start keep its port. */
 export class Backend {
@@ -52,6 +41,26 @@ export class Backend {
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/**
+ * A queue and key prefix of the test file's own, and closers for what its tests start. `cleanup`, for
+ * `afterEach`, runs the closers last first, then deletes the file's Redis keys.
+ */
+export function isolatedWorkerRun(): {
+  queue: string;
+  keyPrefix: string;
+  closers: Array<() => Promise<void> | void>;
+  cleanup: () => Promise<void>;
+} {
+  const queue = `test-${randomUUID()}`;
+  const keyPrefix = `test-${randomUUID()}`;
+  const closers: Array<() => Promise<void> | void> = [];
+  const cleanup = async (): Promise<void> => {
+    for (const close of closers.reverse()) await close();
+    await cleanRedis(keyPrefix, queue);
+  };
+  return { queue, keyPrefix, closers, cleanup };
 }
 
 /** Deletes a test's keys: the fleet's (by key prefix) and BullMQ's (by queue name). */

@@ -1,39 +1,14 @@
-import { EventEmitter } from 'node:events';
-import { type Db, loadBalancers, nodes, servers } from '@slb/db';
+import { loadBalancers, nodes, servers } from '@slb/db';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
-import type { FastifyBaseLogger } from 'fastify';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
+import { FakeSocket, silentLogger as logger, registered } from '../../test/hub-fakes.js';
 import { ManualClock } from './clock.js';
 import { ControlHub } from './hub.js';
 
 // A config larger than the channel's message limit: the node would drop the connection on it, reconnect, and
 // be sent it again forever. The controller refuses to send it instead, and says why.
-
-class FakeSocket extends EventEmitter {
-  readonly OPEN = 1;
-  readonly CLOSED = 3;
-  readyState = 1;
-  readonly sent: { type: string; reason?: string }[] = [];
-  send(data: string): void {
-    this.sent.push(JSON.parse(data));
-  }
-  close(): void {
-    this.readyState = this.CLOSED;
-    this.emit('close');
-  }
-}
-
-/** The node's row, as registration (POST /v1/nodes) leaves it: the hub only serves registered nodes. */
-function registered(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): void {
-  const db = (hub as unknown as { db: Db }).db;
-  const now = new Date().toISOString();
-  db.insert(nodes).values({ id: nodeId, kind, address, createdAt: now, updatedAt: now }).onConflictDoNothing().run();
-}
-
-const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
 
 function connect(hub: ControlHub): FakeSocket {
   const ws = new FakeSocket();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { serverHealth } from '@slb/db';
 import { HEALTH_TRANSITION_FIELD, healthTransitionsStream } from '@slb/model';
+import { until } from '@slb/test-support/fleet';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -36,15 +37,6 @@ afterEach(async () => {
   await redis.quit();
   t.close();
 });
-
-async function until(what: string, probe: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (probe()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const handled = () => {
   const s = consumer.stats;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { serverHealth } from '@slb/db';
 import { HEALTH_TRANSITION_FIELD, type HealthTransitionMessage, healthTransitionsStream } from '@slb/model';
+import { until } from '@slb/test-support/fleet';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,16 +26,6 @@ afterEach(async () => {
   await redis.quit();
   t.close();
 });
-
-async function until<T>(what: string, probe: () => T | undefined | false, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = probe();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 function add(message: unknown) {
   const body = typeof message === 'string' ? message : JSON.stringify(message);
@@ -77,7 +68,7 @@ describe('TransitionConsumer', () => {
     // An older report arriving late must not overwrite the newer row.
     await add({ ...abnormal, since: at(5_000) });
     const stats = consumer.stats;
-    await until('all handled', () => stats.stored + stats.skipped + stats.stale + stats.invalid === 8);
+    await until('all handled', () => stats.stored + stats.skipped + stats.stale + stats.invalid === 8, 5000);
     expect(stats).toEqual({ stored: 2, skipped: 1, stale: 1, invalid: 4, implausible: 0 });
     const rows = t.db.select().from(serverHealth).all();
     expect(rows).toHaveLength(1);

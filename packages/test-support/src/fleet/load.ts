@@ -70,3 +70,9 @@ export function warmedUp(loops: { stats: LoadStats }[], answered = 20, timeoutMs
     20,
   );
 }
+
+/** One line on a load run for a test's report: counts, time, who answered, and the first errors if any. */
+export const loadSummary = (s: LoadStats): string =>
+  `${s.sent} sent, ${s.failed} failed in ${(s.ms / 1000).toFixed(1)} s, answers ${JSON.stringify(s.answers)}${
+    s.errors.length ? `, first errors: ${s.errors.join(' | ')}` : ''
+  }`;
