@@ -5,16 +5,14 @@ import { LazyBody } from './lazy-body.js';
 import { type NodeAnswer, sendProblem } from './problem.js';
 import {
   afterFailedAttempt,
-  chooseBackend,
+  beginRequest,
   forwardingOf,
+  nextBackend,
   recordConnectFailure,
   requestEnded,
-  requestStarted,
   responseStarted,
-  routeRequest,
   stickyOnResponse,
 } from './request-flow.js';
-import { originFormTarget } from './request-target.js';
 import type { ClientInfo, ListenerState, Outcome, ProxyDeps, RetryState } from './request-types.js';
 import type { Backend, ServerGroupRuntime } from './server-group.js';
 
@@ -31,17 +29,12 @@ export function handleRequest(
   req: IncomingMessage,
   res: ServerResponse,
 ): void {
-  const started = performance.now();
+  const { started, method, target, url, host, path, route, group } = beginRequest(deps, state, req);
   const cfg = state.config;
-  const method = req.method ?? 'GET';
-  const target = originFormTarget(method, req.url ?? '/', req.headers.host);
-  const url = target ?? '/';
-  const { host, path, route, group } = routeRequest(state, req.headers.host, url);
 
   let backend: Backend | null = null;
   let attempts = 0;
   let answer: NodeAnswer | null = null;
-  requestStarted(deps, state);
 
   res.once('close', () => {
     requestEnded(deps, state, {
@@ -99,15 +92,13 @@ export function handleRequest(
   });
 
   const attempt = () => {
-    const choice = chooseBackend(state, group, req.headers.cookie, tried);
-    const b = choice.backend;
-    if (!b) {
+    const choice = nextBackend(deps, state, group, req.headers.cookie, tried);
+    if (!choice) {
       fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
       return;
     }
-    if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
+    const b = choice.backend;
     backend = b;
-    tried.add(b);
     attempts++;
     b.state.active++;
     const body = withBody ? new LazyBody(req) : null;

@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import { type ForwardingInfo, isIdempotent, xffModeOf } from './headers.js';
 import type { NodeAnswer } from './problem.js';
+import { originFormTarget } from './request-target.js';
 import type {
   BackendChoice,
   ClientInfo,
@@ -28,6 +30,24 @@ export function routeRequest(state: ListenerState, hostHeader: string | undefine
   const route = matchRoute(state.rules, state.config.defaultServerGroupId, host, path);
   const group = route ? state.groups.get(route.serverGroupId) : undefined;
   return { host, path, route, group };
+}
+
+/**
+ * The next backend a node:http request tries, added to `tried`; null when none is left (the caller answers
+ * no-backend on the first attempt, backend-failed after).
+ */
+export function nextBackend(
+  deps: ProxyDeps,
+  state: ListenerState,
+  group: ServerGroupRuntime,
+  cookie: string | string[] | undefined,
+  tried: Set<Backend>,
+): { backend: Backend; stuck: boolean } | null {
+  const { backend, stuck } = chooseBackend(state, group, cookie, tried);
+  if (!backend) return null;
+  if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
+  tried.add(backend);
+  return { backend, stuck };
 }
 
 /** What the node tells the backend about the client (X-Forwarded-* and X-Real-IP). */
@@ -122,6 +142,30 @@ export function requestEnded(deps: ProxyDeps, state: ListenerState, r: RequestRe
     },
     'access',
   );
+}
+
+/** A request that entered through node:http (proxied or upgraded), routed and counted as started. */
+export interface StartedRequest extends RoutedRequest {
+  readonly started: number;
+  readonly method: string;
+  /** The origin-form target; null when the request target is not one the node forwards (a 400). */
+  readonly target: string | null;
+  readonly url: string;
+}
+
+/** Where every node:http request begins: its target read, routed, and counted (paired with requestEnded). */
+export function beginRequest(
+  deps: ProxyDeps,
+  state: ListenerState,
+  req: Pick<IncomingMessage, 'method' | 'url' | 'headers'>,
+): StartedRequest {
+  const started = performance.now();
+  const method = req.method ?? 'GET';
+  const target = originFormTarget(method, req.url ?? '/', req.headers.host);
+  const url = target ?? '/';
+  const routed = routeRequest(state, req.headers.host, url);
+  requestStarted(deps, state);
+  return { started, method, target, url, ...routed };
 }
 
 /** Counts a request that started (paired with requestEnded). */

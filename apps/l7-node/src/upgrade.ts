@@ -6,16 +6,14 @@ import { parseResponseHead, type ResponseHead } from './http1-parser.js';
 import { type NodeAnswer, problemBody, rawProblem } from './problem.js';
 import {
   afterFailedAttempt,
-  chooseBackend,
+  beginRequest,
   forwardingOf,
+  nextBackend,
   recordConnectFailure,
   requestEnded,
-  requestStarted,
   responseStarted,
-  routeRequest,
   stickyOnResponse,
 } from './request-flow.js';
-import { originFormTarget } from './request-target.js';
 import type { ClientInfo, ListenerState, ProxyDeps, RetryState } from './request-types.js';
 import { ResponseFraming } from './response-framing.js';
 import type { Backend } from './server-group.js';
@@ -49,17 +47,12 @@ export function handleUpgrade(
   clientSocket: Duplex,
   head: Buffer,
 ): void {
-  const started = performance.now();
+  const { started, method, target, url, host, path, route, group } = beginRequest(deps, state, req);
   const cfg = state.config;
-  const method = req.method ?? 'GET';
-  const target = originFormTarget(method, req.url ?? '/', req.headers.host);
-  const url = target ?? '/';
-  const { host, path, route, group } = routeRequest(state, req.headers.host, url);
   let backend: Backend | null = null;
   let attempts = 0;
   let finished = false;
   const retry: RetryState = { retrySlot: false };
-  requestStarted(deps, state);
 
   /** The request's end, counted and logged once (the query string stays out: it often carries tokens). */
   const finish = (status: number, answer: NodeAnswer | null, aborted = false) => {
@@ -110,15 +103,13 @@ export function handleUpgrade(
 
   const tried = new Set<Backend>();
   const attempt = () => {
-    const choice = chooseBackend(state, group, req.headers.cookie, tried);
-    const b = choice.backend;
-    if (!b) {
+    const choice = nextBackend(deps, state, group, req.headers.cookie, tried);
+    if (!choice) {
       fail(tried.size === 0 ? 'no-backend' : 'backend-failed');
       return;
     }
-    if (tried.size === 0 && group.failOpen) deps.metrics.failOpen.labels(group.id).inc();
+    const b = choice.backend;
     backend = b;
-    tried.add(b);
     attempts++;
     const dispatchStarted = performance.now();
     const upstream: Socket = connect({ host: b.address, port: b.port });
