@@ -126,7 +126,10 @@ describe('impact on live traffic', () => {
       serverGroupId: f.sgId,
     });
     expect(sch.movedShare).toBe(expected);
-    expect(sch.movedShare).toBeCloseTo(0.25, 2);
+    // The removed server's own slots (a quarter, to one slot in 65537) always move; Maglev's refill moves a
+    // few more, how many depending on the servers' random ids: seen from 0.25 to 0.30.
+    expect(sch.movedShare).toBeGreaterThanOrEqual(0.25 - 1 / 65537);
+    expect(sch.movedShare).toBeLessThan(0.4);
     expect(Math.abs(bruteForce(all, all.slice(0, 3)) - sch.movedShare)).toBeLessThan(0.015);
 
     expect(wrr).toMatchObject({ change: 'changed', method: 'weights', scheduler: 'wrr', movedShare: 0.25 });
