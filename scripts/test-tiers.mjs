@@ -14,6 +14,8 @@ import { dirname, join } from 'node:path';
 
 const TIERS = ['unit', 'integration', 'e2e'];
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
+// The summary reporter's line per failed test; repeated at the very end, where CI's tail of the output sees it.
+const FAILURE = 'failed: ';
 
 // Arguments that name a tier choose tiers; the others (file filters, vitest options) go to every vitest run.
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
@@ -35,9 +37,14 @@ function runTier(tier) {
       env: process.stdout.isTTY ? { FORCE_COLOR: '1', ...process.env } : process.env,
     });
     let tail = '';
+    let partial = '';
+    const failures = [];
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
       tail = (tail + chunk).slice(-4096);
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.startsWith(FAILURE)) failures.push(line);
     });
     // Our own SIGINT/SIGTERM reach vitest too (same process group from a terminal); pass on a kill from above.
     const forward = (signal) => child.kill(signal);
@@ -49,7 +56,7 @@ function runTier(tier) {
       const [passed, failed, skipped] = match ? match.slice(1).map(Number) : [0, 0, 0];
       // A run that ended without its summary line (a crash, a signal) counts as one failure.
       const crashed = !match || ((code !== 0 || signal) && failed === 0) ? 1 : 0;
-      resolve({ tier, passed, failed: failed + crashed, skipped, seconds });
+      resolve({ tier, passed, failed: failed + crashed, skipped, seconds, failures });
     });
   });
 }
@@ -61,6 +68,7 @@ const total = { passed: 0, failed: 0, skipped: 0 };
 console.log('');
 for (const r of results) {
   console.log(`tier ${r.tier}: ${r.passed} passed, ${r.failed} failed in ${r.seconds.toFixed(1)} s`);
+  for (const line of r.failures) console.log(`  ${line}`);
   total.passed += r.passed;
   total.failed += r.failed;
   total.skipped += r.skipped;
