@@ -118,8 +118,11 @@ it('a killed worker loses no target: the other keeps checking within about one i
   await new Promise((r) => setTimeout(r, 4 * INTERVAL_MS + 100)); // a counting window, as above
   for (const w of window(from, Date.now())) {
     expect(w.count).toBeGreaterThanOrEqual(3);
+    expect(w.count).toBeLessThanOrEqual(5);
     expect(w.maxGap).toBeLessThan(2 * INTERVAL_MS + 300);
-    expect(w.minGap).toBeGreaterThan(INTERVAL_MS * 0.7);
+    // Checked twice in one slot would be a gap near 0. Right after the kill the survivor's probes may run
+    // late by a few hundred ms (it takes the victim's jobs; a loaded machine saw 572 ms), then on time again.
+    expect(w.minGap).toBeGreaterThan(INTERVAL_MS * 0.4);
   }
   expect(await checksRun(survivor)).toBeGreaterThanOrEqual(before + 6 * 3);
 });
