@@ -55,15 +55,16 @@ export function bottleneck({ loadPct, loadCores, targetPct, targetCores }) {
 }
 
 /**
- * How a target compares with a reference, both higher-is-better. When either row was generator-limited its
- * throughput is the generator's, not the proxy's: the ratio is then the CPU cost per unit of work
+ * How a target compares with a reference, both higher-is-better. Throughput is the proxy's capacity only when its
+ * core was saturated: when either row was generator-limited (its throughput is the generator's) or unsaturated
+ * (on a shared machine, often its share of a contended core), the ratio is the CPU cost per unit of work instead
  * (reference µs ÷ target µs, so above 1 still means "the target does better").
  * @param {{ rate: number, cpuUs: number, limit: string }} target
  * @param {{ rate: number, cpuUs: number, limit: string }} reference
  * @returns {{ ratio: number, basis: 'throughput' | 'CPU per unit' }}
  */
 export function compare(target, reference) {
-  const byCpu = target.limit === 'generator-limited' || reference.limit === 'generator-limited';
+  const byCpu = target.limit !== 'target-limited' || reference.limit !== 'target-limited';
   if (byCpu && Number.isFinite(target.cpuUs) && Number.isFinite(reference.cpuUs) && target.cpuUs > 0) {
     return { ratio: reference.cpuUs / target.cpuUs, basis: 'CPU per unit' };
   }

@@ -71,6 +71,11 @@ describe('compare', () => {
     );
   });
 
+  it('divides CPU per unit when a row was unsaturated (its throughput was not its capacity)', () => {
+    const nginx = { rate: 8_650, cpuUs: 25, limit: 'unsaturated' };
+    expect(compare({ ...node, cpuUs: 50 }, nginx)).toEqual({ ratio: 0.5, basis: 'CPU per unit' });
+  });
+
   it('falls back to throughput when a CPU figure is missing', () => {
     const direct = { rate: 99_000, cpuUs: Number.NaN, limit: 'generator-limited' };
     expect(compare(node, direct).basis).toBe('throughput');
