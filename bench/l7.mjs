@@ -445,7 +445,7 @@ function printTable(rows, l4, skipped) {
         ? '–'
         : r.name.startsWith('l7-node')
           ? verdict(bestPeer.ratio, `best plain Node (${bestPeer.name})`, GOALS.node, bestPeer.basis, 'req')
-          : `${bestPeer.ratio.toFixed(2)}×`;
+          : `${bestPeer.ratio.toFixed(2)}×${bestPeer.basis === 'CPU per unit' ? ' by CPU/req' : ''}`;
     console.log(
       `| ${r.name} | ${r.body} | ${Math.round(r.rps)} | ${r.p99.toFixed(2)} | ${r.errors}${r.sock ? ` (${r.sock})` : ''} | ` +
         `${pct(r.wrkPct + r.backendPct)} (${pct(r.wrkPct)}+${pct(r.backendPct)}) | ${pct(r.targetPct)} | ${r.limit} | ` +
