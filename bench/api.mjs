@@ -2,13 +2,18 @@
 // Measures the API beside a bare fastify route returning the same JSON, in one run, and prints ratios.
 //   npm run build && node bench/api.mjs     (DURATION=5 per round, ROUNDS=3, CONNECTIONS=50 to change the load)
 // Servers are pinned to CPU 1 and the load generator to CPU 0 when `taskset` exists (2-core machines).
+// Each row prints the generator's CPU (autocannon, in this process) and the server's, what limited it
+// (bench/bench-verdict.mjs) and the server's CPU µs per request; the ratios divide req/s only when both rows
+// saturated the server's core, else CPU µs/req (`by CPU/req`): autocannon usually runs out of core first.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { bottleneck, compare, cpuMicrosPer, cpuPercent, verdict } from './bench-verdict.mjs';
 import { freePort } from './free-port.mjs';
+import { cpuSeconds } from './proc-cpu.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 5);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 50);
@@ -54,6 +59,29 @@ const run = (opts) =>
     autocannon.track(instance, { renderProgressBar: process.stderr.isTTY, renderResultsTable: false });
   });
 
+/** A run with the CPU autocannon (this process) and the server used meanwhile. */
+async function measured(opts, server) {
+  const t0 = performance.now();
+  const own0 = process.cpuUsage();
+  const server0 = cpuSeconds([server]);
+  const res = await run(opts);
+  const own = process.cpuUsage(own0);
+  const wall = (performance.now() - t0) / 1000;
+  const serverCpu = cpuSeconds([server]) - server0;
+  const genPct = cpuPercent((own.user + own.system) / 1e6, wall);
+  const targetPct = cpuPercent(serverCpu, wall);
+  const cores = hasTaskset ? 1 : 2;
+  res.cpu = {
+    genPct,
+    targetPct,
+    rate: res.requests.average,
+    cpuUs: cpuMicrosPer(serverCpu, res.requests.total),
+    limit: bottleneck({ loadPct: genPct, loadCores: cores, targetPct, targetCores: cores }),
+    load1: loadavg()[0],
+  };
+  return res;
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'slb-bench-'));
 const apiPort = await freePort();
 const barePort = await freePort();
@@ -81,25 +109,30 @@ try {
     // Rounds alternate the API and the reference, so drift on a shared machine hits both alike; medians.
     const ROUNDS = Number(process.env.ROUNDS ?? 3);
     const cases = {
-      readApi: { url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers },
-      readBare: { url: `${bareUrl}/lb` },
-      createApi: { url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' },
-      createBare: {
-        url: `${bareUrl}/lb`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{"name":"bench"}',
-      },
+      readApi: [{ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers }, api],
+      readBare: [{ url: `${bareUrl}/lb` }, bare],
+      createApi: [{ url: `${apiUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' }, api],
+      createBare: [
+        {
+          url: `${bareUrl}/lb`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"name":"bench"}',
+        },
+        bare,
+      ],
     };
     const runs = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, opts] of Object.entries(cases)) runs[name].push(await run(opts));
+      for (const [name, [opts, server]] of Object.entries(cases)) runs[name].push(await measured(opts, server));
     }
     const median = (list) =>
       [...list].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(list.length / 2)];
     const results = Object.fromEntries(Object.entries(runs).map(([k, list]) => [k, median(list)]));
+    const pct = (x) => (Number.isFinite(x) ? x.toFixed(0) : '–');
     const row = (name, r) =>
-      `${name.padEnd(34)} ${String(Math.round(r.requests.average)).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}   errors ${r.errors}`;
+      `${name.padEnd(34)} ${String(Math.round(r.requests.average)).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}   errors ${r.errors}   ` +
+      `autocannon CPU ${pct(r.cpu.genPct)}%, server CPU ${pct(r.cpu.targetPct)}% (${r.cpu.limit}), server ${r.cpu.cpuUs.toFixed(0)} µs/req, load ${r.cpu.load1.toFixed(2)}`;
     console.log(
       `\nAPI benchmark (median of ${ROUNDS} alternating rounds of ${DURATION}s, ${CONNECTIONS} connections, servers ${hasTaskset ? 'on CPU 1' : 'unpinned'})`,
     );
@@ -107,9 +140,12 @@ try {
     console.log(row('bare fastify GET (same JSON)', results.readBare));
     console.log(row('POST /v1/load-balancers', results.createApi));
     console.log(row('bare fastify POST (same JSON)', results.createBare));
-    const ratio = (a, b) => (a.requests.average / b.requests.average).toFixed(2);
-    console.log(`\nread ratio   (API / bare): ${ratio(results.readApi, results.readBare)}   goal >= 0.50`);
-    console.log(`create ratio (API / bare): ${ratio(results.createApi, results.createBare)}`);
+    const read = compare(results.readApi.cpu, results.readBare.cpu);
+    const create = compare(results.createApi.cpu, results.createBare.cpu);
+    console.log(`\nread   (API / bare): ${verdict(read.ratio, 'bare fastify', { min: 0.5 }, read.basis, 'req')}`);
+    console.log(
+      `create (API / bare): ${create.ratio.toFixed(2)}× bare fastify${create.basis === 'CPU per unit' ? ' by CPU/req' : ''} (no goal)`,
+    );
   } finally {
     bare.kill('SIGTERM');
   }

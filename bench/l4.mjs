@@ -9,29 +9,43 @@
 //                                       # foreground l4-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                       # for ../shared/bench/anchors.sh EXTRA_L4
 //
-// Layout as in ../shared/bench/anchors.sh: load generators and backends on CPU 0, the proxy under test alone
-// on CPU 1 (haproxy nbthread 1, l4-node one process). The conn-rate backend is a second HAProxy answering
+// Layout as in ../shared/bench/anchors.sh: load generators and backends on the first CPU this process may use,
+// the proxy under test alone on the second (haproxy nbthread 1, l4-node one process); without taskset or a
+// second CPU nothing is pinned, and the output says so. The conn-rate backend is a second HAProxy answering
 // `ok` itself (a C server on CPU 0, so the client side is not the bottleneck). HAProxy has no UDP proxy, so
 // UDP compares direct and l4-node only; its client (bench/udp-client.mjs) and echo server are Node processes on
 // CPU 0, which they saturate first, so the UDP row also prints the node's CPU time per request. A plain Node
 // pipe (../shared/bench/l4-pipe.cjs) runs alongside as the Node reference. CPU µs/conn is the proxy process's
 // user + system time per connection in its best round (from /proc). Installs haproxy, iperf3 and wrk with
-// apt-get when missing (root).
+// apt-get when missing (root); a section whose tools are still missing is skipped and named.
+//
+// Every bulk and new-connection row prints the load side's CPU (iperf3 client + server, or wrk + the `ok`
+// backend) and the target's, in % of one core over the row, what limited it (bench/bench-verdict.mjs:
+// `generator-limited`, `target-limited`, `unsaturated`), each core's busy % and the load average. l4-node is
+// compared with HAProxy against its goals (issue #22): bulk ≥ 1×, new connections/s ≥ 0.8× with connect p99
+// ≤ 2× HAProxy's; by throughput when both rows saturated their core, else by CPU per MB or per connection.
 // Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds } from './proc-cpu.mjs';
+import { bottleneck, compare, cpuMicrosPer, cpuPercent, parseCpuList, verdict } from './bench-verdict.mjs';
+import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
 const DUR = Number(process.env.DUR ?? 3);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const LOAD_CPU = '0';
-const PROXY_CPU = '1';
+const GOALS = { bulk: { min: 1 }, conn: { min: 0.8 }, p99: { max: 2 } };
+// Set by bench(): the load CPU and the proxy CPU (null: not pinned), the CPUs shown, and how many cores each side
+// may use (the generator-limited threshold scales with them).
+let LOAD_CPU = null;
+let PROXY_CPU = null;
+let CPUS = [];
+let loadCores = 1;
+let targetCores = 1;
 const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
 const children = [];
 
@@ -93,8 +107,10 @@ if (process.argv[2] === '--serve') {
   });
 }
 
+/** cpu null: the child keeps this process's affinity. */
 function start(name, cpu, cmd, args, env = process.env) {
-  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [file, argv] = cpu === null ? [cmd, args] : ['taskset', ['-c', cpu, cmd, ...args]];
+  const c = spawn(file, argv, { env, stdio: ['ignore', 'ignore', 'inherit'] });
   c.name = name;
   children.push(c);
   return c;
@@ -108,11 +124,15 @@ function install() {
   const need = ['haproxy', 'iperf3', 'wrk'].filter((c) => !have(c));
   if (need.length === 0) return;
   console.error(`apt-get install ${need.join(' ')}`);
-  execFileSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
-  execFileSync('apt-get', ['install', '-y', '-q', ...need], {
-    stdio: 'ignore',
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
+  try {
+    execFileSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
+    execFileSync('apt-get', ['install', '-y', '-q', ...need], {
+      stdio: 'ignore',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+  } catch (e) {
+    console.error(`apt-get failed (${e.message.split('\n')[0]}): measuring what the installed tools allow`);
+  }
 }
 
 async function waitPort(port, proto = 'tcp') {
@@ -132,38 +152,55 @@ async function waitPort(port, proto = 'tcp') {
   throw new Error(`nothing listening on ${port}`);
 }
 
-function iperf(port) {
-  const out = execFileSync('taskset', [
-    '-c',
-    LOAD_CPU,
-    'iperf3',
-    '-c',
-    '127.0.0.1',
-    '-p',
-    String(port),
-    '-t',
-    String(DUR),
-    '-J',
-  ]);
-  return JSON.parse(out.toString()).end.sum_received.bits_per_second / 1e9;
+/** A command on the load CPU (or unpinned). */
+function onLoadCpu(cmd, args) {
+  return LOAD_CPU === null ? [cmd, args] : ['taskset', ['-c', LOAD_CPU, cmd, ...args]];
 }
 
-function wrk(port) {
-  const out = execFileSync('taskset', [
-    '-c',
-    LOAD_CPU,
-    'wrk',
-    '-t1',
-    '-c32',
-    `-d${DUR}s`,
-    '-H',
-    'Connection: close',
-    `http://127.0.0.1:${port}/ok`,
-  ]).toString();
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
-  const errors = /Socket errors: (.*)/.exec(out)?.[1] ?? '';
-  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
-  return { rps, note: [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ') };
+/**
+ * Runs a load generator to completion and measures, over its window, its CPU (it is reaped by execFileSync), the
+ * CPU of the load-side servers it drives (`loadProcs`) and of the target (`procs`).
+ */
+function measured(cmd, args, loadProcs, procs) {
+  const t0 = performance.now();
+  const ticks0 = coreTicks();
+  const [gen0, load0, target0] = [reapedChildrenCpuSeconds(), cpuSeconds(loadProcs), cpuSeconds(procs)];
+  const out = execFileSync(...onLoadCpu(cmd, args)).toString();
+  const [gen1, load1, target1] = [reapedChildrenCpuSeconds(), cpuSeconds(loadProcs), cpuSeconds(procs)];
+  const wall = (performance.now() - t0) / 1000;
+  const genPct = cpuPercent(gen1 - gen0, wall);
+  const serverPct = cpuPercent(load1 - load0, wall);
+  const targetPct = procs.length === 0 ? Number.NaN : cpuPercent(target1 - target0, wall);
+  return {
+    out,
+    genPct,
+    serverPct,
+    targetPct,
+    targetCpu: procs.length === 0 ? Number.NaN : target1 - target0,
+    limit: bottleneck({ loadPct: genPct + serverPct, loadCores, targetPct, targetCores }),
+    busy: coreBusy(ticks0, coreTicks(), CPUS),
+    load1: loadavg()[0],
+  };
+}
+
+function iperf(port, loadProcs, procs) {
+  const m = measured('iperf3', ['-c', '127.0.0.1', '-p', String(port), '-t', String(DUR), '-J'], loadProcs, procs);
+  const end = JSON.parse(m.out).end.sum_received;
+  const rate = end.bits_per_second / 1e9;
+  return { ...m, rate, cpuUs: cpuMicrosPer(m.targetCpu, end.bytes / 1e6) };
+}
+
+function wrk(port, loadProcs, procs) {
+  const args = ['-t1', '-c32', `-d${DUR}s`, '--latency', '-H', 'Connection: close', `http://127.0.0.1:${port}/ok`];
+  const m = measured('wrk', args, loadProcs, procs);
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(m.out)?.[1] ?? 0);
+  const requests = Number(/(\d+) requests in/.exec(m.out)?.[1] ?? 0);
+  const p99m = /99%\s+([\d.]+)(us|ms|s)/.exec(m.out);
+  const p99 = p99m ? Number(p99m[1]) * (p99m[2] === 'us' ? 0.001 : p99m[2] === 's' ? 1000 : 1) : Number.NaN;
+  const errors = /Socket errors: (.*)/.exec(m.out)?.[1] ?? '';
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(m.out)?.[1];
+  const note = [errors, non2xx ? `non2xx=${non2xx}` : ''].filter(Boolean).join(' ');
+  return { ...m, rate, p99, note, cpuUs: cpuMicrosPer(m.targetCpu, requests) };
 }
 
 function timeWait() {
@@ -173,14 +210,9 @@ function timeWait() {
 
 /** UDP request/response rate from bench/udp-client.mjs, pinned with the other load generators. */
 function udpRate(port) {
-  const out = execFileSync('taskset', [
-    '-c',
-    LOAD_CPU,
-    process.execPath,
-    join(ROOT, 'bench/udp-client.mjs'),
-    String(port),
-    String(DUR),
-  ]);
+  const out = execFileSync(
+    ...onLoadCpu(process.execPath, [join(ROOT, 'bench/udp-client.mjs'), String(port), String(DUR)]),
+  );
   const [rate, replies] = out.toString().trim().split(' ').map(Number);
   return { rate, replies };
 }
@@ -216,6 +248,24 @@ async function bench() {
       `4-tuple hash + lookup ${mg.lookupNs.toFixed(1)} ns`,
   );
   install();
+  // The load side and the proxies on different cores, so every proxy gets the same one and rows compare.
+  CPUS = parseCpuList(allowedCpuList());
+  if (have('taskset') && CPUS.length >= 2) {
+    [LOAD_CPU, PROXY_CPU] = CPUS.map(String);
+    CPUS = CPUS.slice(0, 2);
+  } else {
+    loadCores = CPUS.length;
+    targetCores = CPUS.length;
+  }
+  const hasHaproxy = have('haproxy');
+  const doBulk = have('iperf3');
+  // The new-connection backend is an HAProxy answering `ok` itself.
+  const doConn = have('wrk') && hasHaproxy;
+  const skipped = [
+    ...(hasHaproxy ? [] : ['haproxy rows (haproxy not installed)']),
+    ...(doBulk ? [] : ['bulk (iperf3 not installed)']),
+    ...(doConn ? [] : [`new connections/s (${have('wrk') ? 'haproxy, its backend,' : 'wrk'} not installed)`]),
+  ];
   // Each target reaches the `ok` backend on a port of its own: a run's tens of thousands of TIME_WAIT
   // sockets then never share a 4-tuple space with the next target's connections (the backend closes first,
   // so they pile up on its ports).
@@ -246,14 +296,16 @@ async function bench() {
       `listen iperf\n  bind 127.0.0.1:${P.hIperf}\n  server s 127.0.0.1:${P.iperf}\n` +
       `listen http\n  bind 127.0.0.1:${P.hHttp}\n  server s 127.0.0.1:${P.hBackend}\n`,
   );
-  start('iperf3-s', LOAD_CPU, 'iperf3', ['-s', '-B', '127.0.0.1', '-p', String(P.iperf)]);
-  start('backend', LOAD_CPU, 'haproxy', ['-db', '-f', join(work, 'backend.cfg')]);
+  const iperfServer = doBulk
+    ? [start('iperf3-s', LOAD_CPU, 'iperf3', ['-s', '-B', '127.0.0.1', '-p', String(P.iperf)])]
+    : [];
+  const backend = doConn ? [start('backend', LOAD_CPU, 'haproxy', ['-db', '-f', join(work, 'backend.cfg')])] : [];
   start('udp-echo', LOAD_CPU, process.execPath, [
     '-e',
     `const s=require('dgram').createSocket('udp4');s.on('message',(m,r)=>s.send(m,r.port,r.address));s.bind(${P.udp},'127.0.0.1')`,
   ]);
   // taskset execs its command, so these children are the proxies themselves (for their CPU time).
-  const haproxy = start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]);
+  const haproxy = hasHaproxy ? start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', join(work, 'proxy.cfg')]) : null;
   const node = startNode(
     [
       [1, 'tcp', P.nIperf, P.iperf],
@@ -270,39 +322,41 @@ async function bench() {
     `const net=require('net');net.createServer({noDelay:true},(c)=>{const u=net.connect({host:'127.0.0.1',port:+process.argv[2],noDelay:true});` +
     `const k=()=>{c.destroy();u.destroy()};c.on('error',k);u.on('error',k);c.pipe(u);u.pipe(c)})` +
     `.listen({port:+process.argv[1],host:'127.0.0.1',backlog:4096})`;
-  start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pIperf), String(P.iperf)]);
+  const pipeBulk = start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pIperf), String(P.iperf)]);
   const pipe = start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pHttp), String(P.pBackend)]);
-  for (const p of [P.iperf, P.http, P.hIperf, P.hHttp, P.nIperf, P.nHttp, P.pIperf, P.pHttp]) await waitPort(p);
+  const expected = [P.nIperf, P.nHttp, P.pIperf, P.pHttp];
+  if (doBulk) expected.push(P.iperf);
+  if (doConn) expected.push(P.http);
+  if (hasHaproxy) expected.push(P.hIperf, P.hHttp);
+  for (const p of expected) await waitPort(p);
   await waitPort(P.udp, 'udp');
   // Warm-up: the node's JIT needs load before it reaches steady state.
-  wrkWarm(P.nHttp);
-  wrkWarm(P.pHttp);
-  wrkWarm(P.hHttp);
+  if (doConn) for (const p of [P.nHttp, P.pHttp, P.hHttp]) wrkWarm(p);
 
-  const rows = [];
+  const targets = hasHaproxy ? ['l4-node', PIPE, 'haproxy', 'direct'] : ['l4-node', PIPE, 'direct'];
+  const procs = { direct: [], haproxy: [haproxy], 'l4-node': [node], [PIPE]: [pipe] };
   // Bulk and new connections: rounds interleave the targets (so a slow spell of the machine hits all of them
   // alike), and each target's best round counts.
-  const bulk = { direct: 0, haproxy: 0, 'l4-node': 0, [PIPE]: 0 };
+  const bulk = {};
   const iperfPorts = { direct: P.iperf, haproxy: P.hIperf, 'l4-node': P.nIperf, [PIPE]: P.pIperf };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
-      const gbps = iperf(iperfPorts[t]);
-      console.error(`  bulk round ${round + 1}: ${t} ${gbps.toFixed(2)} Gbit/s`);
-      bulk[t] = Math.max(bulk[t], gbps);
+  // The direct row's iperf3 server is its target: it shares the load CPU, so its CPU counts as load side.
+  const bulkProcs = { ...procs, [PIPE]: [pipeBulk] };
+  for (let round = 0; doBulk && round < ROUNDS; round++) {
+    for (const t of targets) {
+      const r = iperf(iperfPorts[t], iperfServer, bulkProcs[t]);
+      console.error(`  bulk round ${round + 1}: ${t} ${r.rate.toFixed(2)} Gbit/s, ${cpuNote(r)}`);
+      if (!bulk[t] || r.rate > bulk[t].rate) bulk[t] = r;
     }
   }
-  const none = () => ({ rps: 0, note: '', cpuUs: undefined });
-  const conn = { direct: none(), haproxy: none(), 'l4-node': none(), [PIPE]: none() };
+  const conn = {};
   const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
-  const procs = { haproxy: [haproxy], 'l4-node': [node], [PIPE]: [pipe] };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const t of ['l4-node', PIPE, 'haproxy', 'direct']) {
-      const p = procs[t] ?? [];
-      const cpu0 = cpuSeconds(p);
-      const r = wrk(ports[t]);
-      r.cpuUs = p.length === 0 ? undefined : ((cpuSeconds(p) - cpu0) * 1e6) / (r.rps * DUR);
-      console.error(`  new conn/s round ${round + 1}: ${t} ${r.rps.toFixed(0)} (${timeWait()} sockets in TIME_WAIT)`);
-      if (r.rps > conn[t].rps) conn[t] = r;
+  for (let round = 0; doConn && round < ROUNDS; round++) {
+    for (const t of targets) {
+      const r = wrk(ports[t], backend, procs[t]);
+      console.error(
+        `  new conn/s round ${round + 1}: ${t} ${r.rate.toFixed(0)} p99 ${r.p99.toFixed(2)} ms, ${cpuNote(r)} (${timeWait()} sockets in TIME_WAIT)`,
+      );
+      if (!conn[t] || r.rate > conn[t].rate) conn[t] = r;
     }
   }
   const udp = { direct: udpRate(P.udp).rate };
@@ -311,35 +365,101 @@ async function bench() {
   udp['l4-node'] = nodeUdp.rate;
   // Over the client's whole run: every reply it counted, warm-up included.
   const udpCpuUs = ((cpuSeconds([node]) - nodeCpu0) * 1e6) / nodeUdp.replies;
-  for (const t of ['direct', 'haproxy', 'l4-node', PIPE]) {
-    rows.push({
-      target: t,
-      'bulk Gbit/s': bulk[t].toFixed(2),
-      'new conn/s': conn[t].rps.toFixed(0),
-      'CPU µs/conn': conn[t].cpuUs === undefined ? '—' : conn[t].cpuUs.toFixed(0),
-      'UDP req/s': udp[t] === undefined ? '—' : udp[t].toFixed(0),
-      'CPU µs/UDP req': t === 'l4-node' ? udpCpuUs.toFixed(1) : '—',
-      errors: conn[t].note,
-    });
+
+  const layout =
+    LOAD_CPU === null
+      ? `nothing pinned (${CPUS.length} CPU(s), taskset ${have('taskset') ? 'present' : 'missing'})`
+      : `load generators and backends on CPU ${LOAD_CPU}, each proxy alone on CPU ${PROXY_CPU}`;
+  console.log(
+    `\nL4 bench, ${DUR}s per run, best of ${ROUNDS} rounds; ${layout}${skipped.length ? `; skipped: ${skipped.join(', ')}` : ''}`,
+  );
+  console.log(
+    'Load CPU = generator + the server it drives, target CPU = the proxy, in % of one core over the row; ' +
+      `\`generator-limited\`: load ≥ 90% of its ${loadCores} core(s) while the target was below 90%; \`unsaturated\`: ` +
+      'neither was (foreign load, latency). Ratios divide throughput when both rows were target-limited, else CPU µs ' +
+      'per MB or per connection (`by CPU/MB`, `by CPU/conn`).\n',
+  );
+  if (doBulk) {
+    console.log(
+      `| bulk (iperf3) | Gbit/s | load CPU % (client+server) | target CPU % | limited by | target CPU µs/MB | vs haproxy | vs ${PIPE} | CPU ${CPUS.join('/')} busy % | load avg |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const t of targets) {
+      const r = bulk[t];
+      const vsHap = vsCell(t, r, bulk.haproxy, 'haproxy', GOALS.bulk, 'MB');
+      const vsPipe = t === PIPE || t === 'direct' ? '–' : plainRatio(compare(r, bulk[PIPE]), 'MB');
+      console.log(
+        `| ${t} | ${r.rate.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 1)} | ${vsHap} | ${vsPipe} | ${r.busy} | ${r.load1.toFixed(2)} |`,
+      );
+    }
   }
-  console.table(rows);
+  if (doConn) {
+    console.log(
+      `\n| new connections (wrk -t1 -c32, Connection: close) | conn/s | p99 ms | load CPU % (wrk+backend) | target CPU % | limited by | target CPU µs/conn | vs haproxy | p99 vs haproxy | vs ${PIPE} | errors | CPU ${CPUS.join('/')} busy % | load avg |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const t of targets) {
+      const r = conn[t];
+      const vsHap = vsCell(t, r, conn.haproxy, 'haproxy', GOALS.conn, 'conn');
+      const p99 = !conn.haproxy || t === 'haproxy' || t === 'direct' ? '–' : p99Cell(t, r, conn.haproxy);
+      const vsPipe = t === PIPE || t === 'direct' ? '–' : plainRatio(compare(r, conn[PIPE]), 'conn');
+      console.log(
+        `| ${t} | ${r.rate.toFixed(0)} | ${r.p99.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 0)} | ${vsHap} | ${p99} | ${vsPipe} | ${r.note} | ${r.busy} | ${r.load1.toFixed(2)} |`,
+      );
+    }
+  }
   console.log(
-    `l4-node / haproxy: bulk ${(bulk['l4-node'] / bulk.haproxy).toFixed(2)}× (goal ≥ 0.95), ` +
-      `new conn/s ${(conn['l4-node'].rps / conn.haproxy.rps).toFixed(2)}× (goal ≥ 0.5); ` +
-      `l4-node / direct: UDP req/s ${(udp['l4-node'] / udp.direct).toFixed(2)}×`,
+    `\nUDP request/response (Node client and echo on the load CPU, which they saturate first): direct ${udp.direct.toFixed(0)}/s, ` +
+      `l4-node ${udp['l4-node'].toFixed(0)}/s (${(udp['l4-node'] / udp.direct).toFixed(2)}× direct), l4-node CPU ${udpCpuUs.toFixed(1)} µs/req`,
   );
-  console.log(
-    `l4-node / ${PIPE}: bulk ${(bulk['l4-node'] / bulk[PIPE]).toFixed(2)}×, new conn/s ${(conn['l4-node'].rps / conn[PIPE].rps).toFixed(2)}×; ` +
-      `${PIPE} / haproxy: new conn/s ${(conn[PIPE].rps / conn.haproxy.rps).toFixed(2)}×`,
-  );
+  const goals = [];
+  if (bulk.haproxy) {
+    const c = compare(bulk['l4-node'], bulk.haproxy);
+    goals.push(`bulk ${verdict(c.ratio, 'haproxy', GOALS.bulk, c.basis, 'MB')}`);
+  }
+  if (conn.haproxy) {
+    const c = compare(conn['l4-node'], conn.haproxy);
+    goals.push(`new conn/s ${verdict(c.ratio, 'haproxy', GOALS.conn, c.basis, 'conn')}`);
+    goals.push(`connect p99 ${verdict(conn['l4-node'].p99 / conn.haproxy.p99, "haproxy's", GOALS.p99)}`);
+  }
+  console.log(`goals, l4-node: ${goals.length ? goals.join('; ') : 'n/a (no haproxy rows)'}`);
+}
+
+function pct(x) {
+  return Number.isNaN(x) ? '–' : x.toFixed(0);
+}
+
+function num(x, digits) {
+  return Number.isFinite(x) ? x.toFixed(digits) : '–';
+}
+
+function loadCell(r) {
+  return `${pct(r.genPct + r.serverPct)} (${pct(r.genPct)}+${pct(r.serverPct)})`;
+}
+
+function cpuNote(r) {
+  return `generator ${pct(r.genPct)}% + server ${pct(r.serverPct)}%, target ${pct(r.targetPct)}% (${r.limit}), CPUs ${CPUS.join('/')} busy ${r.busy}%, load ${r.load1.toFixed(2)}`;
+}
+
+function plainRatio(c, unit) {
+  return `${c.ratio.toFixed(2)}×${c.basis === 'CPU per unit' ? ` by CPU/${unit}` : ''}`;
+}
+
+/** vs HAProxy: with the goal on the l4-node row, plain on the others. */
+function vsCell(t, r, hap, what, goal, unit) {
+  if (!hap || t === 'haproxy' || t === 'direct') return '–';
+  const c = compare(r, hap);
+  return t === 'l4-node' ? verdict(c.ratio, what, goal, c.basis, unit) : plainRatio(c, unit);
+}
+
+/** Connect p99 over HAProxy's, lower is better: with the goal on the l4-node row. */
+function p99Cell(t, r, hap) {
+  const ratio = r.p99 / hap.p99;
+  return t === 'l4-node' ? verdict(ratio, "haproxy's", GOALS.p99) : `${ratio.toFixed(2)}×`;
 }
 
 function wrkWarm(port) {
-  execFileSync(
-    'taskset',
-    ['-c', LOAD_CPU, 'wrk', '-t1', '-c16', '-d2s', '-H', 'Connection: close', `http://127.0.0.1:${port}/ok`],
-    {
-      stdio: 'ignore',
-    },
-  );
+  execFileSync(...onLoadCpu('wrk', ['-t1', '-c16', '-d2s', '-H', 'Connection: close', `http://127.0.0.1:${port}/ok`]), {
+    stdio: 'ignore',
+  });
 }

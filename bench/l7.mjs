@@ -9,28 +9,58 @@
 //                                     # foreground l7-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                     # for ../shared/bench/anchors.sh EXTRA_L7
 //
-// Layout as ../shared/bench/anchors.sh: wrk (-t2 -c64) and the nginx backend on CPU 0, the proxy under test
-// alone on CPU 1 (nginx 1 worker, haproxy nbthread 1, one node process). In the L4 → L7 row both nodes share
-// CPU 1. The l7-node runs with LOG_LEVEL=warn (no access log), as nginx/haproxy run with access logs off.
-// Needs nginx, haproxy, wrk (apt-get) and the npm package http-proxy (HTTP_PROXY_DIR, a folder whose
-// node_modules has it; the row is skipped without it). Every process it starts is stopped by PID on exit.
+// Layout as ../shared/bench/anchors.sh: wrk (-t2 -c64) and the nginx backend on the first CPU this process may
+// use, the proxy under test alone on the second (nginx 1 worker, haproxy nbthread 1, one node process); without
+// taskset or a second CPU nothing is pinned, and the header says so. In the L4 → L7 row both nodes share the
+// proxy CPU. The l7-node runs with LOG_LEVEL=warn (no access log), as nginx/haproxy run with access logs off.
+// Needs nginx (the backend) and wrk; haproxy and the npm package http-proxy (HTTP_PROXY_DIR, a folder whose
+// node_modules has it) are references whose rows are skipped, and named, when missing. As root it first
+// apt-get installs nginx-light, haproxy and wrk when missing. Every process it starts is stopped by PID on exit.
+//
+// Every row prints the load side's CPU (wrk, from this process's reaped-children time, plus the backend) and the
+// target's (from /proc over the row's window), each core's busy % (foreign load shows there) and the load
+// average. A row whose load side used ≥ 90% of its core while the target did not is `generator-limited`: its
+// req/s is wrk's ceiling. Only rows whose target saturated its core compare by req/s; any other comparison
+// divides CPU µs per request instead (labelled `by CPU/req`), which a busy shared machine disturbs far less.
+// The l7-node rows print their goals (issue #22): ≥ 0.8× nginx and ≥ 2× the best plain Node proxy.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds } from './proc-cpu.mjs';
+import {
+  bottleneck,
+  compare,
+  compareWithBest,
+  cpuMicrosPer,
+  cpuPercent,
+  parseCpuList,
+  verdict,
+} from './bench-verdict.mjs';
+import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const L7_MAIN = join(ROOT, 'apps/l7-node/dist/main.js');
 const L4_MAIN = join(ROOT, 'apps/l4-node/dist/main.js');
-const SHARED = join(ROOT, '../shared/bench');
+// The reference proxies' scripts: ../shared/bench beside the main checkout, two levels up from a worktree.
+const SHARED =
+  process.env.SHARED_BENCH ??
+  [join(ROOT, '../shared/bench'), join(ROOT, '../../shared/bench')].find((d) => existsSync(d)) ??
+  join(ROOT, '../shared/bench');
 const ROUNDS = Number(process.env.ROUNDS ?? 1);
 const DUR = Number(process.env.DUR ?? 5);
 const WARM = Number(process.env.WARM ?? 4);
-const LOAD_CPU = '0';
-const PROXY_CPU = '1';
+const GOALS = { nginx: { min: 0.8 }, node: { min: 2 } };
+// Set by main(): the load CPU and the proxy CPU (null: not pinned), the CPUs shown, and how many cores each side
+// may use (the generator-limited threshold scales with them).
+let LOAD_CPU = null;
+let PROXY_CPU = null;
+let CPUS = [];
+let loadCores = 1;
+let targetCores = 1;
+/** The nginx backend, on the load CPU: its CPU counts with wrk's as the load side's. */
+let backend;
 const work = mkdtempSync(join(tmpdir(), 'bench-l7-'));
 const children = [];
 
@@ -68,8 +98,10 @@ function l7Snapshot(proxyPort, directPort, upstream) {
   };
 }
 
+/** cpu null: the child keeps this process's affinity (whatever pin the caller gave it). */
 function start(name, cpu, cmd, args, env = process.env) {
-  const c = spawn('taskset', ['-c', cpu, cmd, ...args], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [file, argv] = cpu === null ? [cmd, args] : ['taskset', ['-c', cpu, cmd, ...args]];
+  const c = spawn(file, argv, { env, stdio: ['ignore', 'ignore', 'inherit'] });
   c.name = name;
   children.push(c);
   return c;
@@ -89,12 +121,15 @@ function startL7(name, proxyPort, directPort, upstream, cpu, env = {}) {
 if (process.argv[2] === '--serve') {
   const listen = Number(process.argv[3]);
   const upstream = Number(process.argv[4]);
-  // PROXY v2 port one above the plain port the harness dials.
-  const child = startL7('serve', listen + 1, listen, upstream, '0-63');
+  // PROXY v2 port one above the plain port the harness dials. No taskset: the node keeps the caller's pin.
+  const child = startL7('serve', listen + 1, listen, upstream, null);
   const stop = () => child.kill('SIGTERM');
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  child.on('exit', (code) => process.exit(code ?? 0));
+  child.on('exit', (code) => {
+    rmSync(work, { recursive: true, force: true });
+    process.exit(code ?? 0);
+  });
 } else {
   await main();
   // The proxies are children: without this the bench would wait on them forever ('exit' stops them).
@@ -162,33 +197,85 @@ function startNginx(name, cpu, body) {
   ]);
 }
 
-function wrk(port, path, warm) {
-  const args = [
-    '-c',
-    LOAD_CPU,
-    'wrk',
-    '-t2',
-    '-c64',
-    `-d${warm ? WARM : DUR}s`,
-    '--latency',
-    `http://127.0.0.1:${port}${path}`,
-  ];
-  const out = execFileSync('taskset', args, { encoding: 'utf8' });
-  if (warm) return null;
+/** wrk's command line on the load CPU (or unpinned). */
+function wrkCommand(args) {
+  return LOAD_CPU === null ? ['wrk', args] : ['taskset', ['-c', LOAD_CPU, 'wrk', ...args]];
+}
+
+function warmUp(port, path) {
+  execFileSync(...wrkCommand(['-t2', '-c64', `-d${WARM}s`, `http://127.0.0.1:${port}${path}`]), { stdio: 'ignore' });
+}
+
+/** One measured wrk run, with the CPU the load side (wrk + backend) and the target (procs) used meanwhile. */
+function wrk(port, path, procs) {
+  const t0 = performance.now();
+  const ticks0 = coreTicks();
+  const [wrk0, be0, target0] = [reapedChildrenCpuSeconds(), cpuSeconds([backend]), cpuSeconds(procs)];
+  const out = execFileSync(
+    ...wrkCommand(['-t2', '-c64', `-d${DUR}s`, '--latency', `http://127.0.0.1:${port}${path}`]),
+    {
+      encoding: 'utf8',
+    },
+  );
+  const [wrk1, be1, target1] = [reapedChildrenCpuSeconds(), cpuSeconds([backend]), cpuSeconds(procs)];
+  const wall = (performance.now() - t0) / 1000;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0);
   const p99m = /99%\s+([\d.]+)(us|ms|s)/.exec(out);
   const p99 = p99m ? Number(p99m[1]) * (p99m[2] === 'us' ? 0.001 : p99m[2] === 's' ? 1000 : 1) : Number.NaN;
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
   const errs = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? '0';
   const sock = /Socket errors: (.*)/.exec(out)?.[1] ?? '';
-  return { rps, requests, p99, errors: Number(errs), sock };
+  const wrkPct = cpuPercent(wrk1 - wrk0, wall);
+  const backendPct = cpuPercent(be1 - be0, wall);
+  const targetPct = procs.length === 0 ? Number.NaN : cpuPercent(target1 - target0, wall);
+  return {
+    rps,
+    p99,
+    errors: Number(errs),
+    sock,
+    wrkPct,
+    backendPct,
+    targetPct,
+    limit: bottleneck({ loadPct: wrkPct + backendPct, loadCores, targetPct, targetCores }),
+    cpuUs: procs.length === 0 ? Number.NaN : cpuMicrosPer(target1 - target0, requests),
+    busy: coreBusy(ticks0, coreTicks(), CPUS),
+    load1: loadavg()[0],
+  };
 }
 
 async function main() {
   process.on('exit', cleanup);
   process.on('SIGINT', () => process.exit(130));
-  const missing = ['nginx', 'haproxy', 'wrk', 'taskset'].filter((c) => !have(c));
-  if (missing.length) throw new Error(`missing ${missing.join(', ')}: apt-get install -y nginx haproxy wrk util-linux`);
+  const packages = { nginx: 'nginx-light', haproxy: 'haproxy', wrk: 'wrk' };
+  const missing = Object.keys(packages).filter((c) => !have(c));
+  if (missing.length > 0 && process.getuid?.() === 0) {
+    console.error(`apt-get install ${missing.map((c) => packages[c]).join(' ')}`);
+    try {
+      execFileSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
+      execFileSync('apt-get', ['install', '-y', '-q', ...missing.map((c) => packages[c])], {
+        stdio: 'ignore',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
+    } catch (e) {
+      console.error(`apt-get failed (${e.message.split('\n')[0]}): measuring against what is installed`);
+    }
+  }
+  for (const c of ['nginx', 'wrk']) {
+    if (!have(c))
+      throw new Error(`${c} is needed (${c === 'wrk' ? 'load generator' : 'backend'}): apt-get install ${packages[c]}`);
+  }
+  const skipped = [];
+  if (!have('haproxy')) skipped.push('haproxy (not installed)');
+  if (!process.env.HTTP_PROXY_DIR) skipped.push('node-http-proxy (HTTP_PROXY_DIR unset)');
+  // The load side and the proxy on different cores, so every proxy gets the same one and rows compare.
+  CPUS = parseCpuList(allowedCpuList());
+  if (have('taskset') && CPUS.length >= 2) {
+    [LOAD_CPU, PROXY_CPU] = CPUS.map(String);
+    CPUS = CPUS.slice(0, 2);
+  } else {
+    loadCores = CPUS.length;
+    targetCores = CPUS.length;
+  }
 
   // nginx workers run as an unprivileged user: the (0700) temp folder must be readable.
   chmodSync(work, 0o755);
@@ -197,7 +284,7 @@ async function main() {
   writeFileSync(join(www, 'ok'), 'ok');
   writeFileSync(join(www, '16k'), Buffer.alloc(16384, 'x'));
   const BE = 19080;
-  startNginx(
+  backend = startNginx(
     'backend',
     LOAD_CPU,
     `sendfile on; tcp_nopush on; tcp_nodelay on;
@@ -221,11 +308,12 @@ async function main() {
   );
   targets.push(['nginx', 19081, [nginx]]);
   const hap = join(work, 'haproxy.cfg');
-  writeFileSync(
-    hap,
-    `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  timeout http-keep-alive 60s\n  option http-keep-alive\n  option forwardfor\n  http-reuse always\nfrontend fe\n  bind 127.0.0.1:19082\n  default_backend be\nbackend be\n  server s1 127.0.0.1:${BE}\n`,
-  );
-  targets.push(['haproxy', 19082, [start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', hap])]]);
+  if (have('haproxy'))
+    writeFileSync(
+      hap,
+      `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  timeout http-keep-alive 60s\n  option http-keep-alive\n  option forwardfor\n  http-reuse always\nfrontend fe\n  bind 127.0.0.1:19082\n  default_backend be\nbackend be\n  server s1 127.0.0.1:${BE}\n`,
+    );
+  if (have('haproxy')) targets.push(['haproxy', 19082, [start('haproxy', PROXY_CPU, 'haproxy', ['-db', '-f', hap])]]);
   const undici = start(
     'node-undici',
     PROXY_CPU,
@@ -300,32 +388,82 @@ async function main() {
     for (const [name, port, procs] of targets) {
       for (const body of ['ok', '16k']) {
         // Each body warms up on its own: the 16k run exercises other code (body forwarding) than `ok`.
-        if (round === 0) wrk(port, `/${body}`, true);
-        const cpu0 = cpuSeconds(procs);
-        const r = wrk(port, `/${body}`, false);
-        const cpuUs = procs.length === 0 ? Number.NaN : ((cpuSeconds(procs) - cpu0) * 1e6) / r.requests;
+        if (round === 0) warmUp(port, `/${body}`);
+        const r = wrk(port, `/${body}`, procs);
         const key = `${name} ${body}`;
-        if (!best.has(key) || r.rps > best.get(key).rps) best.set(key, { name, body, ...r, cpuUs });
+        if (!best.has(key) || r.rps > best.get(key).rps) best.set(key, { name, body, rate: r.rps, ...r });
         process.stderr.write(
-          `${ROUNDS > 1 ? `round ${round + 1}: ` : ''}${name} ${body}: ${Math.round(r.rps)} req/s p99 ${r.p99.toFixed(2)} ms\n`,
+          `${ROUNDS > 1 ? `round ${round + 1}: ` : ''}${name} ${body}: ${Math.round(r.rps)} req/s p99 ${r.p99.toFixed(2)} ms, ` +
+            `wrk ${pct(r.wrkPct)}% + backend ${pct(r.backendPct)}%, target ${pct(r.targetPct)}% (${r.limit}), ` +
+            `CPUs ${CPUS.join('/')} busy ${r.busy}%, load ${r.load1.toFixed(2)}\n`,
         );
       }
     }
   }
-  const rows = [...best.values()];
-  const find = (n, b) => rows.find((r) => r.name === n && r.body === b);
+  printTable([...best.values()], l4, skipped);
+}
+
+function pct(x) {
+  return Number.isNaN(x) ? '–' : x.toFixed(0);
+}
+
+/** The ratio cell: with its goal for the l7-node rows, plain (but labelled by basis) for the others. */
+function ratioCell(row, ref, what, goal) {
+  if (!ref) return `n/a ${what}`;
+  const cmp = compare(row, ref);
+  if (row.name.startsWith('l7-node')) return verdict(cmp.ratio, what, goal, cmp.basis, 'req');
+  return `${cmp.ratio.toFixed(2)}×${cmp.basis === 'CPU per unit' ? ' by CPU/req' : ''}`;
+}
+
+function printTable(rows, l4, skipped) {
+  const layout =
+    LOAD_CPU === null
+      ? `nothing pinned (${CPUS.length} CPU(s), taskset ${have('taskset') ? 'present' : 'missing'})`
+      : `wrk and the nginx backend on CPU ${LOAD_CPU}, each proxy alone on CPU ${PROXY_CPU}`;
   console.log(
-    `\nL7 bench, wrk -t2 -c64 ${DUR}s after ${WARM}s warm-up${ROUNDS > 1 ? `, best of ${ROUNDS} rounds` : ''}; ` +
-      `proxies alone on CPU ${PROXY_CPU}${l4 ? '' : ' (no L4 row)'}\n`,
+    `\nL7 bench, wrk -t2 -c64 ${DUR}s after ${WARM}s warm-up${ROUNDS > 1 ? `, best of ${ROUNDS} rounds` : ''}; ${layout}` +
+      `${l4 ? '' : '; no L4 row'}${skipped.length ? `; skipped: ${skipped.join(', ')}` : ''}`,
   );
-  console.log('| target | body | req/s | p99 ms | errors | vs nginx | vs best node peer | proxy CPU µs/req |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(
+    'Load CPU = wrk + backend, target CPU = the proxy process(es), in % of one core over the row; `generator-limited`: ' +
+      `load ≥ 90% of its ${loadCores} core(s) while the target was below 90%; ` +
+      '`unsaturated`: neither was (foreign load, latency). Ratios divide req/s when both rows were target-limited, ' +
+      'else CPU µs/req (`by CPU/req`).\n',
+  );
+  console.log(
+    `| target | body | req/s | p99 ms | errors | load CPU % (wrk+backend) | target CPU % | limited by | target CPU µs/req | vs nginx | vs best plain Node | CPU ${CPUS.join('/')} busy % | load avg |`,
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    const ngx = find('nginx', r.body)?.rps ?? Number.NaN;
+    const nginx = rows.find((x) => x.name === 'nginx' && x.body === r.body);
     const peers = rows.filter((x) => x.body === r.body && x.name.startsWith('node-'));
-    const best = Math.max(...peers.map((x) => x.rps));
+    const isRef = r.name === 'direct' || r.name === 'nginx' || r.name === 'haproxy' || r.name.startsWith('node-');
+    const vsNginx = r.name === 'nginx' || r.name === 'direct' ? '–' : ratioCell(r, nginx, 'nginx', GOALS.nginx);
+    const bestPeer = compareWithBest(r, peers);
+    const vsNode =
+      isRef || !bestPeer
+        ? '–'
+        : r.name.startsWith('l7-node')
+          ? verdict(bestPeer.ratio, `best plain Node (${bestPeer.name})`, GOALS.node, bestPeer.basis, 'req')
+          : `${bestPeer.ratio.toFixed(2)}×${bestPeer.basis === 'CPU per unit' ? ' by CPU/req' : ''}`;
     console.log(
-      `| ${r.name} | ${r.body} | ${Math.round(r.rps)} | ${r.p99.toFixed(2)} | ${r.errors}${r.sock ? ` (${r.sock})` : ''} | ${(r.rps / ngx).toFixed(2)}x | ${(r.rps / best).toFixed(2)}x | ${Number.isNaN(r.cpuUs) ? '–' : r.cpuUs.toFixed(1)} |`,
+      `| ${r.name} | ${r.body} | ${Math.round(r.rps)} | ${r.p99.toFixed(2)} | ${r.errors}${r.sock ? ` (${r.sock})` : ''} | ` +
+        `${pct(r.wrkPct + r.backendPct)} (${pct(r.wrkPct)}+${pct(r.backendPct)}) | ${pct(r.targetPct)} | ${r.limit} | ` +
+        `${Number.isNaN(r.cpuUs) ? '–' : r.cpuUs.toFixed(1)} | ${vsNginx} | ${vsNode} | ${r.busy} | ${r.load1.toFixed(2)} |`,
+    );
+  }
+  for (const body of ['ok', '16k']) {
+    const node = rows.find((x) => x.name === 'l7-node' && x.body === body);
+    if (!node) continue;
+    const nginx = rows.find((x) => x.name === 'nginx' && x.body === body);
+    const peer = compareWithBest(
+      node,
+      rows.filter((x) => x.body === body && x.name.startsWith('node-')),
+    );
+    const n = nginx ? compare(node, nginx) : { ratio: Number.NaN, basis: 'throughput' };
+    console.log(
+      `goal, ${body === 'ok' ? '2-byte' : '16 KiB'} body: l7-node ${verdict(n.ratio, 'nginx', GOALS.nginx, n.basis, 'req')}; ` +
+        `${peer ? verdict(peer.ratio, `best plain Node (${peer.name})`, GOALS.node, peer.basis, 'req') : 'n/a best plain Node'}`,
     );
   }
 }

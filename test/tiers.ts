@@ -70,8 +70,11 @@ export function tierOf(file: string): Tier {
   return integration.has(file) ? 'integration' : 'unit';
 }
 
-/** Where test files live: beside the code, in each workspace's test/, in scripts/, and top-level test/. */
-const TEST_ROOTS = ['apps', 'packages', 'scripts', 'test'];
+/**
+ * Where test files live: beside the code, in each workspace's test/, in scripts/, bench/ (the benches' pure
+ * arithmetic) and top-level test/.
+ */
+const TEST_ROOTS = ['apps', 'packages', 'scripts', 'bench', 'test'];
 const SKIPPED_FOLDERS = new Set(['node_modules', 'dist', '.turbo']);
 
 /** Every `*.test.ts` under the test roots, as sorted repository-relative paths with forward slashes. */

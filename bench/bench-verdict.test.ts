@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import {
+  bottleneck,
+  compare,
+  compareWithBest,
+  cpuMicrosPer,
+  cpuPercent,
+  parseCpuList,
+  verdict,
+} from './bench-verdict.mjs';
+
+describe('parseCpuList', () => {
+  it('reads single CPUs, ranges and both', () => {
+    expect(parseCpuList('1')).toEqual([1]);
+    expect(parseCpuList('0-3,6\n')).toEqual([0, 1, 2, 3, 6]);
+  });
+
+  it('refuses what is no list', () => {
+    expect(() => parseCpuList('a')).toThrow(/bad CPU list/);
+    expect(() => parseCpuList('3-1')).toThrow(/bad CPU list/);
+  });
+});
+
+describe('CPU arithmetic', () => {
+  it('gives % of one core and µs per unit', () => {
+    expect(cpuPercent(4.5, 5)).toBeCloseTo(90);
+    expect(cpuPercent(1, 0)).toBeNaN();
+    // nginx at ~27k req/s on one core costs ~37 µs a request.
+    expect(cpuMicrosPer(1, 27_000)).toBeCloseTo(37.04, 1);
+    expect(cpuMicrosPer(1, 0)).toBeNaN();
+  });
+});
+
+describe('bottleneck', () => {
+  const row = { loadCores: 1, targetCores: 1 };
+
+  it('names the generator when its core is full and the target has room', () => {
+    expect(bottleneck({ ...row, loadPct: 97, targetPct: 80 })).toBe('generator-limited');
+  });
+
+  it('names the target when its core is full, whatever the generator does', () => {
+    expect(bottleneck({ ...row, loadPct: 30, targetPct: 100 })).toBe('target-limited');
+    expect(bottleneck({ ...row, loadPct: 99, targetPct: 95 })).toBe('target-limited');
+  });
+
+  it('names neither when both have room (foreign load, latency)', () => {
+    expect(bottleneck({ ...row, loadPct: 70, targetPct: 60 })).toBe('unsaturated');
+  });
+
+  it('scales the threshold with the cores each side may use', () => {
+    expect(bottleneck({ loadCores: 2, targetCores: 1, loadPct: 150, targetPct: 50 })).toBe('unsaturated');
+    expect(bottleneck({ loadCores: 2, targetCores: 1, loadPct: 185, targetPct: 50 })).toBe('generator-limited');
+  });
+});
+
+describe('compare', () => {
+  const node = { rate: 41_000, cpuUs: 24, limit: 'target-limited' };
+
+  it('divides throughput when both rows were limited by their target', () => {
+    const nginx = { rate: 71_700, cpuUs: 13.5, limit: 'target-limited' };
+    const c = compare(node, nginx);
+    expect(c.basis).toBe('throughput');
+    expect(c.ratio).toBeCloseTo(0.572, 3);
+  });
+
+  it('divides CPU per unit, reference over target, when either row was generator-limited', () => {
+    const nginx = { rate: 43_300, cpuUs: 18, limit: 'generator-limited' };
+    expect(compare(node, nginx)).toEqual({ ratio: 0.75, basis: 'CPU per unit' });
+    expect(compare({ ...node, limit: 'generator-limited' }, { ...nginx, limit: 'target-limited' }).basis).toBe(
+      'CPU per unit',
+    );
+  });
+
+  it('divides CPU per unit when a row was unsaturated (its throughput was not its capacity)', () => {
+    const nginx = { rate: 8_650, cpuUs: 25, limit: 'unsaturated' };
+    expect(compare({ ...node, cpuUs: 50 }, nginx)).toEqual({ ratio: 0.5, basis: 'CPU per unit' });
+  });
+
+  it('falls back to throughput when a CPU figure is missing', () => {
+    const direct = { rate: 99_000, cpuUs: Number.NaN, limit: 'generator-limited' };
+    expect(compare(node, direct).basis).toBe('throughput');
+  });
+
+  it('compares with the strongest reference', () => {
+    const peers = [
+      { name: 'undici', rate: 21_800, cpuUs: 45, limit: 'target-limited' },
+      { name: 'http-proxy', rate: 15_000, cpuUs: 66, limit: 'target-limited' },
+    ];
+    const best = compareWithBest(node, peers);
+    expect(best?.name).toBe('undici');
+    expect(best?.ratio).toBeCloseTo(1.88, 2);
+    expect(compareWithBest(node, [])).toBeUndefined();
+  });
+});
+
+describe('verdict', () => {
+  it('prints the ratio, the goal and whether it is met', () => {
+    expect(verdict(0.5716, 'nginx', { min: 0.8 })).toBe('0.57× nginx (goal ≥ 0.8×) MISS');
+    expect(verdict(2.06, 'best plain Node', { min: 2 })).toBe('2.06× best plain Node (goal ≥ 2×) ok');
+    expect(verdict(0.8, 'haproxy', { min: 0.8 })).toBe('0.80× haproxy (goal ≥ 0.8×) ok');
+  });
+
+  it('labels a CPU-cost ratio and reads a max goal as lower-is-better', () => {
+    expect(verdict(0.75, 'nginx', { min: 0.8 }, 'CPU per unit', 'req')).toBe(
+      '0.75× nginx by CPU/req (goal ≥ 0.8×) MISS',
+    );
+    expect(verdict(4.5, 'haproxy p99', { max: 2 })).toBe('4.50× haproxy p99 (goal ≤ 2×) MISS');
+    expect(verdict(1.5, 'haproxy p99', { max: 2 })).toBe('1.50× haproxy p99 (goal ≤ 2×) ok');
+  });
+
+  it('says n/a when there is nothing to compare with', () => {
+    expect(verdict(Number.NaN, 'nginx', { min: 0.8 })).toBe('n/a nginx');
+  });
+});
