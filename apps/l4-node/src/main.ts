@@ -6,6 +6,7 @@ import {
   ControlChannelClient,
   type FileSource,
   LoadSampler,
+  type ReloadResult,
   reportRuntime,
   runNode,
   sessionSyncFromEnv,
@@ -76,6 +77,11 @@ await runNode({
   },
 });
 
+/** Counts a config in the reload metric, labelled as the L7 node labels it. */
+function reloaded(result: ReloadResult): void {
+  node.metrics.reloads.inc({ result });
+}
+
 function fileSource(path: string): FileSource<NodeSnapshot> {
   return {
     kind: 'file',
@@ -83,10 +89,10 @@ function fileSource(path: string): FileSource<NodeSnapshot> {
     pollMs: config.SLB_CONFIG_POLL_MS,
     load: loadSnapshotFile,
     apply: (snapshot) => {
-      node.metrics.reloads.inc({ result: 'applied' });
+      reloaded('applied');
       return node.apply(snapshot);
     },
-    refused: () => node.metrics.reloads.inc({ result: 'rejected' }),
+    refused: () => reloaded('rejected'),
   };
 }
 
@@ -107,7 +113,7 @@ function channelSource(): ChannelSource {
     stateDir: config.SLB_STATE_DIR ?? `./data/node-${nodeId}`,
     schema: NodeSnapshot,
     apply: async (snapshot, change) => {
-      node.metrics.reloads.inc({ result: 'applied' });
+      reloaded('applied');
       return node.apply(snapshot, change);
     },
     load: () => load.current,

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -29,9 +29,33 @@ const nodes = [
 const harnessLine = (l: Line) => ({ level: l.level, msg: l.msg, trigger: l.trigger, version: l.version });
 const HARNESS = /^(config applied|config rejected|shutting down|stopped)/;
 
-async function runScript(node: (typeof nodes)[number], dir: string): Promise<{ lines: Line[]; code: number | null }> {
+/** The node's reload counter by result, read from its metrics port, without the l4/l7 prefix. */
+async function reloadCounts(metricsPort: unknown): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${Number(metricsPort)}/metrics`)).text();
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/^slb_l[47]_config_reloads_total\{result="(\w+)"\} (\d+)$/gm))
+    counts[m[1]!] = Number(m[2]);
+  return counts;
+}
+
+/**
+ * Replaces the file whole, as an operator should: the watch polls every 50 ms and would otherwise read a
+ * file truncated and not yet written, and rightly reject it (once in six runs here).
+ */
+function writeWhole(file: string, text: string): void {
+  writeFileSync(`${file}.tmp`, text);
+  renameSync(`${file}.tmp`, file);
+}
+
+interface ScriptRun {
+  lines: Line[];
+  code: number | null;
+  reloads: Record<string, number>;
+}
+
+async function runScript(node: (typeof nodes)[number], dir: string): Promise<ScriptRun> {
   const file = join(dir, `${node.name}.json`);
-  writeFileSync(file, JSON.stringify(node.snapshot(1)));
+  writeWhole(file, JSON.stringify(node.snapshot(1)));
   const child: ChildProcess = spawn(process.execPath, [node.main, '--config', file], {
     env: {
       ...process.env,
@@ -69,21 +93,22 @@ async function runScript(node: (typeof nodes)[number], dir: string): Promise<{ l
     // lines do not depend on whether the poll or the signal comes first).
     const rejected = (trigger: string) => (l: Line) =>
       typeof l.msg === 'string' && l.msg.startsWith('config rejected') && l.trigger === trigger;
-    writeFileSync(file, '{"version": 2,');
+    writeWhole(file, '{"version": 2,');
     await seen(rejected('file changed'), 'rejection by the watch');
     child.kill('SIGHUP');
     await seen(rejected('SIGHUP'), 'rejection on SIGHUP');
-    writeFileSync(file, JSON.stringify(node.snapshot(2)));
+    writeWhole(file, JSON.stringify(node.snapshot(2)));
     await seen((l) => l.msg === 'config applied' && l.version === 2, 'second apply');
     // The same content rewritten (another size): the watch sees it, nothing is applied again.
-    writeFileSync(file, `${JSON.stringify(node.snapshot(2))}\n`);
+    writeWhole(file, `${JSON.stringify(node.snapshot(2))}\n`);
     await new Promise((r) => setTimeout(r, 400));
+    const reloads = await reloadCounts(lines.find((l) => l.msg === 'metrics listening')?.metricsPort);
     child.kill('SIGTERM');
     const [code] = await exited;
     // In the order logged: pino writes asynchronously, and at exit it writes what is still buffered ahead of
     // a write in flight, so 'stopped' can reach the pipe before 'shutting down'.
     const logged = lines.filter((l) => typeof l.msg === 'string' && HARNESS.test(l.msg));
-    return { lines: logged.sort((a, b) => Number(a.time) - Number(b.time)), code };
+    return { lines: logged.sort((a, b) => Number(a.time) - Number(b.time)), code, reloads };
   } finally {
     child.kill('SIGKILL');
   }
@@ -106,5 +131,8 @@ describe.skipIf(nodes.some((n) => !existsSync(n.main)))('file mode, l4-node and 
     expect(l4!.lines.map(harnessLine)).toEqual(expected);
     expect(l7!.lines.map(harnessLine)).toEqual(expected);
     expect([l4!.code, l7!.code]).toEqual([0, 0]);
+    // The reload metric counts what the log says, under the same labels on both nodes.
+    expect(l4!.reloads).toEqual({ applied: 2, rejected: 2 });
+    expect(l7!.reloads).toEqual({ applied: 2, rejected: 2 });
   }, 60_000);
 });

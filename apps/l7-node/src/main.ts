@@ -13,6 +13,7 @@ import {
   ControlChannelClient,
   type FileSource,
   LoadSampler,
+  type ReloadResult,
   reportRuntime,
   runNode,
   type SnapshotChange,
@@ -59,7 +60,7 @@ interface Target {
   /** The listeners not served as sent now (binds being retried included): sent in every heartbeat. */
   currentFailures(): ListenerFailure[];
   close(): Promise<void>;
-  reloads(result: 'refused'): void;
+  reloads(result: ReloadResult): void;
 }
 
 if (role === 'worker') startWorker();
@@ -160,7 +161,7 @@ function serve() {
 
 async function startMetrics(registry: Parameters<typeof startMetricsServer>[0]) {
   const { server, address } = await startMetricsServer(registry, config.SLB_METRICS_HOST, config.SLB_METRICS_PORT);
-  logger.info({ host: address.address, port: address.port }, 'metrics listening');
+  logger.info({ metricsPort: address.port, metricsHost: address.address }, 'metrics listening');
   return server;
 }
 
@@ -183,7 +184,7 @@ function fileSource(path: string, target: Target): FileSource<L7NodeSnapshot> {
     pollMs: config.SLB_CONFIG_POLL_MS,
     load: loadSnapshotFile,
     apply: (snapshot) => target.apply(snapshot),
-    refused: () => target.reloads('refused'),
+    refused: () => target.reloads('rejected'),
   };
 }
 

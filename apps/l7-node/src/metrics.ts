@@ -92,7 +92,7 @@ export function createMetrics(registry = new Registry()) {
       'binds of failed listeners tried again, by result (bound: the listener serves from then on)',
       ['result'],
     ),
-    reloads: prom.counter('slb_l7_config_reloads_total', 'config snapshots applied or refused', ['result']),
+    reloads: prom.counter('slb_l7_config_reloads_total', 'config snapshots applied or rejected', ['result']),
   };
 }
 

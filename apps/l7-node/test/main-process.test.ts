@@ -99,10 +99,10 @@ describe.skipIf(!existsSync(main))('l7-node process', () => {
     const now = await request(`${url}/`);
     expect(((await now.body.json()) as { backend: string }).backend).toBe('two');
 
-    const metrics = await request(`http://127.0.0.1:${metricsLine.port}/metrics`);
+    const metrics = await request(`http://127.0.0.1:${metricsLine.metricsPort}/metrics`);
     const text = await metrics.body.text();
     expect(text).toContain('slb_l7_requests_total{listener="');
-    expect(text).toMatch(/slb_l7_config_reloads_total\{result="refused"\} [1-9]/);
+    expect(text).toMatch(/slb_l7_config_reloads_total\{result="rejected"\} [1-9]/);
     const reusePort = reusePortByVersion(process.version);
     expect(text).toContain(`slb_runtime_info{node_version="${process.version}",reuse_port="${reusePort}"} 1`);
     expect(logs.some((l) => (l.runtime as { node?: string } | undefined)?.node === process.version)).toBe(true);

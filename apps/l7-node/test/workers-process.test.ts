@@ -121,7 +121,7 @@ describe.skipIf(!existsSync(main))('l7-node with SLB_L7_WORKERS=2', () => {
     const servedBy = new Set(node.logs.filter((l) => l.msg === 'access').map((l) => l.pid));
     expect(servedBy.size).toBe(2);
 
-    const metricsPort = (await node.waitLog((l) => l.msg === 'metrics listening', 'metrics listening')).port;
+    const metricsPort = (await node.waitLog((l) => l.msg === 'metrics listening', 'metrics listening')).metricsPort;
     const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(text).toMatch(/slb_l7_requests_total\{[^}]*code="2xx"[^}]*\} 10\b/);
     // One runtime, not one per worker summed.

@@ -54,6 +54,7 @@ export {
   type FileSource,
   type LoadedSnapshot,
   type NodeProcess,
+  type ReloadResult,
   type RunNodeLogger,
   type RunNodeOptions,
   type RunningNode,

@@ -3,6 +3,9 @@ import { unwatchFile, watchFile } from 'node:fs';
 // The life of a forwarding node's process, the same for L4 and L7 so the two cannot drift: where config
 // comes from (a snapshot file, or the control channel), reloading the file, and stopping on signals.
 
+/** How a node's reload metric (`slb_l4_config_reloads_total`, `slb_l7_…`) labels a config it took or refused. */
+export type ReloadResult = 'applied' | 'rejected';
+
 /** A snapshot file read and checked: the snapshot, or one line saying what is wrong with it. */
 export type LoadedSnapshot<S> = { ok: true; snapshot: S } | { ok: false; reason: string };
 
@@ -16,7 +19,7 @@ export interface FileSource<S> {
   load(path: string): Promise<LoadedSnapshot<S>>;
   /** Applies a good snapshot; resolves with the listeners it could not serve (undefined: none known). */
   apply(snapshot: S): Promise<readonly unknown[] | undefined>;
-  /** Counts a refused file in the node's reload metric. */
+  /** Counts a refused file in the node's reload metric (as `rejected`, like the log line). */
   refused(): void;
 }
 
