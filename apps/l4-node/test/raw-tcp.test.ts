@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { SMALL_READS_TO_SHRINK } from '@slb/node-runtime';
@@ -12,6 +13,16 @@ import {
   spareBufferCount,
   uvError,
 } from '../src/raw-tcp.js';
+
+const hasPython = spawnSync('python3', ['-c', '']).status === 0;
+
+/** TCP_NODELAY of a socket of this process, read by a child it is passed to (Node has no getsockopt). */
+function tcpNoDelay(fd: number): number {
+  const py =
+    'import socket;s=socket.socket(fileno=3);print(s.getsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY));s.detach()';
+  const out = spawnSync('python3', ['-c', py], { stdio: ['ignore', 'pipe', 'inherit', fd], encoding: 'utf8' });
+  return Number(out.stdout.trim());
+}
 
 /** Byte-by-byte waits follow one another (one small read at a time), so a fine poll keeps the file fast. */
 const POLL = { timeout: 3000, interval: 5 };
@@ -122,6 +133,12 @@ describe('raw TCP handles (real sockets)', () => {
     await vi.waitUntil(() => r.rec.log.length === 4, POLL);
     expect(r.rec.log.slice(1).sort()).toEqual(['closed:client', 'closed:upstream', 'ended:upstream']);
     expect([r.down.readEnded, r.down.writeEnded, r.up.readEnded, r.up.writeEnded]).toEqual([true, true, true, true]);
+  });
+
+  it.skipIf(!hasPython)('has Nagle off on accepted and on upstream sockets', async () => {
+    const r = await relay(closers);
+    const fd = (s: RawSocket) => (s.handle as unknown as { fd: number }).fd;
+    expect([tcpNoDelay(fd(r.down)), tcpNoDelay(fd(r.up))]).toEqual([1, 1]);
   });
 
   it('reports a reset as a failure and leaves the closing to the owner', async () => {
