@@ -208,11 +208,25 @@ export class RawSocket {
       this.events?.rawFailed(this, n);
       return;
     }
+    // libuv has stopped reading at the FIN itself (uv__stream_eof), so no readStop() here.
     this.readEnded = true;
-    this.handle.readStop();
-    this.peer?.shutdownWrite();
+    const peer = this.peer;
+    if (peer !== undefined) {
+      // The peer read its own FIN before, so this FIN ends the connection: with nothing of ours queued toward
+      // it, close() sends its FIN after what the kernel still holds, as a shutdown would, without the
+      // shutdown call, its request and its callback a loop turn later (HAProxy closes the same way).
+      if (peer.readEnded && peer.handle.writeQueueSize === 0) peer.closeAfterFin();
+      else peer.shutdownWrite();
+    }
     this.events?.rawEnded(this);
     if (this.writeEnded) this.close();
+  }
+
+  /** Both ways are done on this socket's side: its FIN goes with the close (see readFailedOrEnded). */
+  private closeAfterFin(): void {
+    if (this.closed) return;
+    this.writeEnded = true;
+    this.close();
   }
 
   /** Sends a FIN once every write queued before it is done (libuv orders the shutdown after them). */

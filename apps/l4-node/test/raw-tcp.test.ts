@@ -135,6 +135,41 @@ describe('raw TCP handles (real sockets)', () => {
     expect([r.down.readEnded, r.down.writeEnded, r.up.readEnded, r.up.writeEnded]).toEqual([true, true, true, true]);
   });
 
+  it('closes with the last FIN without losing what the kernel still holds toward a slow reader', async () => {
+    const r = await relay(closers);
+    r.down.relayTo(r.up);
+    r.up.relayTo(r.down);
+    r.client.pause(); // the answer piles up in the kernel's buffers until the client reads
+    r.client.end('question');
+    await once(r.sink, 'end');
+    const answer = Buffer.alloc(512 * 1024, 9);
+    r.sink.end(answer);
+    // Relayed whole (no write of it pending) and closed: the rest of the answer is in the kernel's hands.
+    await vi.waitUntil(() => r.up.readEnded, POLL);
+    expect(r.down.closed).toBe(true);
+    r.client.resume();
+    await once(r.client, 'end');
+    expect(r.bytes('client')).toBe(answer.length);
+    expect(r.received.client.every((b) => b.every((x) => x === 9))).toBe(true);
+    await vi.waitUntil(() => r.down.closed && r.up.closed, POLL);
+    expect([r.down.writeEnded, r.up.writeEnded]).toEqual([true, true]);
+  });
+
+  it('passes the FIN of a backend that ends first on, then closes once the client ends too', async () => {
+    const r = await relay(closers);
+    r.down.relayTo(r.up);
+    r.up.relayTo(r.down);
+    r.sink.end('bye');
+    await once(r.client, 'end');
+    expect(Buffer.concat(r.received.client).toString()).toBe('bye');
+    expect(r.rec.log).toEqual(['ended:upstream']);
+    r.client.end('late');
+    await once(r.sink, 'end');
+    expect(Buffer.concat(r.received.sink).toString()).toBe('late');
+    await vi.waitUntil(() => r.rec.log.length === 4, POLL);
+    expect(r.rec.log.slice(1).sort()).toEqual(['closed:client', 'closed:upstream', 'ended:client']);
+  });
+
   it.skipIf(!hasPython)('has Nagle off on accepted and on upstream sockets', async () => {
     const r = await relay(closers);
     const fd = (s: RawSocket) => (s.handle as unknown as { fd: number }).fd;
