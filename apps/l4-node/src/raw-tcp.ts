@@ -208,11 +208,25 @@ export class RawSocket {
       this.events?.rawFailed(this, n);
       return;
     }
+    // libuv has stopped reading at the FIN itself (uv__stream_eof), so no readStop() here.
     this.readEnded = true;
-    this.handle.readStop();
-    this.peer?.shutdownWrite();
+    const peer = this.peer;
+    if (peer !== undefined) {
+      // The peer read its own FIN before, so this FIN ends the connection: with nothing of ours queued toward
+      // it, close() sends its FIN after what the kernel still holds, as a shutdown would, without the
+      // shutdown call, its request and its callback a loop turn later (HAProxy closes the same way).
+      if (peer.readEnded && peer.handle.writeQueueSize === 0) peer.closeAfterFin();
+      else peer.shutdownWrite();
+    }
     this.events?.rawEnded(this);
     if (this.writeEnded) this.close();
+  }
+
+  /** Both ways are done on this socket's side: its FIN goes with the close (see readFailedOrEnded). */
+  private closeAfterFin(): void {
+    if (this.closed) return;
+    this.writeEnded = true;
+    this.close();
   }
 
   /** Sends a FIN once every write queued before it is done (libuv orders the shutdown after them). */
@@ -295,7 +309,6 @@ export function connectRaw(address: string, port: number, events: RawSocketEvent
   const req = new B.TCPConnectWrap();
   req.oncomplete = afterConnect;
   req.socket = socket;
-  Object.assign(req, { address, port });
   // An IP literal (the snapshot schema's): only IPv6 has colons, checked without isIPv6's regex per connection.
   const v6 = address.includes(':');
   let err = 0;
@@ -305,6 +318,13 @@ export function connectRaw(address: string, port: number, events: RawSocketEvent
   if (err !== 0) process.nextTick(() => socket.connected(err));
   return socket;
 }
+
+/**
+ * Linux copies TCP_NODELAY from a listening socket to the sockets it accepts (the accepted socket is a clone
+ * of the listener's), so setting it once on the listener saves a setsockopt() per connection; elsewhere each
+ * accepted socket gets its own. raw-tcp.test.ts reads the option on an accepted socket.
+ */
+const NODELAY_INHERITED = process.platform === 'linux';
 
 /**
  * A listening TCP socket handing out each accepted connection as a {@link RawSocket}, not yet reading (the
@@ -321,7 +341,7 @@ export class RawServer {
         onError(uvError(status, 'accept'));
         return;
       }
-      client.setNoDelay(true);
+      if (!NODELAY_INHERITED) client.setNoDelay(true);
       onConnection(new RawSocket(client));
     };
   }
@@ -338,6 +358,8 @@ export class RawServer {
     const flags = reusePort ? (B.UV_TCP_REUSEPORT ?? 0) : 0;
     // No UV_TCP_IPV6ONLY: a wildcard IPv6 listener takes IPv4 too, as net.Server's does.
     let err = ipv6 ? this.handle.bind6(host, port, flags) : this.handle.bind(host, port, flags);
+    // The bind created the socket, so this applies now, and accepted sockets inherit it (see NODELAY_INHERITED).
+    if (err === 0 && NODELAY_INHERITED) err = this.handle.setNoDelay(true);
     if (err === 0) err = this.handle.listen(backlog);
     if (err !== 0) {
       this.close();

@@ -42,6 +42,8 @@ export interface TcpHandle<S> {
   shutdown(req: Req<S>): number;
   close(): void;
   reset(): number;
+  /** Bytes of writes libuv still holds (not yet taken by the kernel); 0 when every write completed. */
+  readonly writeQueueSize: number;
 }
 
 export interface TcpWrap<S> {
@@ -132,6 +134,7 @@ export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
   for (const name of HANDLE_METHODS) {
     if (typeof proto[name] !== 'function') throw changed(`a TCP handle has no ${name}()`);
   }
+  if (!('writeQueueSize' in proto)) throw changed('a TCP handle has no writeQueueSize');
   return {
     TCP: tcp.TCP as TcpWrap<S>['TCP'],
     TCPConnectWrap: tcp.TCPConnectWrap as TcpWrap<S>['TCPConnectWrap'],

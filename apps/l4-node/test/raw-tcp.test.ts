@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { SMALL_READS_TO_SHRINK } from '@slb/node-runtime';
@@ -12,6 +13,16 @@ import {
   spareBufferCount,
   uvError,
 } from '../src/raw-tcp.js';
+
+const hasPython = spawnSync('python3', ['-c', '']).status === 0;
+
+/** TCP_NODELAY of a socket of this process, read by a child it is passed to (Node has no getsockopt). */
+function tcpNoDelay(fd: number): number {
+  const py =
+    'import socket;s=socket.socket(fileno=3);print(s.getsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY));s.detach()';
+  const out = spawnSync('python3', ['-c', py], { stdio: ['ignore', 'pipe', 'inherit', fd], encoding: 'utf8' });
+  return Number(out.stdout.trim());
+}
 
 /** Byte-by-byte waits follow one another (one small read at a time), so a fine poll keeps the file fast. */
 const POLL = { timeout: 3000, interval: 5 };
@@ -122,6 +133,47 @@ describe('raw TCP handles (real sockets)', () => {
     await vi.waitUntil(() => r.rec.log.length === 4, POLL);
     expect(r.rec.log.slice(1).sort()).toEqual(['closed:client', 'closed:upstream', 'ended:upstream']);
     expect([r.down.readEnded, r.down.writeEnded, r.up.readEnded, r.up.writeEnded]).toEqual([true, true, true, true]);
+  });
+
+  it('closes with the last FIN without losing what the kernel still holds toward a slow reader', async () => {
+    const r = await relay(closers);
+    r.down.relayTo(r.up);
+    r.up.relayTo(r.down);
+    r.client.pause(); // the answer piles up in the kernel's buffers until the client reads
+    r.client.end('question');
+    await once(r.sink, 'end');
+    const answer = Buffer.alloc(512 * 1024, 9);
+    r.sink.end(answer);
+    // Relayed whole (no write of it pending) and closed: the rest of the answer is in the kernel's hands.
+    await vi.waitUntil(() => r.up.readEnded, POLL);
+    expect(r.down.closed).toBe(true);
+    r.client.resume();
+    await once(r.client, 'end');
+    expect(r.bytes('client')).toBe(answer.length);
+    expect(r.received.client.every((b) => b.every((x) => x === 9))).toBe(true);
+    await vi.waitUntil(() => r.down.closed && r.up.closed, POLL);
+    expect([r.down.writeEnded, r.up.writeEnded]).toEqual([true, true]);
+  });
+
+  it('passes the FIN of a backend that ends first on, then closes once the client ends too', async () => {
+    const r = await relay(closers);
+    r.down.relayTo(r.up);
+    r.up.relayTo(r.down);
+    r.sink.end('bye');
+    await once(r.client, 'end');
+    expect(Buffer.concat(r.received.client).toString()).toBe('bye');
+    expect(r.rec.log).toEqual(['ended:upstream']);
+    r.client.end('late');
+    await once(r.sink, 'end');
+    expect(Buffer.concat(r.received.sink).toString()).toBe('late');
+    await vi.waitUntil(() => r.rec.log.length === 4, POLL);
+    expect(r.rec.log.slice(1).sort()).toEqual(['closed:client', 'closed:upstream', 'ended:client']);
+  });
+
+  it.skipIf(!hasPython)('has Nagle off on accepted and on upstream sockets', async () => {
+    const r = await relay(closers);
+    const fd = (s: RawSocket) => (s.handle as unknown as { fd: number }).fd;
+    expect([tcpNoDelay(fd(r.down)), tcpNoDelay(fd(r.up))]).toEqual([1, 1]);
   });
 
   it('reports a reset as a failure and leaves the closing to the owner', async () => {
