@@ -61,6 +61,16 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Applied and its ack received. The ack leaves once the version is applied and may still be on its way
+ * then: an apply that gave the event loop a turn ends in another phase than the socket read.
+ */
+const acked = (version: number) => () =>
+  client?.current?.version === version &&
+  received.some(
+    (m) => (m as { type: string; version?: number }).type === 'ack' && (m as { version?: number }).version === version,
+  );
+
 /** Many short waits in a row (hello, apply, ack); a fine poll keeps the file fast. */
 const POLL = { timeout: 5000, interval: 10 };
 
@@ -111,7 +121,7 @@ async function saveVersion9(): Promise<void> {
   await makeClient().start();
   await vi.waitUntil(() => received.length > 0, POLL);
   sendSnapshot(snapshot(9, [listener('lsn-00000000000000000003', 1003)]));
-  await vi.waitUntil(() => client!.current?.version === 9, POLL);
+  await vi.waitUntil(acked(9), POLL);
   await client!.flushed();
   await client!.close();
   received = [];
@@ -186,7 +196,7 @@ describe('control channel client', () => {
     }).start();
     await vi.waitUntil(() => received.length > 0, POLL);
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
-    await vi.waitUntil(() => client!.current?.version === 5, POLL);
+    await vi.waitUntil(acked(5), POLL);
     sendSnapshot(snapshot(6, [listener('lsn-00000000000000000001', 1001)]));
     await vi.waitUntil(() => received.some((m) => (m as { type: string }).type === 'nack'), POLL);
     expect(received.find((m) => (m as { type: string }).type === 'nack')).toMatchObject({
@@ -196,7 +206,7 @@ describe('control channel client', () => {
     server!.send('not json');
     sendSnapshot({ ...snapshot(7, []), l7Nodes: 'none' } as unknown as NodeSnapshot); // not a listener's: refused whole
     sendSnapshot(snapshot(8, [listener('lsn-00000000000000000001', 1002)]));
-    await vi.waitUntil(() => client!.current?.version === 8, POLL);
+    await vi.waitUntil(acked(8), POLL);
     expect(applied.map((a) => a.version)).toEqual([5, 8]);
     expect(
       received.filter((m) => (m as { type: string }).type === 'ack').map((m) => (m as { version: number }).version),
@@ -208,11 +218,11 @@ describe('control channel client', () => {
     await vi.waitUntil(() => received.length > 0, POLL);
     const [a, b, c] = ['lsn-00000000000000000001', 'lsn-00000000000000000002', 'lsn-00000000000000000003'];
     sendSnapshot(snapshot(5, [listener(a, 1000), listener(b, 1001)]));
-    await vi.waitUntil(() => client!.current?.version === 5, POLL);
+    await vi.waitUntil(acked(5), POLL);
     // b moves to a port no node can bind, c is new and fine; a duplicate of c is refused as such.
     const next = snapshot(6, [listener(a, 1000), { ...listener(b, 70000) }, listener(c, 1003), listener(c, 1004)]);
     sendSnapshot(next);
-    await vi.waitUntil(() => client!.current?.version === 6, POLL);
+    await vi.waitUntil(acked(6), POLL);
     const six = applied.at(-1)!;
     expect(six.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
@@ -230,7 +240,7 @@ describe('control channel client', () => {
     // A delta that fixes b clears it; one that breaks a new listener leaves it out and names it.
     const d = 'lsn-00000000000000000004';
     sendDelta(6, 7, [listener(b, 1002), { ...listener(d, 1005), idleTimeout: 0 }], [c]);
-    await vi.waitUntil(() => client!.current?.version === 7, POLL);
+    await vi.waitUntil(acked(7), POLL);
     expect(client!.current!.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
       [b, 1002],
@@ -275,7 +285,7 @@ describe('control channel client restart', () => {
     expect(client!.current).toBeNull(); // the delta waits behind the saved apply
     release();
     await started;
-    await vi.waitUntil(() => client!.current?.version === 10, POLL);
+    await vi.waitUntil(acked(10), POLL);
     expect(applied.map((a) => a.version)).toEqual([9, 10]);
     expect(client!.current!.listeners.map((l) => l.id)).toEqual([
       'lsn-00000000000000000003',
@@ -298,7 +308,7 @@ describe('control channel client restart', () => {
       appliedVersion: 0,
     });
     sendSnapshot(snapshot(11, [listener('lsn-00000000000000000005', 1005)]));
-    await vi.waitUntil(() => client!.current?.version === 11, POLL);
+    await vi.waitUntil(acked(11), POLL);
   });
 });
 
