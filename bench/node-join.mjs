@@ -141,6 +141,11 @@ try {
   const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
   const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);
+  // Every bulk listener removed again: what a node does when its LBs move away.
+  const t2 = performance.now();
+  send({ type: 'snapshot', kind: 'l4', snapshot: { ...big, version: 3, listeners: [echoListener] } });
+  await until('ack of version 3', () => acks.has(3));
+  const removeAckMs = Math.round(acks.get(3) - t2);
   sock.destroy();
   console.log(
     JSON.stringify({
@@ -150,6 +155,7 @@ try {
       sendToAckMs: Math.round(ackMs),
       applyMs: applied?.applyMs,
       nodeEventLoopLagMaxMs: nodeLagMaxMs,
+      removeAckMs,
       maxHeartbeatGapMs: Math.round(Math.max(...gaps(beats))),
       heartbeatsSayingApplying: beats.filter((h) => h.applying !== undefined).length,
       maxEchoRttMs: Math.round(Math.max(...rtts.filter((r) => r.at >= t0 && r.at <= t1).map((r) => r.ms))),
