@@ -189,6 +189,29 @@ describe('control channel client', () => {
     expect(received.find((m) => (m as { type: string }).type === 'heartbeat')).not.toHaveProperty('failedListeners');
   });
 
+  it('says it is applying as a big config arrives and until its ack, so the controller waits longer', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    await makeClient(async (snap) => {
+      if (snap.version === 6) await gate;
+      applied.push(snap);
+    }).start();
+    await vi.waitUntil(() => received.length > 0, POLL);
+    // Over APPLYING_NOTICE_CHARS (1 MiB): announced before it is parsed, not at the next heartbeat (1 s).
+    const many = Array.from({ length: 4000 }, (_, i) => listener(`lsn-${String(i).padStart(20, '0')}`, 1000 + i));
+    sendSnapshot(snapshot(6, many));
+    const beat = (m: unknown) => (m as { type: string }).type === 'heartbeat';
+    await vi.waitUntil(() => received.some((m) => beat(m) && (m as { applying?: number }).applying === 6), POLL);
+    expect(received.some((m) => (m as { type: string }).type === 'ack')).toBe(false);
+    open();
+    await vi.waitUntil(acked(6), POLL);
+    const afterAck = received.length;
+    await vi.waitUntil(() => received.slice(afterAck).some(beat), { timeout: 3000, interval: 20 });
+    expect(received.slice(afterAck).find(beat)).not.toHaveProperty('applying');
+  });
+
   it('nacks a snapshot the node cannot apply, ignores an invalid message, and keeps the last good config', async () => {
     await makeClient(async (snap) => {
       if (snap.listeners.some((l) => l.port === 1001)) throw new Error('port 1001 is taken');
