@@ -281,6 +281,7 @@ function startNode(kind, n) {
   Object.assign(proc, { kind, n, id: env.SLB_NODE_ID, stateDir: env.SLB_STATE_DIR });
   return proc;
 }
+const activeStandby = (proc) => proc.lines.some((l) => l.msg === 'VIPs carried active-standby');
 const controlApplies = (proc) => proc.lines.filter((l) => l.msg === 'config applied' && typeof l.applyMs === 'number');
 
 /** Waits for a log line of `proc` (from line `from` on) matching `match`; fails on exit or after `timeoutMs`. */
@@ -299,9 +300,15 @@ async function waitLine(proc, match, from, what, timeoutMs = 300_000) {
 async function waitConverged(what, timeoutMs = 600_000) {
   const t = Date.now();
   for (const proc of nodes) {
+    // Active-standby (a runtime without SO_REUSEPORT, as Node 20): an L4 node is sent only the listeners of
+    // the VIPs it binds, never the whole fleet's; the LBs' status below says when the fleet has settled.
+    const whole = !(proc.kind === 'l4' && activeStandby(proc));
     await waitLine(
       proc,
-      (l) => l.msg === 'config applied' && typeof l.applyMs === 'number' && l.listeners >= expectedListeners(proc.kind),
+      (l) =>
+        l.msg === 'config applied' &&
+        typeof l.applyMs === 'number' &&
+        (!whole || l.listeners >= expectedListeners(proc.kind)),
       0,
       `${what}: all ${expectedListeners(proc.kind)} listeners applied`,
       timeoutMs,
