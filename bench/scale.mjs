@@ -20,6 +20,7 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   readSync,
   rmSync,
@@ -618,7 +619,10 @@ try {
     const old = nodes[k];
     const from = Date.now();
     await stop(old);
-    rmSync(old.stateDir, { recursive: true, force: true });
+    // Its saved config goes, its credential stays: the node enrolled on its first join, and the API no
+    // longer lets the shared token speak for it ("this node has its own credential").
+    for (const f of readdirSync(old.stateDir))
+      if (f !== 'credential.json') rmSync(join(old.stateDir, f), { force: true });
     const before = (await call('GET', `/v1/nodes/${old.id}`)).appliedConfigVersion;
     const apiCpu = usage(apiProc.child.pid).cpuS;
     const proc = startNode(old.kind, old.n);
