@@ -434,9 +434,14 @@ const describeAftermath = (a) =>
   `RSS once settled: ${a.fleetRss.map(([n, m]) => `${n} ${fmtMiB(m)}`).join(', ')}` +
   (a.failed ? `; NOT SETTLED: ${a.failed}` : '');
 /** Online → offline changes per node, as GET /v1/nodes showed them (issue #22: a join must not flap any). */
-const flapsIn = (from, to) => {
+const flapsIn = (from, to, stopped) => {
   const counts = Object.fromEntries(nodes.map((p) => [p.name, 0]));
-  for (const o of offlineIn(from, to)) counts[o.node] = (counts[o.node] ?? 0) + 1;
+  // The stopped node's own offline spell, seen 3 s (+ a poll) after the bench stopped it, is no flap.
+  let stop = offlineIn(from, to).find((o) => o.node === stopped && o.from - from <= 5000);
+  for (const o of offlineIn(from, to)) {
+    if (o === stop) stop = undefined;
+    else counts[o.node] = (counts[o.node] ?? 0) + 1;
+  }
   return counts;
 };
 const describeFlaps = (flaps) => {
@@ -608,7 +613,7 @@ try {
         to,
       ),
       offline: offlineIn(from, to).map((o) => `${o.node} ${fmtMs((o.to ?? to) - o.from)}`),
-      flaps: flapsIn(from, to),
+      flaps: flapsIn(from, to, proc.name),
       fleetRss: nodes.map((p) => [p.name, usage(p.child.pid).rssMiB]),
       // A node that drops below the full set after having it was taken off its LBs and given them back.
       drops: applies.filter((l, i) => i > 0 && l.listeners < expectedListeners(proc.kind)).length,
