@@ -43,6 +43,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/health-worker/test/thresholds.test.ts',
   'apps/l4-node/test/fd-budget.test.ts',
   'apps/l4-node/test/file-mode-parity.test.ts',
+  'apps/l4-node/test/large-apply.test.ts',
   'apps/l4-node/test/main.test.ts',
   'apps/l4-node/test/session-sync-redis-restart.test.ts',
   'apps/l4-node/test/session-sync.test.ts',

@@ -5,6 +5,7 @@ import {
   bindFailureReason,
   reusePortByVersion,
   type SessionSync,
+  Slicer,
   type SnapshotChange,
 } from '@slb/node-runtime';
 import type { Logger } from 'pino';
@@ -169,8 +170,13 @@ export class L4Node {
     if (partial) for (const id of change.remove) this.failures.delete(id);
     const l7Changed =
       !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
+    // In slices: building thousands of listeners held the event loop for seconds, so heartbeats went unsent
+    // and the listeners already serving stalled. Nothing else changes listeners meanwhile (bind retries
+    // wait in the same queue).
+    const slicer = new Slicer();
     // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
     for (const [id, next] of candidates) {
+      await slicer.pause();
       const waiting = this.retrying.get(id);
       if (waiting !== undefined) {
         // Still waiting for its port with the config it failed with: a new config is tried at once instead.
@@ -204,6 +210,7 @@ export class L4Node {
     // Which listener holds each address and port, so one that asks for another's is refused alone.
     const bound = this.boundAddresses();
     for (const l of upserts) {
+      await slicer.pause();
       // Kept above: the same config, still waiting for its bind.
       if (this.retrying.has(l.id)) continue;
       const existing = this.listeners.get(l.id);

@@ -7,23 +7,34 @@ export interface TrackedConn {
   drainClose(): void;
 }
 
-/** The pool's view of a backend as the snapshot describes it (TCP/UDP servers or, for HTTP, L7 nodes). */
+/**
+ * The pool's view of a backend as the snapshot describes it (TCP/UDP servers or, for HTTP, L7 nodes): the
+ * snapshot's own backend objects fit it, so a fleet's 100,000 of them are not copied per listener.
+ */
 export interface BackendSpec {
-  readonly id: string;
+  readonly serverId: string;
   readonly address: string;
   readonly port: number;
   readonly weight: number;
   readonly healthy: boolean;
 }
 
-/** A backend and its live state; kept across reloads while its id, address and port stay the same. */
+/** No connection open: shared by every backend that has none (most of a fleet's, most of the time). */
+const NO_CONNS: ReadonlySet<TrackedConn> = new Set();
+
+/**
+ * A backend and its live state; kept across reloads while its id, address and port stay the same. A node
+ * holds a fleet's worth (100,000 and more), most never connected to: the set of connections and the metric
+ * handles are made on first use.
+ */
 export class BackendState {
   weight: number;
   healthy: boolean;
   /** Takes new flows (part of the scheduler's candidate list). */
   candidate = false;
   active = 0;
-  readonly conns = new Set<TrackedConn>();
+  private open: Set<TrackedConn> | undefined;
+  private handles: BackendMetrics | undefined;
   drainTimer: NodeJS.Timeout | undefined;
   /** No longer in its listener's config: its metric series go with its last connection. */
   private gone = false;
@@ -33,16 +44,38 @@ export class BackendState {
     readonly address: string,
     readonly port: number,
     spec: BackendSpec,
-    readonly metrics: BackendMetrics,
+    /** Makes this backend's metric handles (L4Metrics.forBackend), on first use. */
+    private readonly metricsOf: (backendId: string) => BackendMetrics,
   ) {
     this.weight = spec.weight;
     this.healthy = spec.healthy;
   }
 
+  /** Connections and flows forwarded to it now. */
+  get conns(): ReadonlySet<TrackedConn> {
+    return this.open ?? NO_CONNS;
+  }
+
+  get metrics(): BackendMetrics {
+    if (this.handles === undefined) {
+      this.handles = this.metricsOf(this.id);
+      // Counted after it left (a connect that failed late): counted, and its series go with it.
+      if (this.gone && this.conns.size === 0) queueMicrotask(() => this.handles?.retire());
+    }
+    return this.handles;
+  }
+
+  /** A connection or flow on it started. */
+  track(conn: TrackedConn): void {
+    this.open ??= new Set();
+    this.open.add(conn);
+  }
+
   /** A connection or flow on it ended. */
   release(conn: TrackedConn): void {
-    this.conns.delete(conn);
-    if (this.gone && this.conns.size === 0) this.metrics.retire();
+    this.open?.delete(conn);
+    if (this.open?.size === 0) this.open = undefined;
+    if (this.gone && this.conns.size === 0) this.handles?.retire();
   }
 
   /**
@@ -51,7 +84,7 @@ export class BackendState {
    */
   leave(): void {
     this.gone = true;
-    if (this.conns.size === 0) this.metrics.retire();
+    if (this.conns.size === 0) this.handles?.retire();
   }
 }
 
@@ -90,23 +123,28 @@ export class BackendPool {
   /** No backend was healthy, so new flows go to all positive-weight ones (counted per flow). */
   failOpen = false;
 
+  /** One function for the pool's backends, not one each. */
+  private readonly metricsOf: (backendId: string) => BackendMetrics;
+
   constructor(
-    private readonly listenerId: string,
-    private readonly metrics: L4Metrics,
+    listenerId: string,
+    metrics: L4Metrics,
     private readonly lm: ListenerMetrics,
-  ) {}
+  ) {
+    this.metricsOf = (backendId) => metrics.forBackend(listenerId, backendId);
+  }
 
   update(specs: readonly BackendSpec[], settings: PoolSettings): void {
     const next = new Map<string, BackendState>();
     for (const spec of specs) {
-      let b = this.byId.get(spec.id);
+      let b = this.byId.get(spec.serverId);
       if (b !== undefined && (b.address !== spec.address || b.port !== spec.port)) b = undefined; // a new server
       if (b === undefined) {
-        b = new BackendState(spec.id, spec.address, spec.port, spec, this.metrics.forBackend(this.listenerId, spec.id));
+        b = new BackendState(spec.serverId, spec.address, spec.port, spec, this.metricsOf);
       }
       b.weight = spec.weight;
       b.healthy = spec.healthy;
-      next.set(spec.id, b);
+      next.set(spec.serverId, b);
     }
     for (const [id, old] of this.byId) {
       if (next.get(id) === old) continue;

@@ -28,6 +28,9 @@ export interface NodeSide {
   readonly reusePort: boolean;
 }
 
+/** `kept` when some were left out, else `all` itself: the listener's config keeps the only copy. */
+const keptOrSame = <T>(all: readonly T[], kept: readonly T[]) => (kept.length === all.length ? all : kept);
+
 /** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
 export function resolveListener(
   l: SnapshotListener,
@@ -43,21 +46,15 @@ export function resolveListener(
     servers.add(b.serverId);
   }
   const l7 = isHttp(l);
-  const backends: BackendSpec[] = l7
+  const backends: readonly BackendSpec[] = l7
     ? s.l7Nodes.map((n) => ({
-        id: n.nodeId,
+        serverId: n.nodeId,
         address: n.address,
         port: l.l7Port ?? n.port,
         weight: 100,
         healthy: n.healthy,
       }))
-    : l.backends.filter(allowed).map((b) => ({
-        id: b.serverId,
-        address: b.address,
-        port: b.port,
-        weight: b.weight,
-        healthy: b.healthy,
-      }));
+    : keptOrSame(l.backends, l.backends.filter(allowed));
   return {
     config: l,
     backends,

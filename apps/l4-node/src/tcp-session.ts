@@ -120,7 +120,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     const l = this.listener;
     const b = this.backend!;
     b.active++;
-    b.conns.add(this);
+    b.track(this);
     b.metrics.active.inc();
     b.metrics.opened.inc();
     const now = l.deps.now();

@@ -52,7 +52,7 @@ class UdpFlow implements TrackedConn {
       this.upstream.bind({ address: source, port: 0, exclusive: true });
     this.upstream.connect(backend.port, backend.address, this.onConnected);
     backend.active++;
-    backend.conns.add(this);
+    backend.track(this);
     backend.metrics.active.inc();
     backend.metrics.opened.inc();
   }

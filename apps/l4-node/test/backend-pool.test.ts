@@ -12,7 +12,7 @@ const flow = (srcAddr: string): FlowKey => ({
   protocol: 'tcp',
 });
 const spec = (id: string, extra: Partial<BackendSpec> = {}): BackendSpec => ({
-  id,
+  serverId: id,
   address: '127.0.0.1',
   port: 9000,
   weight: 10,
@@ -63,7 +63,7 @@ describe('BackendPool', () => {
     expect(p.pick(flow('10.0.0.9'), 100_000, undefined)).toBeDefined(); // expired: scheduled again
     p.remember('10.0.0.9', b, 100_000);
     p.update(
-      [spec('a'), spec('b'), spec('c')].map((x) => (x.id === b.id ? { ...x, healthy: false } : x)),
+      [spec('a'), spec('b'), spec('c')].map((x) => (x.serverId === b.id ? { ...x, healthy: false } : x)),
       s,
     );
     expect(p.pick(flow('10.0.0.9'), 101_000, undefined)?.id).not.toBe(b.id);
@@ -87,7 +87,7 @@ describe('BackendPool', () => {
     const p = newPool('p6');
     p.update([spec('a')], { ...settings, drainTimeoutMs: 0 });
     const closed: string[] = [];
-    p.get('a')!.conns.add({ drainClose: () => closed.push('x') });
+    p.get('a')!.track({ drainClose: () => closed.push('x') });
     p.update([spec('a', { weight: 0 })], { ...settings, drainTimeoutMs: 0 });
     expect(closed).toEqual(['x']);
   });

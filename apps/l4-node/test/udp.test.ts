@@ -91,7 +91,7 @@ describe('UDP flow bound', () => {
     const udp = new UdpListener(
       {
         config: l,
-        backends: [{ id: 'srv-1', address: '127.0.0.1', port: server.port, weight: 1, healthy: true }],
+        backends: [{ serverId: 'srv-1', address: '127.0.0.1', port: server.port, weight: 1, healthy: true }],
         proxyProtocol: 'off',
         acl: undefined,
       },

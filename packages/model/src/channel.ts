@@ -132,6 +132,15 @@ export const HeartbeatMessage = Type.Object(
     ),
     // Optional: nodes from before traffic metrics say nothing, and their listeners simply have no data.
     traffic: Type.Optional(TrafficReport),
+    // A node applying a fleet-sized config may go quiet for a moment it cannot cut up (parsing the message):
+    // it says so first, and the controller waits longer before it calls it offline (bounded).
+    applying: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'the version of the config the node is applying now; absent: none',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -223,3 +232,8 @@ export const ENROLL_PATH = '/control/v1/enroll';
  */
 export const CONTROL_CHANNEL_MAX_BYTES = 256 * 1024 * 1024;
 export const HEARTBEAT_INTERVAL_MS = 1000;
+/**
+ * Longest silence the controller allows a node whose last heartbeat said it was applying a config, before
+ * it is offline: a node that hangs or dies mid-apply still goes offline, later than a quiet one does.
+ */
+export const APPLYING_SILENCE_MAX_MS = 20_000;

@@ -61,6 +61,16 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Applied and its ack received. The ack leaves once the version is applied and may still be on its way
+ * then: an apply that gave the event loop a turn ends in another phase than the socket read.
+ */
+const acked = (version: number) => () =>
+  client?.current?.version === version &&
+  received.some(
+    (m) => (m as { type: string; version?: number }).type === 'ack' && (m as { version?: number }).version === version,
+  );
+
 /** Many short waits in a row (hello, apply, ack); a fine poll keeps the file fast. */
 const POLL = { timeout: 5000, interval: 10 };
 
@@ -111,7 +121,7 @@ async function saveVersion9(): Promise<void> {
   await makeClient().start();
   await vi.waitUntil(() => received.length > 0, POLL);
   sendSnapshot(snapshot(9, [listener('lsn-00000000000000000003', 1003)]));
-  await vi.waitUntil(() => client!.current?.version === 9, POLL);
+  await vi.waitUntil(acked(9), POLL);
   await client!.flushed();
   await client!.close();
   received = [];
@@ -179,6 +189,29 @@ describe('control channel client', () => {
     expect(received.find((m) => (m as { type: string }).type === 'heartbeat')).not.toHaveProperty('failedListeners');
   });
 
+  it('says it is applying as a big config arrives and until its ack, so the controller waits longer', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    await makeClient(async (snap) => {
+      if (snap.version === 6) await gate;
+      applied.push(snap);
+    }).start();
+    await vi.waitUntil(() => received.length > 0, POLL);
+    // Over APPLYING_NOTICE_CHARS (1 MiB): announced before it is parsed, not at the next heartbeat (1 s).
+    const many = Array.from({ length: 4000 }, (_, i) => listener(`lsn-${String(i).padStart(20, '0')}`, 1000 + i));
+    sendSnapshot(snapshot(6, many));
+    const beat = (m: unknown) => (m as { type: string }).type === 'heartbeat';
+    await vi.waitUntil(() => received.some((m) => beat(m) && (m as { applying?: number }).applying === 6), POLL);
+    expect(received.some((m) => (m as { type: string }).type === 'ack')).toBe(false);
+    open();
+    await vi.waitUntil(acked(6), POLL);
+    const afterAck = received.length;
+    await vi.waitUntil(() => received.slice(afterAck).some(beat), { timeout: 3000, interval: 20 });
+    expect(received.slice(afterAck).find(beat)).not.toHaveProperty('applying');
+  });
+
   it('nacks a snapshot the node cannot apply, ignores an invalid message, and keeps the last good config', async () => {
     await makeClient(async (snap) => {
       if (snap.listeners.some((l) => l.port === 1001)) throw new Error('port 1001 is taken');
@@ -186,7 +219,7 @@ describe('control channel client', () => {
     }).start();
     await vi.waitUntil(() => received.length > 0, POLL);
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
-    await vi.waitUntil(() => client!.current?.version === 5, POLL);
+    await vi.waitUntil(acked(5), POLL);
     sendSnapshot(snapshot(6, [listener('lsn-00000000000000000001', 1001)]));
     await vi.waitUntil(() => received.some((m) => (m as { type: string }).type === 'nack'), POLL);
     expect(received.find((m) => (m as { type: string }).type === 'nack')).toMatchObject({
@@ -196,7 +229,7 @@ describe('control channel client', () => {
     server!.send('not json');
     sendSnapshot({ ...snapshot(7, []), l7Nodes: 'none' } as unknown as NodeSnapshot); // not a listener's: refused whole
     sendSnapshot(snapshot(8, [listener('lsn-00000000000000000001', 1002)]));
-    await vi.waitUntil(() => client!.current?.version === 8, POLL);
+    await vi.waitUntil(acked(8), POLL);
     expect(applied.map((a) => a.version)).toEqual([5, 8]);
     expect(
       received.filter((m) => (m as { type: string }).type === 'ack').map((m) => (m as { version: number }).version),
@@ -208,11 +241,11 @@ describe('control channel client', () => {
     await vi.waitUntil(() => received.length > 0, POLL);
     const [a, b, c] = ['lsn-00000000000000000001', 'lsn-00000000000000000002', 'lsn-00000000000000000003'];
     sendSnapshot(snapshot(5, [listener(a, 1000), listener(b, 1001)]));
-    await vi.waitUntil(() => client!.current?.version === 5, POLL);
+    await vi.waitUntil(acked(5), POLL);
     // b moves to a port no node can bind, c is new and fine; a duplicate of c is refused as such.
     const next = snapshot(6, [listener(a, 1000), { ...listener(b, 70000) }, listener(c, 1003), listener(c, 1004)]);
     sendSnapshot(next);
-    await vi.waitUntil(() => client!.current?.version === 6, POLL);
+    await vi.waitUntil(acked(6), POLL);
     const six = applied.at(-1)!;
     expect(six.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
@@ -230,7 +263,7 @@ describe('control channel client', () => {
     // A delta that fixes b clears it; one that breaks a new listener leaves it out and names it.
     const d = 'lsn-00000000000000000004';
     sendDelta(6, 7, [listener(b, 1002), { ...listener(d, 1005), idleTimeout: 0 }], [c]);
-    await vi.waitUntil(() => client!.current?.version === 7, POLL);
+    await vi.waitUntil(acked(7), POLL);
     expect(client!.current!.listeners.map((l) => [l.id, l.port])).toEqual([
       [a, 1000],
       [b, 1002],
@@ -275,7 +308,7 @@ describe('control channel client restart', () => {
     expect(client!.current).toBeNull(); // the delta waits behind the saved apply
     release();
     await started;
-    await vi.waitUntil(() => client!.current?.version === 10, POLL);
+    await vi.waitUntil(acked(10), POLL);
     expect(applied.map((a) => a.version)).toEqual([9, 10]);
     expect(client!.current!.listeners.map((l) => l.id)).toEqual([
       'lsn-00000000000000000003',
@@ -298,7 +331,7 @@ describe('control channel client restart', () => {
       appliedVersion: 0,
     });
     sendSnapshot(snapshot(11, [listener('lsn-00000000000000000005', 1005)]));
-    await vi.waitUntil(() => client!.current?.version === 11, POLL);
+    await vi.waitUntil(acked(11), POLL);
   });
 });
 

@@ -80,6 +80,7 @@ export {
   type SyncTarget,
 } from './session-sync.js';
 export { type SessionSyncEnv, sessionSyncFromEnv } from './session-sync-env.js';
+export { DEFAULT_SLICE_MS, Slicer } from './slicer.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
 export { sealKeyOf } from './state-seal.js';
 export {

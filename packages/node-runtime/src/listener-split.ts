@@ -14,6 +14,7 @@ import {
   NodeSnapshot,
   SnapshotListener,
 } from '@slb/model';
+import { Slicer } from './slicer.js';
 
 // One tenant's listener that a node cannot read must not stop every other tenant's config on that node.
 // So a controller message is checked in two steps: the envelope (versions, the L7 pool, that listeners
@@ -59,17 +60,20 @@ export interface SplitListeners<L> {
 
 /**
  * Checks each listener against its kind's schema; a duplicate id and those past MAX_LISTENERS_PER_NODE
- * fail too. Each failure names the listener and the first problem found in it.
+ * fail too. Each failure names the listener and the first problem found in it. Checked in slices (a fleet's
+ * snapshot takes seconds to check), so the node keeps heartbeating and forwarding meanwhile.
  */
-export function splitListeners<L extends { id: string }>(
+export async function splitListeners<L extends { id: string }>(
   kind: 'l4' | 'l7',
   items: { id: string }[],
-): SplitListeners<L> {
+  slicer = new Slicer(),
+): Promise<SplitListeners<L>> {
   const check = listenerCheck[kind];
   const valid: L[] = [];
   const failed: ListenerFailure[] = [];
   const seen = new Set<string>();
   for (const [i, item] of items.entries()) {
+    await slicer.pause();
     if (seen.has(item.id)) {
       failed.push({ listenerId: item.id, reason: `listeners/${i}: duplicate listener id` });
       continue;

@@ -30,13 +30,13 @@ const current: NodeSnapshot = {
 const unreadable = (id: string) => ({ ...listener(id, 82), port: 70_000 });
 
 describe('a full snapshot', () => {
-  it('replaces the config, an unreadable listener keeping what it had here', () => {
+  it('replaces the config, an unreadable listener keeping what it had here', async () => {
     const message = {
       type: 'snapshot',
       kind: 'l4',
       snapshot: { version: 4, generatedAt: at, listeners: [unreadable('b'), listener('c', 83)], l7Nodes: [] },
     } as ConfigMessage;
-    const made = nextConfig(current, message);
+    const made = await nextConfig(current, message);
     expect(made.inStep).toBe(true);
     if (!made.inStep) return;
     expect(made.change).toBeUndefined();
@@ -47,7 +47,7 @@ describe('a full snapshot', () => {
 });
 
 describe('a delta', () => {
-  it('applies to the config it was made from, naming what it touched', () => {
+  it('applies to the config it was made from, naming what it touched', async () => {
     const message = {
       type: 'delta',
       kind: 'l4',
@@ -57,7 +57,7 @@ describe('a delta', () => {
       upsert: [listener('c', 83), unreadable('d')],
       remove: [id('a')],
     } as ConfigMessage;
-    const made = nextConfig(current, message);
+    const made = await nextConfig(current, message);
     expect(made.inStep).toBe(true);
     if (!made.inStep) return;
     expect(made.next.listeners.map((l) => l.id)).toEqual([id('b'), id('c')]);
@@ -67,7 +67,7 @@ describe('a delta', () => {
     expect(current.listeners.map((l) => l.id)).toEqual([id('a'), id('b')]);
   });
 
-  it('is out of step from another version, or with nothing applied', () => {
+  it('is out of step from another version, or with nothing applied', async () => {
     const message = {
       type: 'delta',
       kind: 'l4',
@@ -77,7 +77,7 @@ describe('a delta', () => {
       upsert: [],
       remove: [],
     } as ConfigMessage;
-    expect(nextConfig(current, message)).toEqual({ inStep: false });
-    expect(nextConfig(null, message)).toEqual({ inStep: false });
+    expect(await nextConfig(current, message)).toEqual({ inStep: false });
+    expect(await nextConfig(null, message)).toEqual({ inStep: false });
   });
 });

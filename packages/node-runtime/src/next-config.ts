@@ -25,9 +25,9 @@ const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a
  * The config a snapshot or a delta makes of `current`. A delta from another version than `current`'s is out
  * of step: the caller reconnects, says hello with its version, and the controller answers with a snapshot.
  */
-export function nextConfig(current: VersionedSnapshot | null, message: ConfigMessage): NextConfig {
+export async function nextConfig(current: VersionedSnapshot | null, message: ConfigMessage): Promise<NextConfig> {
   if (message.type === 'snapshot') {
-    const { valid, failed } = splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
+    const { valid, failed } = await splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
     // A listener sent unreadable keeps the config it had here, if it had one.
     const kept = new Map((current?.listeners ?? []).map((l) => [l.id, l]));
     const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
@@ -38,7 +38,7 @@ export function nextConfig(current: VersionedSnapshot | null, message: ConfigMes
   const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
   const l7NodesChanged = l7Nodes !== undefined;
   // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
-  const { valid: upsert, failed } = splitListeners<{ id: string }>(message.kind, message.upsert);
+  const { valid: upsert, failed } = await splitListeners<{ id: string }>(message.kind, message.upsert);
   const next = {
     ...current,
     version: message.version,

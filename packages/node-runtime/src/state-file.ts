@@ -2,6 +2,7 @@ import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { Slicer } from './slicer.js';
 import { sealListener, unsealSnapshot } from './state-seal.js';
 
 const FILE = 'last-known-good.json';
@@ -12,6 +13,21 @@ const FILE = 'last-known-good.json';
  */
 const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string }>();
 
+/** A listener's JSON (sealed), serialised once per listener object and seal key. */
+function listenerText(l: unknown, sealKey: Buffer | undefined): string {
+  if (l === null || typeof l !== 'object') return JSON.stringify(l);
+  const cached = listenerJson.get(l);
+  if (cached !== undefined && cached.key === sealKey) return cached.json;
+  const json = JSON.stringify(sealListener(l, sealKey));
+  listenerJson.set(l, { key: sealKey, json });
+  return json;
+}
+
+function joinSnapshot(rest: object, parts: string[]): string {
+  const head = JSON.stringify(rest);
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}]}`;
+}
+
 /**
  * JSON of a snapshot, reusing the text of listeners already serialised: saving a big fleet's snapshot
  * after a one-listener change costs a string join, not a full JSON.stringify that stalls the node.
@@ -19,16 +35,35 @@ const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string
 export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
   if (!Array.isArray(listeners)) return JSON.stringify(snapshot);
-  const parts = listeners.map((l) => {
-    if (l === null || typeof l !== 'object') return JSON.stringify(l);
-    const cached = listenerJson.get(l);
-    if (cached !== undefined && cached.key === sealKey) return cached.json;
-    const json = JSON.stringify(sealListener(l, sealKey));
-    listenerJson.set(l, { key: sealKey, json });
-    return json;
-  });
-  const head = JSON.stringify(rest);
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}]}`;
+  return joinSnapshot(
+    rest,
+    listeners.map((l) => listenerText(l, sealKey)),
+  );
+}
+
+/**
+ * serializeSnapshot in slices (a full snapshot of thousands of listeners held the node for a second), with
+ * the time it held the event loop, its turns between slices left out.
+ */
+async function serializeSliced(snapshot: unknown, sealKey?: Buffer): Promise<{ text: string; busyMs: number }> {
+  const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
+  let sliceStart = performance.now();
+  if (!Array.isArray(listeners)) return { text: JSON.stringify(snapshot), busyMs: performance.now() - sliceStart };
+  const slicer = new Slicer();
+  const parts: string[] = [];
+  let busyMs = 0;
+  for (const l of listeners) {
+    parts.push(listenerText(l, sealKey));
+    const turns = slicer.turns;
+    const sliceEnd = performance.now();
+    await slicer.pause();
+    if (slicer.turns !== turns) {
+      busyMs += sliceEnd - sliceStart;
+      sliceStart = performance.now();
+    }
+  }
+  const text = joinSnapshot(rest, parts);
+  return { text, busyMs: busyMs + performance.now() - sliceStart };
 }
 
 /**
@@ -40,9 +75,10 @@ export async function saveSnapshot(dir: string, snapshot: unknown, sealKey?: Buf
   const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
   // The only part that holds the event loop (and so delays forwarding and acks): measured, so the caller
   // can space saves out when the snapshot is big.
+  const { text, busyMs } = await serializeSliced(snapshot, sealKey);
   const started = performance.now();
-  const bytes = Buffer.from(serializeSnapshot(snapshot, sealKey));
-  const blockingMs = performance.now() - started;
+  const bytes = Buffer.from(text);
+  const blockingMs = busyMs + performance.now() - started;
   await writeFile(tmp, bytes, { mode: 0o600 }); // TLS keys on L7 nodes are sealed (state-seal.ts), still private
   await rename(tmp, join(dir, FILE));
   return { blockingMs };

@@ -181,10 +181,14 @@ export class ControlHub {
       if (!session) return this.reject(ws, 'say hello first');
       session.lastSeen = this.clock.now();
       if (message.type === 'heartbeat') {
+        session.applying = message.applying ?? null;
         this.reports.heartbeat(session, message.load, message.failedListeners);
         if (message.traffic !== undefined) this.reports.traffic(session, message.traffic);
-      } else if (message.type === 'ack') this.reports.ack(session, message.version, message.failedListeners);
-      else this.reports.nack(session, message.version, message.reason);
+      } else {
+        if (session.applying !== null && message.version >= session.applying) session.applying = null;
+        if (message.type === 'ack') this.reports.ack(session, message.version, message.failedListeners);
+        else this.reports.nack(session, message.version, message.reason);
+      }
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays
     // until its heartbeats are overdue (then it is offline and its LBs move), or the node reconnects.

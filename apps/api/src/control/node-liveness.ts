@@ -1,3 +1,4 @@
+import { APPLYING_SILENCE_MAX_MS } from '@slb/model';
 import type { Clock, Timer } from './clock.js';
 import type { Session } from './node-session.js';
 
@@ -18,6 +19,11 @@ export class NodeLiveness {
     /** Silence after which a node is offline (services/nodes.ts's OFFLINE_AFTER_MS). */
     readonly offlineAfterMs: number,
     onTick: () => void,
+    /**
+     * Silence after which a node that said it is applying a config is offline: its bound, so a node that
+     * hangs or dies mid-apply still goes. Default APPLYING_SILENCE_MAX_MS.
+     */
+    readonly applyingSilenceMaxMs = APPLYING_SILENCE_MAX_MS,
   ) {
     this.lastTick = clock.now();
     this.ticker = clock.setInterval(onTick, LIVENESS_TICK_MS);
@@ -27,9 +33,13 @@ export class NodeLiveness {
     this.ticker.cancel();
   }
 
-  /** Heard from within the offline threshold, not counting a stall of this process not yet credited. */
-  isOnline(s: Pick<Session, 'lastSeen'>, now = this.clock.now()): boolean {
-    return now - s.lastSeen - this.blindFor(now) <= this.offlineAfterMs;
+  /**
+   * Heard from within the offline threshold (a longer one while the node said it is applying a config), not
+   * counting a stall of this process not yet credited.
+   */
+  isOnline(s: Pick<Session, 'lastSeen' | 'applying'>, now = this.clock.now()): boolean {
+    const bound = s.applying === null ? this.offlineAfterMs : Math.max(this.offlineAfterMs, this.applyingSilenceMaxMs);
+    return now - s.lastSeen - this.blindFor(now) <= bound;
   }
 
   /**

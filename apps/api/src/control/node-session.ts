@@ -31,6 +31,11 @@ export interface Session {
   /** The addresses it said at hello it serves listeners on (see chooseVipBinders). */
   boundVips: ReadonlySet<string>;
   lastSeen: number;
+  /**
+   * The config version the node last said (in a heartbeat) it is applying, until its ack, nack or a heartbeat
+   * without it: the node may then be silent longer (NodeLiveness) while it parses a fleet-sized config.
+   */
+  applying: number | null;
 }
 
 /** LB config versions a config carries: every LB on the node (`full`), or only those a delta changed. */
@@ -65,6 +70,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     reusePort: hello.reusePort === true,
     boundVips: new Set(hello.boundVips ?? []),
     lastSeen: now,
+    applying: null,
   };
 }
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+// One L4 node's full apply of a fleet-sized snapshot (issue #22), without the API: a stand-in controller
+// sends the built node (apps/l4-node/dist) a one-listener snapshot, then, with traffic flowing through that
+// listener, a snapshot of LISTENERS more listeners × BACKENDS servers. Says how long the apply took, the
+// longest gap between the node's heartbeats and in its echo traffic while it ran, and the node's RSS.
+//   npm run build && node bench/node-join.mjs          (LISTENERS=3000 BACKENDS=50: the L4 snapshot of LBS=300)
+// Knobs: LISTENERS, BACKENDS, ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
+// writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { bulkListener, largeL4Snapshot } from '@slb/test-support/large-snapshot';
+import { WebSocketServer } from 'ws';
+
+const LISTENERS = Number(process.env.LISTENERS ?? 3000);
+const BACKENDS = Number(process.env.BACKENDS ?? 50);
+const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
+const PORT_BASE = Number(process.env.PORT_BASE ?? 20000);
+const LOG_DIR = process.env.LOG_DIR;
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'slb-node-join-'));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const rssMiB = (pid) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+
+// The existing listener's backend: echoes every byte.
+const echo = createServer((s) => s.pipe(s));
+await new Promise((r) => echo.listen(0, '127.0.0.1', r));
+const echoListener = {
+  ...bulkListener(LISTENERS, { address: ADDRESS, port: PORT_BASE - 1, backends: 0 }),
+  protocol: 'tcp',
+  backends: [
+    {
+      serverId: 'srv-echo0000000000000000',
+      address: '127.0.0.1',
+      port: echo.address().port,
+      weight: 100,
+      healthy: true,
+    },
+  ],
+};
+
+const heartbeats = [];
+const acks = new Map();
+const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+await new Promise((r) => wss.once('listening', r));
+let channel;
+wss.on('connection', (ws) => {
+  channel = ws;
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString());
+    if (m.type === 'heartbeat') heartbeats.push({ at: performance.now(), applying: m.applying });
+    if (m.type === 'ack') acks.set(m.version, performance.now());
+    if (m.type === 'hello')
+      send({
+        type: 'snapshot',
+        kind: 'l4',
+        snapshot: { version: 1, generatedAt: new Date().toISOString(), listeners: [echoListener], l7Nodes: [] },
+      });
+  });
+});
+const send = (m) => channel.send(JSON.stringify(m));
+
+const child = spawn(
+  process.execPath,
+  [...(process.env.PROF === '1' ? ['--cpu-prof', '--cpu-prof-dir=prof'] : []), join(root, 'apps/l4-node/dist/main.js')],
+  {
+    env: {
+      ...process.env,
+      SLB_API_URL: `http://127.0.0.1:${wss.address().port}`,
+      SLB_NODE_TOKEN: 'node-join-bench-token',
+      SLB_NODE_ID: 'node-join-bench',
+      SLB_NODE_ADDRESS: ADDRESS,
+      SLB_STATE_DIR: dir,
+      SLB_METRICS_PORT: '0',
+      SLB_SESSION_SYNC_REDIS_URL: 'off',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  },
+);
+const lines = [];
+for (const stream of [child.stdout, child.stderr])
+  createInterface({ input: stream }).on('line', (line) => {
+    if (LOG_DIR) appendFileSync(join(LOG_DIR, 'node-join.log'), `${line}\n`);
+    try {
+      lines.push(JSON.parse(line));
+    } catch {
+      lines.push({ msg: line });
+    }
+  });
+const until = async (what, ok, ms = 120_000) => {
+  for (const end = Date.now() + ms; !ok(); await sleep(10)) if (Date.now() > end) throw new Error(`no ${what}`);
+};
+
+try {
+  if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
+  await until('ack of version 1', () => acks.has(1));
+  // Echo traffic through the existing listener: one byte every 10 ms, each round trip timed.
+  const rtts = [];
+  const sock = createConnection({ host: ADDRESS, port: PORT_BASE - 1 });
+  await new Promise((r, j) => sock.once('connect', r).once('error', j));
+  let sentAt = 0;
+  sock.on('data', () => {
+    rtts.push({ at: sentAt, ms: performance.now() - sentAt });
+    setTimeout(() => {
+      sentAt = performance.now();
+      sock.write('x');
+    }, 10);
+  });
+  sentAt = performance.now();
+  sock.write('x');
+  await sleep(1500);
+  const rssBefore = rssMiB(child.pid);
+  // The node's own longest event-loop delay (prom-client's, reset at every scrape): scraped now to reset it.
+  const metricsPort = lines.find((l) => l.msg === 'metrics listening')?.metricsPort;
+  const lagMaxMs = async () => {
+    const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+    return Math.round(Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000);
+  };
+  await lagMaxMs();
+  const big = largeL4Snapshot({
+    version: 2,
+    listeners: LISTENERS,
+    backends: BACKENDS,
+    address: ADDRESS,
+    portBase: PORT_BASE,
+    first: [echoListener],
+  });
+  const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: big });
+  const t0 = performance.now();
+  channel.send(text);
+  await until('ack of version 2', () => acks.has(2));
+  const ackMs = acks.get(2) - t0;
+  await sleep(3000); // the save to disk, and what the apply left behind
+  const t1 = performance.now();
+  const nodeLagMaxMs = await lagMaxMs();
+  const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
+  const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
+  const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);
+  // Every bulk listener removed again: what a node does when its LBs move away.
+  const t2 = performance.now();
+  send({ type: 'snapshot', kind: 'l4', snapshot: { ...big, version: 3, listeners: [echoListener] } });
+  await until('ack of version 3', () => acks.has(3));
+  const removeAckMs = Math.round(acks.get(3) - t2);
+  sock.destroy();
+  console.log(
+    JSON.stringify({
+      listeners: LISTENERS + 1,
+      backends: LISTENERS * BACKENDS + 1,
+      snapshotMB: +(text.length / 1e6).toFixed(1),
+      sendToAckMs: Math.round(ackMs),
+      applyMs: applied?.applyMs,
+      nodeEventLoopLagMaxMs: nodeLagMaxMs,
+      removeAckMs,
+      maxHeartbeatGapMs: Math.round(Math.max(...gaps(beats))),
+      heartbeatsSayingApplying: beats.filter((h) => h.applying !== undefined).length,
+      maxEchoRttMs: Math.round(Math.max(...rtts.filter((r) => r.at >= t0 && r.at <= t1).map((r) => r.ms))),
+      rssBeforeMiB: Math.round(rssBefore),
+      rssAfterMiB: Math.round(rssMiB(child.pid)),
+      perBackendKiB: +(((rssMiB(child.pid) - rssBefore) * 1024) / (LISTENERS * BACKENDS)).toFixed(2),
+      load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+    }),
+  );
+} finally {
+  child.kill('SIGINT');
+  await new Promise((r) => child.once('exit', r));
+  wss.close();
+  echo.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(0);

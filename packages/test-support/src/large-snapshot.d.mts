@@ -1,0 +1,18 @@
+import type { NodeSnapshot, SnapshotListener } from '@slb/model';
+
+interface BulkOptions {
+  address: string;
+  port: number;
+  backends: number;
+}
+/** One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves. */
+export function bulkListener(n: number, options: BulkOptions): SnapshotListener;
+/** A node snapshot of `listeners` bulk listeners from `portBase` on, after `first` (listeners kept as given). */
+export function largeL4Snapshot(options: {
+  version: number;
+  listeners: number;
+  backends: number;
+  address: string;
+  portBase: number;
+  first?: SnapshotListener[];
+}): NodeSnapshot;
