@@ -56,6 +56,10 @@ function runTier(tier) {
       const [passed, failed, skipped] = match ? match.slice(1).map(Number) : [0, 0, 0];
       // A run that ended without its summary line (a crash, a signal) counts as one failure.
       const crashed = !match || ((code !== 0 || signal) && failed === 0) ? 1 : 0;
+      if (crashed) {
+        const why = match ? 'an error outside the tests (vitest\'s "Unhandled Errors", above)' : 'no summary';
+        failures.push(`${FAILURE}vitest exited with ${signal ?? `code ${code}`}: ${why}`);
+      }
       resolve({ tier, passed, failed: failed + crashed, skipped, seconds, failures });
     });
   });
