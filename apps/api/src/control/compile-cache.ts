@@ -63,8 +63,9 @@ export class CompileCache {
 
   /**
    * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
-   * `beyond`: the change can reach beyond the LBs compiled again (LBs added or removed, an LB's VIP or L4
-   * ports changed, which can move a port collision to another LB): every node then needs a full diff.
+   * `beyond`: the change can reach beyond the LBs compiled again (an LB's VIP changed, the L4 ports of an LB
+   * without one, which shares the node's address with others, or a placement mode; on a full read, LBs
+   * added or removed): every node then needs a full diff.
    */
   refresh(): Refreshed {
     const scope = this.scanAll ? null : [...new Set([...this.touched, ...this.dirty])];
