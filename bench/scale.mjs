@@ -530,6 +530,13 @@ try {
   let done = 0;
   let lastReq = 0;
   let lastAt = createStart;
+  // Issue #22: a write should cost the same at 1,000 LBs as at 100. Marks where each tenth of the LBs is done
+  // (time, requests, API CPU), so the rate of the last tenth can be set against that of the first.
+  const tenths = [{ at: createStart, requests: 0, cpuS: apiBefore.cpuS }];
+  const markTenth = () => {
+    while (tenths.length <= 10 && done >= Math.ceil((LBS * tenths.length) / 10))
+      tenths.push({ at: Date.now(), requests: stats.requests, cpuS: usage(apiProc.child.pid).cpuS });
+  };
   const progress = setInterval(() => {
     const u = usage(apiProc.child.pid);
     const now = Date.now();
@@ -548,6 +555,7 @@ try {
           const i = next++;
           await createLb(i);
           done++;
+          markTenth();
           checkTime(`creating LB ${i}`);
         }
       }),
@@ -561,6 +569,22 @@ try {
   const createLatencies = stats.latencies.slice();
   log(
     `created in ${fmtMs(createMs)} (${createRequests} requests, ${((createRequests * 1000) / createMs).toFixed(0)} req/s, ${stats.retries} retries)`,
+  );
+  const createTenths = tenths.slice(1).map((t, k) => {
+    const from = tenths[k];
+    const requests = t.requests - from.requests;
+    return {
+      lbs: Math.ceil((LBS * (k + 1)) / 10),
+      reqPerS: (requests * 1000) / Math.max(1, t.at - from.at),
+      cpuMsPerReq: ((t.cpuS - from.cpuS) * 1000) / Math.max(1, requests),
+    };
+  });
+  log(
+    `create req/s per tenth of the LBs: ${createTenths.map((t) => `${t.reqPerS.toFixed(0)} (to ${t.lbs}; API ${t.cpuMsPerReq.toFixed(1)} ms CPU/req)`).join(', ')}`,
+  );
+  const slowdown = createTenths.length === 10 ? createTenths[0].reqPerS / createTenths[9].reqPerS : Number.NaN;
+  log(
+    `create rate, last tenth / first tenth: ${(1 / slowdown).toFixed(2)}, a ${slowdown.toFixed(2)}× slowdown (goal ≤1.5×: ${slowdown <= 1.5 ? 'met' : 'NOT met'})`,
   );
 
   if (!NODES_DURING_CREATE) await startNodes();
@@ -588,6 +612,7 @@ try {
     nodesAfter,
     healthz,
     createLatencies,
+    createTenths,
     dbBytes,
   };
 

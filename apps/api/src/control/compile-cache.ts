@@ -3,6 +3,17 @@ import type { CompiledLb, L4ListenerConfig } from './compile-lb.js';
 import { compileLbs } from './compiler.js';
 import { type LbSummary, lbOfListener, lbsByIds, listLbs } from './lb-rows.js';
 
+/**
+ * The hub's work, counted in LBs: what a write costs, in a unit that tests can hold against the fleet's size
+ * (a write to one LB should compile and diff that LB, not the fleet).
+ */
+export interface ControlWork {
+  /** LBs compiled from their rows. */
+  lbsCompiled: number;
+  /** LBs diffed against what a node was sent, summed over the nodes. */
+  lbsDiffed: number;
+}
+
 /** What a refresh compiled again, and whether the change can reach beyond those LBs. */
 export interface Refreshed {
   changed: string[];
@@ -26,6 +37,7 @@ export class CompileCache {
   constructor(
     private readonly db: Db,
     private readonly openKey: (stored: string) => string,
+    private readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 },
   ) {}
 
   get(lbId: string): CompiledLb | undefined {
@@ -51,34 +63,44 @@ export class CompileCache {
 
   /**
    * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
-   * `beyond`: the change can reach beyond the LBs compiled again (LBs added or removed, an LB's VIP or L4
-   * ports changed, which can move a port collision to another LB): every node then needs a full diff.
+   * `beyond`: the change can reach beyond the LBs compiled again (an LB's VIP changed, the L4 ports of an LB
+   * without one, which shares the node's address with others, or a placement mode; on a full read, LBs
+   * added or removed): every node then needs a full diff.
    */
   refresh(): Refreshed {
     const scope = this.scanAll ? null : [...new Set([...this.touched, ...this.dirty])];
     this.scanAll = false;
     this.touched.clear();
-    return (scope && this.refreshScoped(scope)) ?? this.refreshAll();
+    return scope ? this.refreshScoped(scope) : this.refreshAll();
   }
 
   /**
-   * Re-reads only the named LBs. Gives up (undefined: read everything) when the fleet's shape may have
-   * changed: an LB created or deleted.
+   * Re-reads only the named LBs: an LB created is appended (where a full read, in rowid order, puts it too),
+   * one deleted is dropped. Nothing here reads the whole fleet.
    */
-  private refreshScoped(scope: string[]): Refreshed | undefined {
+  private refreshScoped(scope: string[]): Refreshed {
     const rows = lbsByIds(this.db, scope);
-    const known = new Set(this.lbs.map((lb) => lb.id));
-    if (scope.some((id) => rows.has(id) !== known.has(id))) return undefined;
+    const gone = new Set(scope.filter((id) => !rows.has(id) && this.compiled.has(id)));
+    const known = new Set(this.compiled.keys());
     let beyond = false;
-    this.lbs = this.lbs.map((lb) => {
+    this.lbs = this.lbs.flatMap((lb) => {
+      if (gone.has(lb.id)) return [];
       const row = rows.get(lb.id);
-      if (row === undefined) return lb;
+      if (row === undefined) return [lb];
       if (row.mode !== lb.mode || row.nodeCount !== lb.nodeCount) beyond = true;
-      return row;
+      return [row];
     });
-    for (const id of scope) this.dirty.delete(id);
-    if (this.store(scope)) beyond = true;
-    return { changed: scope, beyond };
+    for (const id of scope) {
+      const row = rows.get(id);
+      if (row !== undefined && !known.has(id)) this.lbs.push(row);
+      this.dirty.delete(id);
+    }
+    for (const id of gone) {
+      if (sharesNodeAddress(this.compiled.get(id))) beyond = true;
+      this.compiled.delete(id);
+    }
+    if (this.store(scope.filter((id) => rows.has(id)))) beyond = true;
+    return { changed: scope.filter((id) => rows.has(id) || gone.has(id)), beyond };
   }
 
   private refreshAll(): Refreshed {
@@ -102,16 +124,28 @@ export class CompileCache {
     return { changed: stale, beyond };
   }
 
-  /** Compiles these LBs into the cache; true when one is new or its VIP or L4 ports moved. */
+  /**
+   * Compiles these LBs into the cache; true when the ports one claims on the node's own address moved (an
+   * LB without a VIP shares it, so its ports can collide with another LB's), or its VIP did. An LB on its
+   * own VIP meets no other LB: its ports moving concerns it alone.
+   */
   private store(lbIds: string[]): boolean {
     let moved = false;
+    this.work.lbsCompiled += lbIds.length;
     for (const [id, lb] of compileLbs(this.db, lbIds, this.openKey)) {
       const old = this.compiled.get(id);
-      if (!old || l4PortKeys(old) !== l4PortKeys(lb)) moved = true;
+      if (old === undefined) moved ||= sharesNodeAddress(lb);
+      else if (old.address !== lb.address) moved = true;
+      else if ((sharesNodeAddress(old) || sharesNodeAddress(lb)) && l4PortKeys(old) !== l4PortKeys(lb)) moved = true;
       this.compiled.set(id, lb);
     }
     return moved;
   }
+}
+
+/** An LB without a VIP whose L4 listeners bind the node's own address, where other such LBs' do. */
+function sharesNodeAddress(lb: CompiledLb | undefined): boolean {
+  return lb !== undefined && lb.address === null && lb.l4.length > 0;
 }
 
 /** An L4 listener's claim on an address of its node: transport, address and port. */

@@ -1,6 +1,6 @@
 import type { ControllerMessage, L7NodeSnapshot, NodeSnapshot, SnapshotBackendDeny } from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
-import { l4PortKey } from './compile-cache.js';
+import { type ControlWork, l4PortKey } from './compile-cache.js';
 import type { CompiledLb, L4ListenerConfig, L7ListenerConfig } from './compile-lb.js';
 import type { LbSummary } from './lb-rows.js';
 import { alreadyCarried, type LbVersions, type Session } from './node-session.js';
@@ -31,6 +31,8 @@ export interface ConfigDeliveryOptions {
   /** Called for a config too large to send: the node keeps its last one. */
   tooLarge: (session: Session, version: number, reason: string) => void;
   now: () => number;
+  /** Counts the LBs diffed; default: a counter nobody reads. */
+  work?: ControlWork;
 }
 
 /**
@@ -44,8 +46,11 @@ export class ConfigDelivery {
   /** The deployment's session-sync prefix, sent in every first snapshot (the nodes' default namespace). */
   sessionSyncPrefix: string | undefined;
 
+  private readonly work: ControlWork;
+
   constructor(private readonly options: ConfigDeliveryOptions) {
     this.version = options.startVersion;
+    this.work = options.work ?? { lbsCompiled: 0, lbsDiffed: 0 };
   }
 
   /** Diffs an L4 node's whole config against what it was sent. */
@@ -54,12 +59,15 @@ export class ConfigDelivery {
     const wanted: Wanted[] = [];
     const byLb = new Map<string, string[]>();
     const owner = new Map<string, string>();
+    const portsByLb = new Map<string, string[]>();
+    this.work.lbsDiffed += fleet.lbs.length;
     for (const lb of fleet.lbs) {
       if (!(fleet.placement.get(lb.id) ?? []).includes(session.nodeId)) continue;
       const compiled = fleet.compiled.get(lb.id);
       if (!compiled) continue;
       lbVersions.set(lb.id, compiled.configVersion);
       const ids: string[] = [];
+      const keys: string[] = [];
       // A standby hosts the LB without its listeners: converged once it acks, ready to take the VIP over.
       const serving = fleet.serving.get(lb.id);
       const binds = serving?.binders.includes(session.nodeId) ?? false;
@@ -75,12 +83,15 @@ export class ConfigDelivery {
           continue;
         }
         owner.set(key, lb.id);
+        keys.push(key);
         ids.push(config.id);
         wanted.push(l4Wanted(session, compiled, serving!, config, json));
       }
       byLb.set(lb.id, ids);
+      portsByLb.set(lb.id, keys);
     }
     session.portOwner = owner;
+    session.portsByLb = portsByLb;
     this.pushAll(session, fleet, wanted, byLb, lbVersions, l7Pool);
   }
 
@@ -89,6 +100,7 @@ export class ConfigDelivery {
     const lbVersions = new Map<string, number>();
     const wanted: Wanted[] = [];
     const byLb = new Map<string, string[]>();
+    this.work.lbsDiffed += fleet.lbs.length;
     for (const lb of fleet.lbs) {
       const compiled = fleet.compiled.get(lb.id);
       if (!compiled) continue;
@@ -103,43 +115,84 @@ export class ConfigDelivery {
   }
 
   /**
-   * Diffs only the given LBs, when nothing else can have moved (same placement, LBs, ports and L7 pool):
-   * the cost of a write is then that of its LB, not of the fleet.
+   * Diffs only the given LBs (changed, created, deleted, moved between nodes), when nothing else can have
+   * moved: no LB sharing the node's address changed its ports, and the L7 pool is the same. The cost of a
+   * write is then that of its LB, not of the fleet.
    */
   pushChanged(session: Session, fleet: Fleet, lbIds: string[]): void {
     const upsert: Wanted[] = [];
     const remove: string[] = [];
     // Only the changed LBs' versions: copying every LB's per write was the largest cost left at 1,000 LBs.
     const lbVersions = new Map<string, number>();
+    this.work.lbsDiffed += lbIds.length;
     for (const lbId of lbIds) {
       const compiled = fleet.compiled.get(lbId);
-      const ids: string[] = [];
-      if (compiled && session.kind === 'l4') {
-        if (!(fleet.placement.get(lbId) ?? []).includes(session.nodeId)) continue;
-        lbVersions.set(lbId, compiled.configVersion);
-        const serving = fleet.serving.get(lbId);
-        const binds = serving?.binders.includes(session.nodeId) ?? false;
-        for (const { config, json } of binds ? compiled.l4 : []) {
-          if (session.portOwner.get(l4PortKey(config, compiled.address ?? session.address)) !== lbId) {
-            lbVersions.set(lbId, -1);
-            continue;
-          }
-          ids.push(config.id);
-          const wanted = l4Wanted(session, compiled, serving!, config, json);
-          if (session.sentJson.get(config.id) !== wanted.json) upsert.push(wanted);
-        }
-      } else if (compiled) {
-        lbVersions.set(lbId, compiled.configVersion);
-        for (const { config, json } of compiled.l7) {
-          ids.push(config.id);
-          if (session.sentJson.get(config.id) !== json) upsert.push(l7Wanted(session, config, json));
-        }
-      }
+      const ids =
+        session.kind === 'l4'
+          ? this.changedL4(session, fleet, lbId, upsert, lbVersions)
+          : this.changedL7(session, compiled, lbId, upsert, lbVersions);
       const kept = new Set(ids);
       for (const id of session.sentByLb.get(lbId) ?? []) if (!kept.has(id)) remove.push(id);
-      session.sentByLb.set(lbId, ids);
+      if (ids.length > 0) session.sentByLb.set(lbId, ids);
+      else session.sentByLb.delete(lbId);
     }
     this.deliver(session, fleet, upsert, remove, { full: false, versions: lbVersions });
+  }
+
+  /** One LB's L4 listeners for this node (none if it left the node): its ports taken again, as pushL4 does. */
+  private changedL4(
+    session: Session,
+    fleet: Fleet,
+    lbId: string,
+    upsert: Wanted[],
+    lbVersions: Map<string, number>,
+  ): string[] {
+    for (const key of session.portsByLb.get(lbId) ?? []) {
+      if (session.portOwner.get(key) === lbId) session.portOwner.delete(key);
+    }
+    session.portsByLb.delete(lbId);
+    const compiled = fleet.compiled.get(lbId);
+    if (!compiled || !(fleet.placement.get(lbId) ?? []).includes(session.nodeId)) return [];
+    lbVersions.set(lbId, compiled.configVersion);
+    const serving = fleet.serving.get(lbId);
+    const binds = serving?.binders.includes(session.nodeId) ?? false;
+    const ids: string[] = [];
+    const keys: string[] = [];
+    for (const { config, json } of binds ? compiled.l4 : []) {
+      const key = l4PortKey(config, compiled.address ?? session.address);
+      if (session.portOwner.has(key)) {
+        this.options.log.warn(
+          { nodeId: session.nodeId, listenerId: config.id, port: config.port },
+          'port already served on this node',
+        );
+        lbVersions.set(lbId, -1);
+        continue;
+      }
+      session.portOwner.set(key, lbId);
+      keys.push(key);
+      ids.push(config.id);
+      const wanted = l4Wanted(session, compiled, serving!, config, json);
+      if (session.sentJson.get(config.id) !== wanted.json) upsert.push(wanted);
+    }
+    session.portsByLb.set(lbId, keys);
+    return ids;
+  }
+
+  private changedL7(
+    session: Session,
+    compiled: CompiledLb | undefined,
+    lbId: string,
+    upsert: Wanted[],
+    lbVersions: Map<string, number>,
+  ): string[] {
+    if (!compiled) return [];
+    lbVersions.set(lbId, compiled.configVersion);
+    const ids: string[] = [];
+    for (const { config, json } of compiled.l7) {
+      ids.push(config.id);
+      if (session.sentJson.get(config.id) !== json) upsert.push(l7Wanted(session, config, json));
+    }
+    return ids;
   }
 
   private pushAll(

@@ -18,14 +18,14 @@ describe('FleetPlacement', () => {
   it('places LBs on the online nodes and says when that moved', () => {
     const fleet = new FleetPlacement(log);
     const nodes = ['n1', 'n2', 'n3'];
-    expect(fleet.update(lbs, nodes.map(node), new Map(nodes.map(vip)), () => null)).toBe(true);
+    expect(fleet.update(lbs, nodes.map(node), new Map(nodes.map(vip)), () => null)).toEqual(['lb_a']);
     expect(fleet.placement.get('lb_a')).toEqual(nodes);
     expect(fleet.serving.get('lb_a')?.binders).toHaveLength(1);
-    expect(fleet.update(lbs, nodes.map(node), new Map(nodes.map(vip)), () => null)).toBe(false);
+    expect(fleet.update(lbs, nodes.map(node), new Map(nodes.map(vip)), () => null)).toEqual([]);
     expect(fleet.onlineChanged(new Set(nodes))).toBe(false);
     expect(fleet.onlineChanged(new Set(['n1', 'n2']))).toBe(true);
     // One of three gone: the LB leaves it.
-    expect(fleet.update(lbs, [node('n1'), node('n2')], new Map(nodes.map(vip)), () => null)).toBe(true);
+    expect(fleet.update(lbs, [node('n1'), node('n2')], new Map(nodes.map(vip)), () => null)).toEqual(['lb_a']);
     expect(fleet.placement.get('lb_a')).toEqual(['n1', 'n2']);
   });
 
@@ -33,7 +33,7 @@ describe('FleetPlacement', () => {
     const fleet = new FleetPlacement(log);
     const nodes = ['n1', 'n2', 'n3'];
     fleet.update(lbs, nodes.map(node), new Map(nodes.map(vip)), () => null);
-    expect(fleet.update(lbs, [node('n1')], new Map(nodes.map(vip)), () => null)).toBe(false);
+    expect(fleet.update(lbs, [node('n1')], new Map(nodes.map(vip)), () => null)).toEqual([]);
     expect(fleet.placement.get('lb_a')).toEqual(nodes);
     // Still differs from the nodes placed for: the next tick looks again.
     expect(fleet.onlineChanged(new Set(['n1']))).toBe(true);

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type PlacementLb, type PlacementNode, place } from './placement.js';
-import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
+import { chooseVipBinders, type VipNode, type VipServing } from './vip-serving.js';
 
 /** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
 const CIRCUIT_BREAKER_SHARE = 0.5;
@@ -26,14 +26,15 @@ export class FleetPlacement {
 
   /**
    * Places the LBs on the online L4 nodes (unless most of them vanished at once) and chooses their VIP
-   * binders. True when either moved: every node then needs a full diff.
+   * binders. Returns the LBs whose placement or binders moved (an LB created or deleted among them): their
+   * nodes need their config again.
    */
   update(
     lbs: PlacementLb[],
     online: PlacementNode[],
     vipNodes: ReadonlyMap<string, VipNode>,
     addressOf: (lbId: string) => string | null,
-  ): boolean {
+  ): string[] {
     const previousPlacement = this.placement;
     const previousServing = this.serving;
     const onlineIds = new Set(online.map((n) => n.id));
@@ -46,15 +47,24 @@ export class FleetPlacement {
       this.lastOnline = onlineIds;
     }
     this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf);
-    return !samePlacement(previousPlacement, this.placement) || !sameServing(previousServing, this.serving);
+    const moved = new Set([
+      ...movedIn(previousPlacement, this.placement, sameNodes),
+      ...movedIn(previousServing, this.serving, (a, b) => a.mode === b.mode && sameNodes(a.binders, b.binders)),
+    ]);
+    return [...moved];
   }
 }
 
-function samePlacement(a: ReadonlyMap<string, string[]>, b: ReadonlyMap<string, string[]>): boolean {
-  if (a.size !== b.size) return false;
-  for (const [id, nodes] of a) {
-    const other = b.get(id);
-    if (other === undefined || other.length !== nodes.length || other.some((n, i) => n !== nodes[i])) return false;
+const sameNodes = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((n, i) => n === b[i]);
+
+/** The keys added, removed or changed between two maps. */
+function movedIn<T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>, same: (x: T, y: T) => boolean): string[] {
+  const out: string[] = [];
+  for (const [id, x] of a) {
+    const y = b.get(id);
+    if (y === undefined || !same(x, y)) out.push(id);
   }
-  return true;
+  for (const id of b.keys()) if (!a.has(id)) out.push(id);
+  return out;
 }

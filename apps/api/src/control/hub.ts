@@ -12,7 +12,7 @@ import type WebSocket from 'ws';
 import type { EventSink } from '../events/store.js';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
 import { type Clock, systemClock } from './clock.js';
-import { CompileCache } from './compile-cache.js';
+import { CompileCache, type ControlWork } from './compile-cache.js';
 import { ConfigDelivery, type Fleet } from './config-delivery.js';
 import { FleetPlacement } from './fleet-placement.js';
 import { L7_REJOIN_GRACE_MS, L7Rejoin, lastKnownL7 } from './l7-rejoin.js';
@@ -28,6 +28,9 @@ import { SessionReports } from './session-reports.js';
 
 export { L7_REJOIN_GRACE_MS } from './l7-rejoin.js';
 export type { LbRuntime } from './lb-runtime.js';
+
+/** More LBs than this moved by one recompile (a node come or gone): every node gets a full diff. */
+const MOVED_FOR_FULL_DIFF = 32;
 
 export interface ControlHubOptions {
   /** Default {@link L7_REJOIN_GRACE_MS}. */
@@ -66,6 +69,8 @@ export class ControlHub {
   private compiledL7Pool = '';
   private closed = false;
   private readonly reports: SessionReports;
+  /** LBs compiled and diffed since the start (see ControlWork). */
+  readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 };
 
   constructor(
     private readonly db: Db,
@@ -75,7 +80,7 @@ export class ControlHub {
   ) {
     this.clock = options.clock ?? systemClock;
     this.fleet = new FleetPlacement(log);
-    this.cache = new CompileCache(db, options.openKey ?? ((stored) => stored));
+    this.cache = new CompileCache(db, options.openKey ?? ((stored) => stored), this.work);
     this.delivery = new ConfigDelivery({
       log,
       // Versions outlive a controller restart: they start from the clock and only grow.
@@ -83,6 +88,7 @@ export class ControlHub {
       maxMessageBytes: options.maxMessageBytes ?? CONTROL_CHANNEL_MAX_BYTES,
       tooLarge: (session, version, reason) => this.reports.failed(session, version, reason),
       now: () => this.clock.now(),
+      work: this.work,
     });
     this.recorder = options.events
       ? new ServingRecorder(options.events, this.clock, options.nodeEventIntervalMs, () => ({
@@ -318,7 +324,11 @@ export class ControlHub {
       vipNodes,
       (id) => this.cache.get(id)?.address ?? null,
     );
-    const fullDiff = beyond || moved;
+    // LBs created, deleted or moved between nodes are diffed like a write's own, a few at a time; a node
+    // come or gone moves many at once, and one pass over the fleet is then the cheaper diff.
+    const fullDiff =
+      beyond || moved.length > MOVED_FOR_FULL_DIFF || moved.some((id) => this.cache.get(id)?.address === null);
+    const touched = [...new Set([...changed, ...moved])];
     const l7Pool = this.l7Pool();
     const l7Json = JSON.stringify(l7Pool);
     this.compiledL7Pool = l7Json;
@@ -340,10 +350,10 @@ export class ControlHub {
       // per write cost tens of ms at 1,000 LBs), unless the change can reach other LBs.
       const onlyChanged =
         !fullDiff && session.sentVersion !== null && (session.kind === 'l7' || session.sentL7Nodes === l7Json);
-      if (onlyChanged) this.delivery.pushChanged(session, fleet, changed);
+      if (onlyChanged) this.delivery.pushChanged(session, fleet, touched);
       else if (session.kind === 'l4') this.delivery.pushL4(session, fleet, l7Pool);
       else this.delivery.pushL7(session, fleet);
     }
-    this.recorder?.recompiled(fullDiff, l7Json, changed);
+    this.recorder?.recompiled(fullDiff || moved.length > 0, l7Json, changed);
   }
 }

@@ -18,6 +18,8 @@ export interface Session {
   /** Listener ids sent per LB, and (L4) the LB holding each port on this node: enough to resend one LB alone. */
   sentByLb: Map<string, string[]>;
   portOwner: Map<string, string>;
+  /** (L4) The port keys each LB holds in portOwner, so one LB's can be let go without a pass over all. */
+  portsByLb: Map<string, string[]>;
   /** Per sent version: the LB config versions it carries (all, or the changed ones), for convergence once acked. */
   lbVersionsSent: Map<number, LbVersions>;
   ackedLbVersions: Map<string, number>;
@@ -62,6 +64,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     sentL4Nodes: null,
     sentByLb: new Map(),
     portOwner: new Map(),
+    portsByLb: new Map(),
     lbVersionsSent: new Map(),
     ackedLbVersions: new Map(),
     failures: [],
@@ -90,6 +93,7 @@ export function forgetSent(session: Session): void {
   session.sentL4Nodes = null;
   session.sentByLb = new Map();
   session.portOwner = new Map();
+  session.portsByLb = new Map();
 }
 
 /**

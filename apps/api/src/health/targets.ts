@@ -1,7 +1,7 @@
 import { type Db, listeners, rules, servers } from '@slb/db';
 import { type HealthCheckConfig, probeKey, resolveHealthCheck } from '@slb/health';
 import type { HealthCheck, HealthCheckTarget, HealthProbe } from '@slb/model';
-import { eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 
 /** A target the settings could not be resolved for (bad stored data); it is left out, not guessed. */
 export interface SkippedTarget {
@@ -23,8 +23,14 @@ export interface HealthPlan {
  * probed once per interval.
  */
 export function planHealthChecks(db: Db): HealthPlan {
-  const running = db.select().from(listeners).where(eq(listeners.status, 'running')).all();
-  const checked = running.filter((l) => l.healthCheck.enabled);
+  // Filtered in SQL too: a listener with its check off is not read and mapped at all. A sync follows the
+  // writes (at least once a second under a stream of them), and read every listener of the fleet.
+  const checked = db
+    .select()
+    .from(listeners)
+    .where(and(eq(listeners.status, 'running'), sql`json_extract(${listeners.healthCheck}, '$.enabled')`))
+    .all()
+    .filter((l) => l.healthCheck.enabled);
   const groupsOf = new Map(checked.map((l) => [l.id, new Set([l.serverGroupId])]));
   if (checked.length > 0) {
     const ruleGroups = db

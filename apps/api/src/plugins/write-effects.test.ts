@@ -59,4 +59,16 @@ describe('write effects', () => {
     expect(app.writeEffects.get('POST /v1/tenants')).toEqual({});
     await app.close();
   });
+
+  it('tells a write without :lbId the LB its handler named (a created LB), so the hub need not read them all', async () => {
+    const { app, writes } = await appWith((v1) => {
+      v1.post('/load-balancers', { config: { writes: { nodes: true } } }, async (request: FastifyRequest) => {
+        request.writtenLbId = 'lb-new';
+        return {};
+      });
+    });
+    await app.inject({ method: 'POST', url: '/v1/load-balancers' });
+    expect(writes).toEqual([{ effects: { nodes: true }, lbId: 'lb-new' }]);
+    await app.close();
+  });
 });

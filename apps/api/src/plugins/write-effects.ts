@@ -7,8 +7,8 @@ import fp from 'fastify-plugin';
  */
 export interface WriteEffects {
   /**
-   * What the nodes serve: the control hub recompiles, coalesced per tick (just the route's `:lbId` LB when
-   * it has one). Default false.
+   * What the nodes serve: the control hub recompiles, coalesced per tick (just the route's `:lbId` LB, or
+   * the one the handler named in `request.writtenLbId`, when it has one). Default false.
    */
   nodes?: boolean;
   /**
@@ -24,6 +24,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Required on every /v1 write route (POST, PUT, PATCH, DELETE): see WriteEffects. `{}` for none. */
     writes?: WriteEffects;
+  }
+  interface FastifyRequest {
+    /** The LB a write without `:lbId` in its path changed (a created LB), for onWrite; unset otherwise. */
+    writtenLbId?: string;
   }
   interface FastifyInstance {
     /** The effects each /v1 write route declared, by `METHOD url`: for tests and for the curious. */
@@ -54,6 +58,7 @@ export const writeEffectsPlugin = fp<WriteEffectsOptions>(
   async (app, { onWrite }) => {
     const declared = new Map<string, WriteEffects>();
     app.decorate('writeEffects', declared);
+    app.decorateRequest('writtenLbId', undefined);
     app.addHook('onRoute', (route) => {
       const methods = apiWriteMethods(route);
       if (methods.length === 0) return;
@@ -64,7 +69,8 @@ export const writeEffectsPlugin = fp<WriteEffectsOptions>(
       for (const method of methods) declared.set(`${method} ${route.url}`, effects);
       if (!effects.nodes && !effects.healthTargets) return;
       const afterWrite = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-        if (reply.statusCode < 400) onWrite(effects, (request.params as { lbId?: string } | undefined)?.lbId);
+        const lbId = request.writtenLbId ?? (request.params as { lbId?: string } | undefined)?.lbId;
+        if (reply.statusCode < 400) onWrite(effects, lbId);
         done();
       };
       route.onResponse = [...hooksOf(route.onResponse), afterWrite] as typeof route.onResponse;

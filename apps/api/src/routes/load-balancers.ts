@@ -47,6 +47,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: (request, reply) =>
       created(app, request, reply, () => {
         const row = lbs.create(request.auth, request.body);
+        // No :lbId in the path: named here, so the hub compiles this LB alone rather than the fleet.
+        request.writtenLbId = row.id;
         return { body: lbs.toApi(row), revision: row.revision };
       }),
   });

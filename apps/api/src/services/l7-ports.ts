@@ -1,6 +1,6 @@
 import { type Db, listeners } from '@slb/db';
 import { L7_PORT_BASE, L7_PORT_RANGE, lowestFree } from '@slb/model';
-import { and, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { ApiError } from '../errors.js';
 
 /**
@@ -9,6 +9,16 @@ import { ApiError } from '../errors.js';
  * collision impossible, where hashing ids at compile time could collide). Its row going frees it.
  */
 export function allocateL7Port(db: Db): number {
+  // Ports go out lowest first, so those taken are most often exactly BASE…max: then max + 1 is the lowest
+  // free one, found in the index without reading every http/https listener of the fleet into JS.
+  const dense = db
+    .select({ max: sql<number | null>`max(${listeners.l7Port})`, n: sql<number>`count(${listeners.l7Port})` })
+    .from(listeners)
+    .where(isNotNull(listeners.l7Port))
+    .get();
+  const max = dense?.max ?? null;
+  if (max === null) return L7_PORT_BASE;
+  if (dense!.n === max - L7_PORT_BASE + 1 && max + 1 < L7_PORT_BASE + L7_PORT_RANGE) return max + 1;
   const port = lowestFree(BigInt(L7_PORT_BASE), BigInt(L7_PORT_RANGE), takenL7Ports(db));
   if (port === null) throw exhausted();
   return Number(port);

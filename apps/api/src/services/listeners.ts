@@ -181,7 +181,11 @@ export class ListenerService {
       this.checkPortFree(lbId, protocol, port);
       this.checkFleetRoom();
       this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
-      this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
+      // checkFleetRoom bounds every tenant's listeners at MAX_LISTENERS_PER_NODE: a tenant allowed that many
+      // (the system tenant) needs no count of its own, a second pass over its listeners on every create.
+      if ((this.quotas?.limitOf(lb.tenantId, 'listeners') ?? 0) < MAX_LISTENERS_PER_NODE) {
+        this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
+      }
       const backends = this.quotas?.growth(lb.tenantId, 'backends');
       const now = nowIso();
       const row: ListenerRow = {

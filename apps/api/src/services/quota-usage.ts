@@ -50,6 +50,9 @@ export function countOf(db: Db, name: QuotaName, parent: string): number {
   return read(db, COUNT[name](parent));
 }
 
+/** The query countOf runs (for a test of its query plan). */
+export const countQuery = (name: QuotaName, parent: string): SQL => COUNT[name](parent);
+
 export function usageOf(db: Db, tenantId: string): Record<QuotaName, number> {
   return Object.fromEntries(QUOTA_NAMES.map((name) => [name, read(db, USAGE[name](tenantId))])) as Record<
     QuotaName,

@@ -53,6 +53,9 @@ export const listeners = sqliteTable(
   (t) => [
     uniqueIndex('listeners_port_uq').on(t.loadBalancerId, t.transport, t.port),
     index('listeners_sg_idx').on(t.serverGroupId),
+    // The tenant-wide listeners and backends quotas count a tenant's listeners on every listener create:
+    // without it each count read every listener row of the fleet.
+    index('listeners_tenant_idx').on(t.tenantId),
     uniqueIndex('listeners_l7_port_uq').on(t.l7Port).where(sql`${t.l7Port} IS NOT NULL`),
   ],
 );

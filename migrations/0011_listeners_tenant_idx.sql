@@ -1,0 +1,1 @@
+CREATE INDEX `listeners_tenant_idx` ON `listeners` (`tenant_id`);
