@@ -32,6 +32,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bottleneck, compare, cpuMicrosPer, cpuPercent, parseCpuList, verdict } from './bench-verdict.mjs';
+import { l4Snapshot } from './file-mode-snapshots.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -49,36 +50,9 @@ let targetCores = 1;
 const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
 const children = [];
 
-function id(prefix, n) {
-  return `${prefix}-${String(n).padStart(20, '0')}`;
-}
-
-function snapshot(listeners) {
-  return {
-    version: 1,
-    generatedAt: new Date().toISOString(),
-    l7Nodes: [],
-    listeners: listeners.map(([n, protocol, listen, upstream]) => ({
-      id: id('lsn', n),
-      loadBalancerId: id('lb', 1),
-      tenantId: id('tnt', 1),
-      protocol,
-      port: listen,
-      bindAddresses: ['127.0.0.1'],
-      scheduler: 'wrr',
-      persistenceTimeout: 0,
-      proxyProtocol: 'off',
-      connectionDrainTimeout: 0,
-      idleTimeout: 60,
-      sessionSync: false,
-      backends: [{ serverId: id('srv', 1), address: '127.0.0.1', port: upstream, weight: 100, healthy: true }],
-    })),
-  };
-}
-
 function startNode(listeners, cpu, nodeFlags = []) {
   const file = join(work, `snapshot-${listeners[0][2]}.json`);
-  writeFileSync(file, JSON.stringify(snapshot(listeners)));
+  writeFileSync(file, JSON.stringify(l4Snapshot(listeners)));
   const env = {
     ...process.env,
     SLB_METRICS_PORT: '0',

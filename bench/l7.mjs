@@ -38,6 +38,7 @@ import {
   parseCpuList,
   verdict,
 } from './bench-verdict.mjs';
+import { id, l7Snapshot } from './file-mode-snapshots.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -63,40 +64,6 @@ let targetCores = 1;
 let backend;
 const work = mkdtempSync(join(tmpdir(), 'bench-l7-'));
 const children = [];
-
-const id = (prefix, n) => `${prefix}-${String(n).padStart(20, '0')}`;
-
-function l7Snapshot(proxyPort, directPort, upstream) {
-  const sg = id('sg', 1);
-  return {
-    version: 1,
-    generatedAt: new Date().toISOString(),
-    listeners: [
-      {
-        id: id('lsn', 1),
-        loadBalancerId: id('lb', 1),
-        tenantId: id('tnt', 1),
-        protocol: 'http',
-        port: proxyPort,
-        directPort,
-        scheduler: 'wrr',
-        stickySession: null,
-        xForwardedFor: true,
-        idleTimeout: 60,
-        requestTimeout: 60,
-        certificates: [],
-        defaultServerGroupId: sg,
-        rules: [],
-        serverGroups: [
-          {
-            id: sg,
-            backends: [{ serverId: id('srv', 1), address: '127.0.0.1', port: upstream, weight: 100, healthy: true }],
-          },
-        ],
-      },
-    ],
-  };
-}
 
 /** cpu null: the child keeps this process's affinity (whatever pin the caller gave it). */
 function start(name, cpu, cmd, args, env = process.env) {
