@@ -1,4 +1,4 @@
-/** Edge probes: a listener port another LB on the same node already uses, and one listener too many. */
+/** Edge probes: a listener port another LB already uses, and one listener too many. */
 import { allLbs, call } from './api-client.mjs';
 import { LBS, LISTENERS, log, PORT_BASE } from './config.mjs';
 import { servers } from './create.mjs';
@@ -12,7 +12,9 @@ export async function edgeProbes(results) {
       name: 'g',
       servers: servers(0, 0, 1),
     });
-    // LB scale-0's first port: the API refuses it (409), since every LB shares its nodes' addresses.
+    // LB scale-0's first port on another LB. Each LB has a VIP of its own (the API's default address pools),
+    // so the API takes it (201) and scale-0 stays active; with SLB_ADDRESS_POOLS='' the LBs share their nodes'
+    // addresses and the API refuses it (409).
     const refused = await call('POST', `/v1/load-balancers/${dup.id}/listeners`, {
       protocol: 'tcp',
       port: PORT_BASE,
