@@ -103,3 +103,24 @@ export function verdict(ratio, what, goal, basis = 'throughput', unit = 'unit') 
   const bound = goal.min !== undefined ? `≥ ${goal.min}×` : `≤ ${goal.max}×`;
   return `${ratio.toFixed(2)}× ${what}${by} (goal ${bound}) ${met ? 'ok' : 'MISS'}`;
 }
+
+/**
+ * Where a bench's processes run: with taskset and two CPUs, the load side (generator, backends) on the first
+ * and each proxy alone on the second, so every proxy gets the same core and rows compare; else nothing pinned,
+ * every side on all the CPUs.
+ * @param {number[]} allowed the CPUs this process may use (parseCpuList of its allowed list)
+ * @param {boolean} taskset whether taskset is installed
+ * @returns {{ cpus: number[], loadCpu: string | null, proxyCpu: string | null, loadCores: number, targetCores: number }}
+ */
+export function planPinning(allowed, taskset) {
+  if (taskset && allowed.length >= 2) {
+    return {
+      cpus: allowed.slice(0, 2),
+      loadCpu: String(allowed[0]),
+      proxyCpu: String(allowed[1]),
+      loadCores: 1,
+      targetCores: 1,
+    };
+  }
+  return { cpus: allowed, loadCpu: null, proxyCpu: null, loadCores: allowed.length, targetCores: allowed.length };
+}

@@ -6,6 +6,7 @@ import {
   cpuMicrosPer,
   cpuPercent,
   parseCpuList,
+  planPinning,
   verdict,
 } from './bench-verdict.mjs';
 
@@ -110,5 +111,28 @@ describe('verdict', () => {
 
   it('says n/a when there is nothing to compare with', () => {
     expect(verdict(Number.NaN, 'nginx', { min: 0.8 })).toBe('n/a nginx');
+  });
+});
+
+describe('planPinning', () => {
+  it('puts the load side and the proxies on the first two CPUs when taskset is there', () => {
+    expect(planPinning([2, 3, 5], true)).toEqual({
+      cpus: [2, 3],
+      loadCpu: '2',
+      proxyCpu: '3',
+      loadCores: 1,
+      targetCores: 1,
+    });
+  });
+
+  it('pins nothing without taskset or a second CPU: every side may use every CPU', () => {
+    expect(planPinning([0, 1], false)).toEqual({
+      cpus: [0, 1],
+      loadCpu: null,
+      proxyCpu: null,
+      loadCores: 2,
+      targetCores: 2,
+    });
+    expect(planPinning([0], true)).toEqual({ cpus: [0], loadCpu: null, proxyCpu: null, loadCores: 1, targetCores: 1 });
   });
 });

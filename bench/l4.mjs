@@ -31,7 +31,7 @@ import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bottleneck, compare, cpuMicrosPer, cpuPercent, parseCpuList, verdict } from './bench-verdict.mjs';
+import { bottleneck, compare, cpuMicrosPer, cpuPercent, parseCpuList, planPinning, verdict } from './bench-verdict.mjs';
 import { l4Snapshot } from './file-mode-snapshots.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
@@ -222,15 +222,13 @@ async function bench() {
       `4-tuple hash + lookup ${mg.lookupNs.toFixed(1)} ns`,
   );
   install();
-  // The load side and the proxies on different cores, so every proxy gets the same one and rows compare.
-  CPUS = parseCpuList(allowedCpuList());
-  if (have('taskset') && CPUS.length >= 2) {
-    [LOAD_CPU, PROXY_CPU] = CPUS.map(String);
-    CPUS = CPUS.slice(0, 2);
-  } else {
-    loadCores = CPUS.length;
-    targetCores = CPUS.length;
-  }
+  ({
+    cpus: CPUS,
+    loadCpu: LOAD_CPU,
+    proxyCpu: PROXY_CPU,
+    loadCores,
+    targetCores,
+  } = planPinning(parseCpuList(allowedCpuList()), have('taskset')));
   const hasHaproxy = have('haproxy');
   const doBulk = have('iperf3');
   // The new-connection backend is an HAProxy answering `ok` itself.

@@ -36,6 +36,7 @@ import {
   cpuMicrosPer,
   cpuPercent,
   parseCpuList,
+  planPinning,
   verdict,
 } from './bench-verdict.mjs';
 import { id, l7Snapshot } from './file-mode-snapshots.mjs';
@@ -234,15 +235,13 @@ async function main() {
   const skipped = [];
   if (!have('haproxy')) skipped.push('haproxy (not installed)');
   if (!process.env.HTTP_PROXY_DIR) skipped.push('node-http-proxy (HTTP_PROXY_DIR unset)');
-  // The load side and the proxy on different cores, so every proxy gets the same one and rows compare.
-  CPUS = parseCpuList(allowedCpuList());
-  if (have('taskset') && CPUS.length >= 2) {
-    [LOAD_CPU, PROXY_CPU] = CPUS.map(String);
-    CPUS = CPUS.slice(0, 2);
-  } else {
-    loadCores = CPUS.length;
-    targetCores = CPUS.length;
-  }
+  ({
+    cpus: CPUS,
+    loadCpu: LOAD_CPU,
+    proxyCpu: PROXY_CPU,
+    loadCores,
+    targetCores,
+  } = planPinning(parseCpuList(allowedCpuList()), have('taskset')));
 
   // nginx workers run as an unprivileged user: the (0700) temp folder must be readable.
   chmodSync(work, 0o755);
