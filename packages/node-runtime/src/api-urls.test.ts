@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { apiUrlsProblem, controlChannelUrl, loggableUrl, ReplicaRotation, splitApiUrls } from './api-urls.js';
+
+describe('SLB_API_URL', () => {
+  it('one URL is a list of one, as before', () => {
+    expect(splitApiUrls('http://127.0.0.1:8080')).toEqual(['http://127.0.0.1:8080']);
+    expect(apiUrlsProblem('http://127.0.0.1:8080')).toBeNull();
+  });
+
+  it('takes several replicas separated by commas, trimmed and without a trailing slash', () => {
+    expect(splitApiUrls('http://a:8080/, https://b:8443 ,http://c')).toEqual([
+      'http://a:8080',
+      'https://b:8443',
+      'http://c',
+    ]);
+    expect(apiUrlsProblem('http://a:8080/, https://b:8443 ,http://c')).toBeNull();
+  });
+
+  it.each([
+    ['http://a:8080,', 'entry 2 of 2 is empty (a stray comma?)'],
+    [',http://a:8080', 'entry 1 of 2 is empty (a stray comma?)'],
+    ['http://a:8080,redis://b', 'entry 2 of 2 must be a http or https URL'],
+    ['http://a:8080,http://b:99999,http://c', 'entry 2 of 3 is not a valid URL (a bad port or host?)'],
+    ['http://a:8080 http://b:8080', 'the URL is not a valid URL (a bad port or host?)'],
+    ['http://a:8080,http://a:8080/', 'entry 2 of 2 repeats entry 1'],
+    ['ftp://a', 'the URL must be a http or https URL'],
+  ])('refuses %s: %s', (value, reason) => {
+    expect(apiUrlsProblem(value)).toBe(reason);
+  });
+
+  it('names a bad entry by its position, never echoing it (a URL may carry a password)', () => {
+    const reason = apiUrlsProblem('http://a:8080,https://user:s3cret@host:99999/');
+    expect(reason).toContain('entry 2 of 2');
+    expect(reason).not.toContain('s3cret');
+  });
+
+  it('the channel URL is the base URL in ws(s) with the path', () => {
+    expect(controlChannelUrl('http://a:8080/', '/control/v1/channel')).toBe('ws://a:8080/control/v1/channel');
+    expect(controlChannelUrl('https://b', '/p')).toBe('wss://b/p');
+  });
+
+  it('logs a URL without its password', () => {
+    expect(loggableUrl('http://a:8080')).toBe('http://a:8080');
+    expect(loggableUrl('https://u:s3cret@b/')).toBe('https://u:***@b/');
+  });
+});
+
+describe('ReplicaRotation', () => {
+  const half = () => 0.5; // jitter factor 1: reconnectDelay gives its ceiling
+
+  it('with one URL: the backoff a node always had (200, 400, 800 … capped), back to the start after a connection', () => {
+    const r = new ReplicaRotation(['http://a'], 3000, half);
+    expect([r.next(false), r.next(false), r.next(false), r.next(false), r.next(false)]).toEqual([
+      200, 400, 800, 1600, 3000,
+    ]);
+    expect(r.index).toBe(0);
+    r.connected();
+    expect(r.next(true)).toBe(200);
+    expect(r.next(false)).toBe(400);
+  });
+
+  it('a failed dial moves to the next replica at once; the backoff is waited once per round of the list', () => {
+    const r = new ReplicaRotation(['http://a', 'http://b', 'http://c'], 3000, half);
+    const dials: [string, number][] = [];
+    for (let i = 0; i < 7; i++) {
+      const wait = r.next(false);
+      dials.push([r.current, wait]);
+    }
+    expect(dials).toEqual([
+      ['http://b', 0],
+      ['http://c', 0],
+      ['http://a', 200],
+      ['http://b', 0],
+      ['http://c', 0],
+      ['http://a', 400],
+      ['http://b', 0],
+    ]);
+  });
+
+  it('stays on the replica it connected to; when that connection drops it moves on after the first backoff step', () => {
+    const r = new ReplicaRotation(['http://a', 'http://b'], 3000, half);
+    expect(r.next(false)).toBe(0); // a refused
+    expect(r.current).toBe('http://b');
+    r.connected();
+    expect(r.current).toBe('http://b');
+    expect(r.next(true)).toBe(200); // b died
+    expect(r.current).toBe('http://a');
+    expect(r.next(false)).toBe(0); // a still dead: b at once
+    expect(r.current).toBe('http://b');
+    expect(r.next(false)).toBe(400); // a whole round failed: back off
+    expect(r.current).toBe('http://a');
+  });
+
+  it('never waits longer than its cap between rounds, jitter included', () => {
+    const r = new ReplicaRotation(['http://a', 'http://b'], 3000, () => 0.999);
+    let longest = 0;
+    for (let i = 0; i < 40; i++) longest = Math.max(longest, r.next(false));
+    expect(longest).toBe(3000);
+  });
+
+  it('wants at least one URL', () => {
+    expect(() => new ReplicaRotation([])).toThrow('no control plane URL');
+  });
+});

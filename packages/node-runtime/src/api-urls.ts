@@ -1,0 +1,96 @@
+import { urlProblem } from '@slb/model';
+import { reconnectDelay } from './backoff.js';
+
+// SLB_API_URL names one control plane base URL, or several (the API replicas of one deployment) separated by
+// commas. A node dials them in order and moves on to the next one when its replica dies.
+
+/** The entries of SLB_API_URL, trimmed and without a trailing slash; unchecked (see apiUrlsProblem). */
+export function splitApiUrls(value: string): string[] {
+  return value.split(',').map((entry) => entry.trim().replace(/\/+$/, ''));
+}
+
+/**
+ * Why SLB_API_URL cannot be used, or null. An entry is named by its position, never echoed: a URL may carry
+ * a password.
+ */
+export function apiUrlsProblem(value: string): string | null {
+  const urls = splitApiUrls(value);
+  const name = (i: number) => (urls.length === 1 ? 'the URL' : `entry ${i + 1} of ${urls.length}`);
+  for (const [i, url] of urls.entries()) {
+    if (url === '') return `${name(i)} is empty (a stray comma?)`;
+    const problem = urlProblem(url, ['http:', 'https:']);
+    if (problem !== null) return `${name(i)} ${problem}`;
+    const first = urls.indexOf(url);
+    if (first !== i) return `${name(i)} repeats entry ${first + 1}`;
+  }
+  return null;
+}
+
+/** The control channel's WebSocket URL on a base URL. */
+export function controlChannelUrl(base: string, path: string): string {
+  return `${base.replace(/^http/, 'ws').replace(/\/$/, '')}${path}`;
+}
+
+/**
+ * Which replica a node dials, and when. It stays on a replica while the connection holds. When a dial fails
+ * or the connection ends it moves to the next URL (round robin): a dead replica costs one failed dial, as the
+ * next one is dialed at once; only when every URL of a round has failed does it wait, with the growing,
+ * jittered backoff (reconnectDelay). A dropped connection waits the first backoff step before the next dial,
+ * so a fleet that loses its replica does not arrive at the next one in the same millisecond. With one URL
+ * this is the backoff a node always had.
+ */
+export class ReplicaRotation {
+  /** The index in `urls` of the replica dialed now (or next). */
+  index = 0;
+  /** Rounds that failed since the last connection: the backoff's attempt. */
+  private attempt = 0;
+  /** Dials that failed in the current round. */
+  private failedInRound = 0;
+
+  constructor(
+    readonly urls: readonly string[],
+    /** The longest wait between two rounds, ms. */
+    private readonly capMs = 3000,
+    private readonly random: () => number = Math.random,
+  ) {
+    if (urls.length === 0) throw new Error('no control plane URL');
+  }
+
+  get current(): string {
+    return this.urls[this.index]!;
+  }
+
+  /** The dial of the current URL opened a connection. */
+  connected(): void {
+    this.attempt = 0;
+    this.failedInRound = 0;
+  }
+
+  /**
+   * The connection to the current URL ended (`wasOpen`) or its dial failed: moves to the next URL and says
+   * how long to wait before dialing it, ms.
+   */
+  next(wasOpen: boolean): number {
+    this.index = (this.index + 1) % this.urls.length;
+    if (wasOpen) {
+      this.failedInRound = 0;
+      return reconnectDelay(this.attempt++, 200, this.capMs, this.random);
+    }
+    this.failedInRound++;
+    if (this.failedInRound < this.urls.length) return 0;
+    this.failedInRound = 0;
+    return reconnectDelay(this.attempt++, 200, this.capMs, this.random);
+  }
+}
+
+/** A URL as logged: without the password, if it carries one. */
+export function loggableUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(not a URL)';
+  }
+}
