@@ -10,6 +10,7 @@ import {
   reportRuntime,
   runNode,
   sessionSyncFromEnv,
+  splitApiUrls,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';
@@ -103,7 +104,7 @@ function channelSource(): ChannelSource {
   });
   const traffic = new TrafficReporter(() => node.metrics.traffic.reports());
   const channel = new ControlChannelClient<NodeSnapshot>({
-    apiUrl: config.SLB_API_URL,
+    apiUrls: splitApiUrls(config.SLB_API_URL),
     joinToken: config.SLB_NODE_JOIN_TOKEN,
     token: config.SLB_NODE_TOKEN,
     nodeId,
@@ -125,6 +126,7 @@ function channelSource(): ChannelSource {
       node.useSourceAddress(address);
       logger.info({ sourceAddress: address }, 'upstream connections leave from the node address');
     },
+    registry: node.metrics.registry,
     logger,
   });
   return { kind: 'channel', start: () => channel.start(), close: () => channel.close() };

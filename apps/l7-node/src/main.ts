@@ -18,10 +18,11 @@ import {
   runNode,
   type SnapshotChange,
   sessionSyncFromEnv,
+  splitApiUrls,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';
-import { AggregatorRegistry } from 'prom-client';
+import { AggregatorRegistry, type Registry } from 'prom-client';
 import { createL7App } from './app.js';
 import { parseConfig } from './config.js';
 import { createMetrics } from './metrics.js';
@@ -61,6 +62,8 @@ interface Target {
   currentFailures(): ListenerFailure[];
   close(): Promise<void>;
   reloads(result: ReloadResult): void;
+  /** Where the channel's own metrics go; absent for a worker fleet's primary (it serves the workers' sum). */
+  registry?: Registry;
 }
 
 if (role === 'worker') startWorker();
@@ -75,6 +78,7 @@ async function startSingle(): Promise<Target> {
   const load = new LoadSampler(app.metrics.registry, LOAD_METRICS);
   const metrics = await startMetrics(app.metrics.registry);
   return {
+    registry: app.metrics.registry,
     apply: (snapshot) => app.apply(snapshot),
     load: () => load.current,
     traffic: () => app.trafficReports(),
@@ -191,7 +195,7 @@ function fileSource(path: string, target: Target): FileSource<L7NodeSnapshot> {
 function channelSource(target: Target): ChannelSource {
   const traffic = new TrafficReporter(() => target.traffic());
   const channel = new ControlChannelClient<L7NodeSnapshot>({
-    apiUrl: config.SLB_API_URL,
+    apiUrls: splitApiUrls(config.SLB_API_URL),
     joinToken: config.SLB_NODE_JOIN_TOKEN,
     token: config.SLB_NODE_TOKEN,
     nodeId,
@@ -204,6 +208,7 @@ function channelSource(target: Target): ChannelSource {
     load: () => target.load(),
     traffic: () => traffic.report(),
     currentFailures: () => target.currentFailures(),
+    registry: target.registry,
     logger,
   });
   return { kind: 'channel', start: () => channel.start(), close: () => channel.close() };

@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 
 /** Environment of a node in control-channel mode (no `--config`); spread into each node's own Env schema. */
 export const ChannelEnvProperties = {
-  // The controller to dial; the one-time join token from POST /v1/nodes (exchanged for the node's own
+  // The controller to dial: one base URL, or its API replicas' separated by commas (dialed in order, moving
+  // on to the next when one dies; see api-urls.ts); the one-time join token from POST /v1/nodes (exchanged for the node's own
   // credential, kept in SLB_STATE_DIR); the legacy shared token, only for fleets migrating off it.
   SLB_API_URL: Type.String({ pattern: '^https?://', default: 'http://127.0.0.1:8080' }),
   SLB_NODE_JOIN_TOKEN: Type.Optional(Type.String({ minLength: 16, maxLength: 200 })),

@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { ListenerFailure, NodeLoadReport, TrafficReport } from '@slb/model';
+import type { Registry } from 'prom-client';
 
 // What a node hands the control channel client and what the client hands back: the client's contract with
 // the two nodes, apart from the client itself (control-channel.ts).
@@ -18,8 +19,11 @@ export interface VersionedSnapshot {
 }
 
 export interface ControlChannelOptions<S extends VersionedSnapshot> {
-  /** Control plane base URL, e.g. http://127.0.0.1:8080 (SLB_API_URL). */
-  apiUrl: string;
+  /**
+   * The control plane's base URLs, e.g. [http://127.0.0.1:8080] (SLB_API_URL, see splitApiUrls): its API
+   * replicas, dialed in order; the channel stays on the one that answers and moves to the next when it dies.
+   */
+  apiUrls: readonly string[];
   /**
    * One-time join token (SLB_NODE_JOIN_TOKEN), exchanged at start for the node's own credential, kept in
    * `stateDir`. Later starts use the saved credential; a different join token is a rotation. Never logged.
@@ -73,6 +77,11 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   identified?(address: string): void;
   logger: ChannelLogger;
+  /**
+   * Where `slb_control_plane_replica` (the position in `apiUrls` of the replica connected to, -1 while
+   * disconnected) is registered. Default: not exported.
+   */
+  registry?: Registry;
   /** Default 3000 ms, as the issue asks: a node is back within seconds of the control plane. */
   maxReconnectDelayMs?: number;
   /**

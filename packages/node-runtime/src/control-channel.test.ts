@@ -79,7 +79,7 @@ function makeClient(
   extra: Partial<ConstructorParameters<typeof ControlChannelClient<NodeSnapshot>>[0]> = {},
 ) {
   client = new ControlChannelClient<NodeSnapshot>({
-    apiUrl: `http://127.0.0.1:${port}`,
+    apiUrls: [`http://127.0.0.1:${port}`],
     token: 'node-token-0123456789',
     nodeId: 'node-1',
     kind: 'l4',

@@ -5,8 +5,9 @@ import {
   type ListenerFailure,
   type NodeMessage,
 } from '@slb/model';
+import { Gauge } from 'prom-client';
 import WebSocket from 'ws';
-import { reconnectDelay } from './backoff.js';
+import { controlChannelUrl, loggableUrl, ReplicaRotation } from './api-urls.js';
 import type { ControlChannelOptions, SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
 import { ListenerFailures } from './listener-failures.js';
 import { checkEnvelope } from './listener-split.js';
@@ -50,7 +51,10 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   current: S | null = null;
   connected = false;
   private socket: WebSocket | null = null;
-  private attempt = 0;
+  /** The replica dialed now, and the next one when it fails. */
+  private readonly replicas: ReplicaRotation;
+  /** `slb_control_plane_replica`, when the node gave a registry. */
+  private readonly replicaGauge: Gauge | undefined;
   private closed = false;
   private heartbeat: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -68,6 +72,15 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   constructor(private readonly options: ControlChannelOptions<S>) {
     this.failing = this.failures.failing;
+    this.replicas = new ReplicaRotation(options.apiUrls, options.maxReconnectDelayMs ?? 3000);
+    this.replicaGauge =
+      options.registry &&
+      new Gauge({
+        name: 'slb_control_plane_replica',
+        help: 'Position (from 0) in SLB_API_URL of the API replica the control channel is connected to; -1 while disconnected',
+        registers: [options.registry],
+      });
+    this.replicaGauge?.set(-1);
     this.saver = new SnapshotSaver({
       stateDir: options.stateDir,
       saveIntervalMs: options.saveIntervalMs,
@@ -85,7 +98,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
    */
   async start(): Promise<void> {
     this.credential = await resolveCredential({
-      apiUrl: this.options.apiUrl,
+      apiUrls: this.options.apiUrls,
       stateDir: this.options.stateDir,
       kind: this.options.kind,
       joinToken: this.options.joinToken,
@@ -164,7 +177,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   private connect(): void {
     if (this.closed) return;
-    const url = `${this.options.apiUrl.replace(/^http/, 'ws').replace(/\/$/, '')}${CONTROL_CHANNEL_PATH}`;
+    const replica = this.replicas.index;
+    const url = controlChannelUrl(this.replicas.current, CONTROL_CHANNEL_PATH);
+    let opened = false;
     const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${this.credential?.credential ?? this.options.token}` },
       maxPayload: CONTROL_CHANNEL_MAX_BYTES,
@@ -173,7 +188,9 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     this.socket = socket;
     socket.on('open', () => {
       this.connected = true;
-      this.attempt = 0;
+      opened = true;
+      this.replicas.connected();
+      this.replicaGauge?.set(replica);
       this.send({
         type: 'hello',
         nodeId: this.credential?.nodeId ?? this.options.nodeId,
@@ -185,7 +202,10 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         ...(this.options.boundVips === undefined ? {} : { boundVips: [...this.options.boundVips()] }),
       });
       this.heartbeat = setInterval(() => this.send(this.heartbeatMessage()), HEARTBEAT_INTERVAL_MS);
-      this.options.logger.info({ url }, 'control channel connected');
+      this.options.logger.info(
+        { url: loggableUrl(url), replica, replicas: this.replicas.urls.length },
+        'control channel connected',
+      );
     });
     socket.on('message', (data) => {
       const text = data.toString();
@@ -207,18 +227,20 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       // Refused for who it is: retrying every few seconds only adds to the control plane's refusal count.
       if (res.statusCode === 401) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
     });
-    socket.on('error', (err) => this.options.logger.warn({ err: err.message }, 'control channel error'));
+    socket.on('error', (err) =>
+      this.options.logger.warn({ err: err.message, url: loggableUrl(url), replica }, 'control channel error'),
+    );
     socket.on('close', (code) => {
       // 4003: the controller refused this node for who it is (already connected elsewhere, wrong kind).
       if (code === REFUSED_CLOSE_CODE) this.refusedUntil = Date.now() + REFUSED_RETRY_MS;
       this.connected = false;
+      this.replicaGauge?.set(-1);
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.heartbeat = null;
       if (this.closed) return;
-      const delay = Math.max(
-        reconnectDelay(this.attempt++, 200, this.options.maxReconnectDelayMs ?? 3000),
-        this.refusedUntil - Date.now(),
-      );
+      // The node keeps serving its last applied config meanwhile: nothing here touches it.
+      if (opened) this.options.logger.warn({ url: loggableUrl(url), replica }, 'control channel lost');
+      const delay = Math.max(this.replicas.next(opened), this.refusedUntil - Date.now());
       this.refusedUntil = 0;
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
     });

@@ -1,4 +1,5 @@
 export { type AclCheck, type AclResult, compileAcl } from './acl.js';
+export { apiUrlsProblem, controlChannelUrl, loggableUrl, ReplicaRotation, splitApiUrls } from './api-urls.js';
 export { BackendGuard, type BackendGuardOptions } from './backend-guard.js';
 export { reconnectDelay } from './backoff.js';
 export {

@@ -14,6 +14,14 @@ it('takes good URLs and "off"', () => {
   expect(r.ok).toBe(true);
 });
 
+it('takes several API replicas in SLB_API_URL, and names a bad entry by its position', () => {
+  expect(parse({ SLB_API_URL: 'http://10.0.0.1:8080,http://10.0.0.2:8080' }).ok).toBe(true);
+  expect(parse({ SLB_API_URL: 'http://10.0.0.1:8080,http://:s3cret@10.0.0.2:notaport' })).toEqual({
+    ok: false,
+    reason: 'invalid environment SLB_API_URL: entry 2 of 2 is not a valid URL (a bad port or host?)',
+  });
+});
+
 // URLs and tokens can carry secrets: a bad value is named by its variable and a reason, never echoed.
 it.each([
   ['REDIS_URL', 'redis://:s3cret@host:notaport'],

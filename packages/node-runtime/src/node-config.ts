@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { urlProblem } from '@slb/model';
+import { apiUrlsProblem } from './api-urls.js';
 import { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 import { CREDENTIAL_FILE } from './node-credential.js';
 
@@ -37,7 +38,6 @@ export type NodeConfigResult<T> =
 const URL_VARIABLES = [
   ['REDIS_URL', ['redis:', 'rediss:']],
   ['SLB_SESSION_SYNC_REDIS_URL', ['redis:', 'rediss:']],
-  ['SLB_API_URL', ['http:', 'https:']],
 ] as const;
 
 /**
@@ -77,6 +77,9 @@ export function parseNodeConfig<P extends TProperties>(
     const problem = urlProblem(value, protocols);
     if (problem !== null) return { ok: false, reason: `invalid environment ${name}: ${problem}` };
   }
+  const apiUrl = (withDefaults as Record<string, unknown>).SLB_API_URL;
+  const apiUrls = typeof apiUrl === 'string' ? apiUrlsProblem(apiUrl) : null;
+  if (apiUrls !== null) return { ok: false, reason: `invalid environment SLB_API_URL: ${apiUrls}` };
   const channelEnv = withDefaults as {
     SLB_NODE_TOKEN?: string;
     SLB_NODE_JOIN_TOKEN?: string;

@@ -63,11 +63,13 @@ async function enrollOnce(apiUrl: string, joinToken: string): Promise<EnrollResp
 
 /**
  * The credential to dial with. A join token not used before (none saved, or the saved one came from another
- * token: a rotation) is exchanged first, retrying while the control plane is unreachable; a refused join
- * token falls back to the saved credential if there is one. Null: nothing to present.
+ * token: a rotation) is exchanged first, with each of `apiUrls` in turn until one answers (the replicas share
+ * one database, so one refusal is every replica's), waiting with backoff after each round none answered; a
+ * refused join token falls back to the saved credential if there is one. Null: nothing to present.
  */
 export async function resolveCredential(options: {
-  apiUrl: string;
+  /** The control plane's replicas (SLB_API_URL), tried in order. */
+  apiUrls: readonly string[];
   stateDir: string;
   kind: 'l4' | 'l7';
   joinToken?: string;
@@ -78,26 +80,35 @@ export async function resolveCredential(options: {
   const { joinToken } = options;
   if (!joinToken || saved?.joinTokenHash === tokenHash(joinToken)) return saved;
   for (let attempt = 0; !options.isClosed?.(); attempt++) {
-    try {
-      const enrolled = await enrollOnce(options.apiUrl, joinToken);
-      if (enrolled.kind !== options.kind) {
-        throw new Refused(`the join token is for an ${enrolled.kind} node, this is an ${options.kind} node`);
-      }
-      const credential: NodeCredential = { ...enrolled, joinTokenHash: tokenHash(joinToken) };
-      await saveCredential(options.stateDir, credential);
-      options.logger.info({ nodeId: enrolled.nodeId, address: enrolled.address }, 'enrolled: credential saved');
-      return credential;
-    } catch (err) {
-      if (err instanceof Refused) {
-        if (saved) {
-          options.logger.warn({ reason: err.message }, 'join token refused; using the saved credential');
-          return saved;
+    for (const apiUrl of options.apiUrls) {
+      if (options.isClosed?.()) break;
+      try {
+        const enrolled = await enrollOnce(apiUrl, joinToken);
+        if (enrolled.kind !== options.kind) {
+          throw new Refused(`the join token is for an ${enrolled.kind} node, this is an ${options.kind} node`);
         }
-        throw err;
+        const credential: NodeCredential = { ...enrolled, joinTokenHash: tokenHash(joinToken) };
+        await saveCredential(options.stateDir, credential);
+        options.logger.info(
+          { nodeId: enrolled.nodeId, address: enrolled.address, replica: options.apiUrls.indexOf(apiUrl) },
+          'enrolled: credential saved',
+        );
+        return credential;
+      } catch (err) {
+        if (err instanceof Refused) {
+          if (saved) {
+            options.logger.warn({ reason: err.message }, 'join token refused; using the saved credential');
+            return saved;
+          }
+          throw err;
+        }
+        options.logger.warn(
+          { err: (err as Error).message, replica: options.apiUrls.indexOf(apiUrl) },
+          'enrollment failed; retrying',
+        );
       }
-      options.logger.warn({ err: (err as Error).message }, 'enrollment failed; retrying');
-      await new Promise((r) => setTimeout(r, reconnectDelay(attempt, 200, 3000)));
     }
+    await new Promise((r) => setTimeout(r, reconnectDelay(attempt, 200, 3000)));
   }
   return saved;
 }
