@@ -41,6 +41,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/health-worker/test/schedule.test.ts',
   'apps/health-worker/test/scheduler-job-id.test.ts',
   'apps/health-worker/test/thresholds.test.ts',
+  'apps/l4-node/test/api-failover.test.ts',
   'apps/l4-node/test/fd-budget.test.ts',
   'apps/l4-node/test/file-mode-parity.test.ts',
   'apps/l4-node/test/large-apply.test.ts',

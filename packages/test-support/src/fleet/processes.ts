@@ -18,9 +18,9 @@ export const L7_MAIN = fileURLToPath(new URL('../../../../apps/l7-node/dist/main
  * VIP pools in use: test files run side by side on one host, so each API that real L4 nodes serve gets a pool
  * of its own (SLB_ADDRESS_POOLS), never the default 127.1.0.0/16 that overlaps them all. Taken: 127.1.71
  * local-cloud, .73 local-cloud-redis, .75/.76 local-cloud-namespaces, .77 local-cloud-enroll,
- * .78 listener-failure, .79 control-channel, .80 http-path, .81 l4-config-log, .82 secrets, .111 chaos,
- * .131 attack, .231/.232 vip-failover, .236 local-cloud-lifecycle, .95 and .96–.99 (a /22) the console's
- * browser tests (apps/console/test).
+ * .78 listener-failure, .79 control-channel, .80 http-path, .81 l4-config-log, .82 secrets, .84 the L4 node's
+ * api-failover, .111 chaos, .131 attack, .231/.232 vip-failover, .236 local-cloud-lifecycle, .95 and .96–.99
+ * (a /22) the console's browser tests (apps/console/test).
  */
 
 /** An API process's backend networks for tests whose backends listen on loopback (see scripts/topology.mjs). */
