@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { apiUrlsProblem, controlChannelUrl, loggableUrl, ReplicaRotation, splitApiUrls } from './api-urls.js';
+import {
+  apiUrlsProblem,
+  controlChannelUrl,
+  loggableUrl,
+  ReplicaRotation,
+  SEVERAL_REPLICAS_CAP_MS,
+  splitApiUrls,
+} from './api-urls.js';
 
 describe('SLB_API_URL', () => {
   it('one URL is a list of one, as before', () => {
@@ -75,6 +82,8 @@ describe('ReplicaRotation', () => {
       ['http://a', 400],
       ['http://b', 0],
     ]);
+    for (let i = 0; i < 20; i++) r.next(false);
+    expect(r.next(false) + r.next(false) + r.next(false)).toBe(SEVERAL_REPLICAS_CAP_MS); // one round's wait
   });
 
   it('stays on the replica it connected to; when that connection drops it moves on after the first backoff step', () => {
@@ -91,11 +100,15 @@ describe('ReplicaRotation', () => {
     expect(r.current).toBe('http://a');
   });
 
-  it('never waits longer than its cap between rounds, jitter included', () => {
-    const r = new ReplicaRotation(['http://a', 'http://b'], 3000, () => 0.999);
-    let longest = 0;
-    for (let i = 0; i < 40; i++) longest = Math.max(longest, r.next(false));
-    expect(longest).toBe(3000);
+  it('never waits longer than its cap between rounds, jitter included: 3 s with one URL, 1 s with several', () => {
+    const longest = (urls: string[]) => {
+      const r = new ReplicaRotation(urls, 3000, () => 0.999);
+      let max = 0;
+      for (let i = 0; i < 40; i++) max = Math.max(max, r.next(false));
+      return max;
+    };
+    expect(longest(['http://a'])).toBe(3000);
+    expect(longest(['http://a', 'http://b'])).toBe(SEVERAL_REPLICAS_CAP_MS);
   });
 
   it('wants at least one URL', () => {

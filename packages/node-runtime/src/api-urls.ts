@@ -32,6 +32,13 @@ export function controlChannelUrl(base: string, path: string): string {
 }
 
 /**
+ * The longest wait between two rounds when there are several replicas, ms: one that comes back (or a second
+ * one while the first is down) is found within the 3 s reconnect goal, and a dial of a dead replica is a
+ * cheap refusal. With one URL the wait grows to the channel's cap as before.
+ */
+export const SEVERAL_REPLICAS_CAP_MS = 1000;
+
+/**
  * Which replica a node dials, and when. It stays on a replica while the connection holds. When a dial fails
  * or the connection ends it moves to the next URL (round robin): a dead replica costs one failed dial, as the
  * next one is dialed at once; only when every URL of a round has failed does it wait, with the growing,
@@ -47,13 +54,17 @@ export class ReplicaRotation {
   /** Dials that failed in the current round. */
   private failedInRound = 0;
 
+  /** The longest wait between two rounds, ms. */
+  private readonly capMs: number;
+
   constructor(
     readonly urls: readonly string[],
-    /** The longest wait between two rounds, ms. */
-    private readonly capMs = 3000,
+    /** The longest wait between two rounds with one URL, ms (several: at most SEVERAL_REPLICAS_CAP_MS). */
+    capMs = 3000,
     private readonly random: () => number = Math.random,
   ) {
     if (urls.length === 0) throw new Error('no control plane URL');
+    this.capMs = urls.length > 1 ? Math.min(capMs, SEVERAL_REPLICAS_CAP_MS) : capMs;
   }
 
   get current(): string {
