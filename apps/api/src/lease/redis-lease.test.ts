@@ -10,7 +10,7 @@ import { leaseValue } from './timing.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `test-${randomUUID()}`;
-const TTL = 600; // renew every 200 ms, given up 60 ms before it ends
+const TTL = 1000; // renew every 333 ms, given up 100 ms before it ends
 const clients: Redis[] = [];
 const leases: RedisLease[] = [];
 
