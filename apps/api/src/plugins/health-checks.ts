@@ -20,7 +20,13 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
     const { store, namespace, events } = app;
     const hub = app.controlHub;
     const healthScheduler = redisUrl
-      ? new HealthScheduler({ db: store.db, redisUrl, queue: namespace.healthQueue, logger: app.log })
+      ? new HealthScheduler({
+          db: store.db,
+          redisUrl,
+          queue: namespace.healthQueue,
+          logger: app.log,
+          autoStart: false, // under the cluster-duties lease
+        })
       : null;
     const transitions = redisUrl
       ? new TransitionConsumer({
@@ -34,16 +40,26 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
       : null;
     app.decorate('healthScheduler', healthScheduler);
     if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
-    app.addHook('onReady', async () => {
-      await transitions
-        ?.start()
-        .catch((err) => app.log.warn({ err: String(err) }, 'health transitions: Redis unreachable'));
-      healthScheduler?.requestSync();
-    });
+    // Once per deployment, under the lease: one process writes the schedule, so two never race with plans
+    // read at different moments; one consumes the stream, taking over what a dead holder left unacked.
+    if (healthScheduler) {
+      app.duties.add({
+        name: 'health-schedule-sync',
+        start: () => healthScheduler.start(),
+        stop: () => healthScheduler.stop(),
+      });
+    }
+    if (transitions) {
+      app.duties.add({
+        name: 'health-transitions',
+        start: () => transitions.start({ claimIdleMs: 0 }),
+        stop: () => transitions.stop(),
+      });
+    }
     app.addHook('onClose', async () => {
       await transitions?.close();
       await healthScheduler?.close();
     });
   },
-  { name: 'health-checks', dependencies: ['database', 'event-store', 'control-hub', 'metrics'] },
+  { name: 'health-checks', dependencies: ['database', 'event-store', 'control-hub', 'metrics', 'cluster-duties'] },
 );

@@ -1,0 +1,53 @@
+import fp from 'fastify-plugin';
+import { Redis } from 'ioredis';
+import { ClusterDuties, dutiesLeaseKeyOf } from '../lease/duties.js';
+import { registerLeaseMetrics } from '../lease/metrics.js';
+import { RedisLease } from '../lease/redis-lease.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The deployment's once-only duties: plugins add theirs; they run while this process holds the lease. */
+    duties: ClusterDuties;
+  }
+}
+
+export interface ClusterDutiesOptions {
+  /** The Redis the lease lives in; absent: no lease, this process runs every duty. */
+  redisUrl?: string;
+  /** Time to live of the lease (ms) and this process's name in it; see RedisLeaseOptions for defaults. */
+  lease?: { ttlMs?: number; holderId?: string };
+}
+
+/**
+ * Registered before the plugins that add duties. The duties start once the app is ready (under the lease
+ * when there is Redis) and stop before anything closes, then the lease is given back.
+ */
+export const clusterDutiesPlugin = fp<ClusterDutiesOptions>(
+  async (app, { redisUrl, lease: leaseOptions }) => {
+    // A connection of its own: renewals must not queue behind the traffic metrics' pipelines.
+    const redis = redisUrl
+      ? new Redis(redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+      : null;
+    redis?.on('error', () => {}); // the lease logs failed renewals; reconnects are ioredis' job
+    const lease = redis
+      ? new RedisLease({
+          redis,
+          key: dutiesLeaseKeyOf(app.namespace.clusterId),
+          logger: app.log,
+          ...leaseOptions,
+        })
+      : null;
+    const duties = new ClusterDuties(lease, app.log);
+    app.decorate('duties', duties);
+    registerLeaseMetrics(app.metricsRegistry, duties);
+    app.addHook('onReady', async () => {
+      await redis?.connect().catch(() => {}); // unreachable: the lease keeps trying
+      duties.begin();
+    });
+    app.addHook('preClose', async () => {
+      await duties.end();
+      redis?.disconnect();
+    });
+  },
+  { name: 'cluster-duties', dependencies: ['database', 'metrics'] },
+);
