@@ -163,7 +163,7 @@ async function compose(app: FastifyInstance, options: AppOptions): Promise<void>
     // Recompiles are coalesced per tick; a route under /v1/load-balancers/:lbId re-reads just that LB.
     onWrite: (effects, lbId) => {
       if (effects.nodes) app.controlHub.changed(lbId);
-      if (effects.healthTargets) app.healthScheduler?.requestSync();
+      if (effects.healthTargets) app.requestHealthSync();
     },
   });
   await app.register(openApiPlugin);

@@ -8,10 +8,11 @@ import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { dutiesLeaseKeyOf } from '../src/lease/duties.js';
 import { RedisLease } from '../src/lease/redis-lease.js';
+import { type SignalName, signalChannelOf } from '../src/lease/signals.js';
 import { ADMIN_TOKEN, call, LOCAL_BACKEND_POLICY, makeApp, newLoadBalancer, newTenant } from './helpers.js';
 
 // The once-only duties under the lease, through the app factory. Two API replicas cannot share a SQLite file
@@ -45,7 +46,8 @@ async function rivalOn(key: string, holderId: string): Promise<RedisLease> {
   return lease;
 }
 
-it('runs the duties only while the API holds the lease: not behind another holder, at once after it dies, and stops them when it is lost', async () => {
+/** An API on its own database, ready while another replica (a bare contender) holds the deployment's lease. */
+async function apiBehindRival() {
   const dir = mkdtempSync(join(tmpdir(), 'slb-duties-'));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
   // Built, not yet ready: the namespace exists, the lease is not contended yet.
@@ -68,11 +70,14 @@ it('runs the duties only while the API holds the lease: not behind another holde
     await queue.close();
     redis.disconnect();
   });
-
-  // Another replica holds the lease when this one starts.
   const rival = await rivalOn(key, 'other-replica');
   await until('the rival holding', () => rival.held, 5000);
   await app.ready();
+  return { app, ns, key, redis, queue, rival };
+}
+
+it('runs the duties only while the API holds the lease: not behind another holder, at once after it dies, and stops them when it is lost', async () => {
+  const { app, ns, key, redis, queue, rival } = await apiBehindRival();
   await new Promise((r) => setTimeout(r, 2 * TTL));
   expect(app.duties.held).toBe(false);
   expect(app.duties.active).toEqual([]);
@@ -151,4 +156,71 @@ it('runs every duty in a lone API without Redis, as before the lease', async () 
   expect(t.app.duties.held).toBe(true);
   expect(t.app.duties.active).toEqual(['event-pruning']);
   expect(await leaseHeldMetric(t.app)).toBe('1');
+});
+
+it('signals the other replicas: a write asks the holder for a schedule sync, a stored transition reaches every hub', async () => {
+  const { app, ns, redis, queue, rival } = await apiBehindRival();
+  const heard: { channel: string; message: { from: string; payload: string } }[] = [];
+  const listener = new Redis(REDIS_URL);
+  cleanups.push(async () => listener.disconnect());
+  listener.on('message', (channel: string, raw: string) => heard.push({ channel, message: JSON.parse(raw) }));
+  await listener.subscribe(
+    signalChannelOf(ns.clusterId, 'health-sync'),
+    signalChannelOf(ns.clusterId, 'health-changed'),
+  );
+  const from = (name: SignalName, payload = '') =>
+    redis.publish(signalChannelOf(ns.clusterId, name), JSON.stringify({ from: 'other-replica', payload }));
+
+  // Not the holder: a write that changes the checked targets asks the holder to sync.
+  const { token } = await newTenant(app);
+  const { lbId, sgId, servers } = await newLoadBalancer(app, token);
+  const lsn = await call(app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
+    protocol: 'tcp',
+    port: 80,
+    serverGroupId: sgId,
+  });
+  await until('a sync request sent', () => heard.some((h) => h.channel.endsWith(':health-sync')), 3000);
+  expect(heard[0]?.message.from).toBe('api-under-test');
+  // The holder stored a transition: this replica's hub pushes it to its own nodes.
+  const healthChanged = vi.spyOn(app.controlHub, 'healthChanged');
+  cleanups.push(async () => healthChanged.mockRestore());
+  await from('health-changed', lsn.body.id);
+  await until('the hub told', () => healthChanged.mock.calls.length > 0, 3000);
+  expect(healthChanged).toHaveBeenCalledWith(lsn.body.id);
+
+  // Holder now: another replica's sync request makes it sync at once, not at the next repair (30 s).
+  rival.abandon();
+  await until('the duties started', () => app.duties.active.length === 3, 5000);
+  await until('the schedule written', async () => (await queue.getJobSchedulersCount()) > 0, 5000);
+  const every = async () => (await queue.getJobSchedulers(0, -1)).map((s) => Number(s.every));
+  expect(await every()).not.toContain(7000);
+  // What another replica's write does to the shared database (here straight into the file), and its signal.
+  const row = app.store.sqlite.prepare('SELECT health_check FROM listeners WHERE id = ?').get(lsn.body.id) as {
+    health_check: string;
+  };
+  const check = { ...JSON.parse(row.health_check), interval: 7 };
+  app.store.sqlite
+    .prepare('UPDATE listeners SET health_check = ? WHERE id = ?')
+    .run(JSON.stringify(check), lsn.body.id);
+  await from('health-sync');
+  await until('the new schedule written', async () => (await every()).includes(7000), 3000);
+  // And a transition it stores is signalled to the others.
+  heard.length = 0;
+  await redis.xadd(
+    healthTransitionsStream(ns.healthKeyPrefix),
+    '*',
+    HEALTH_TRANSITION_FIELD,
+    JSON.stringify({
+      listenerId: lsn.body.id,
+      serverId: servers[0]?.id,
+      status: 'abnormal',
+      since: new Date(Date.now() - 1000).toISOString(),
+      lastError: null,
+    }),
+  );
+  await until('the transition signalled', () => heard.some((h) => h.channel.endsWith(':health-changed')), 5000);
+  expect(heard.find((h) => h.channel.endsWith(':health-changed'))?.message).toEqual({
+    from: 'api-under-test',
+    payload: lsn.body.id,
+  });
 });

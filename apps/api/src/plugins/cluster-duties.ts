@@ -3,11 +3,14 @@ import { Redis } from 'ioredis';
 import { ClusterDuties, dutiesLeaseKeyOf } from '../lease/duties.js';
 import { registerLeaseMetrics } from '../lease/metrics.js';
 import { RedisLease } from '../lease/redis-lease.js';
+import { ClusterSignals } from '../lease/signals.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The deployment's once-only duties: plugins add theirs; they run while this process holds the lease. */
     duties: ClusterDuties;
+    /** Signals between the deployment's API processes (register handlers before ready); null without Redis. */
+    clusterSignals: ClusterSignals | null;
   }
 }
 
@@ -38,14 +41,22 @@ export const clusterDutiesPlugin = fp<ClusterDutiesOptions>(
         })
       : null;
     const duties = new ClusterDuties(lease, app.log);
+    const signals =
+      redis && redisUrl && lease
+        ? new ClusterSignals(redis, redisUrl, app.namespace.clusterId, lease.holderId, app.log)
+        : null;
     app.decorate('duties', duties);
+    app.decorate('clusterSignals', signals);
     registerLeaseMetrics(app.metricsRegistry, duties);
     app.addHook('onReady', async () => {
       await redis?.connect().catch(() => {}); // unreachable: the lease keeps trying
       duties.begin();
+      // Not waited for: with Redis away it subscribes once connected; until then the backstops cover.
+      signals?.start().catch((err) => app.log.warn({ err: String(err) }, 'cluster signals not subscribed'));
     });
     app.addHook('preClose', async () => {
       await duties.end();
+      signals?.close();
       redis?.disconnect();
     });
   },

@@ -6,6 +6,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Plans the checks onto BullMQ from the database; null without Redis (no health checks then). */
     healthScheduler: HealthScheduler | null;
+    /**
+     * After a write that changed the health-checked targets: the schedule is synced by the lease holder, this
+     * process or, told over Redis, another one.
+     */
+    requestHealthSync(): void;
   }
 }
 
@@ -18,7 +23,7 @@ export interface HealthChecksOptions {
 export const healthChecksPlugin = fp<HealthChecksOptions>(
   async (app, { redisUrl }) => {
     const { store, namespace, events } = app;
-    const hub = app.controlHub;
+    const { controlHub: hub, clusterSignals: signals } = app;
     const healthScheduler = redisUrl
       ? new HealthScheduler({
           db: store.db,
@@ -35,10 +40,19 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
           keyPrefix: namespace.healthKeyPrefix,
           logger: app.log,
           events,
-          onTransition: (message) => hub.healthChanged(message.listenerId),
+          onTransition: (message) => {
+            hub.healthChanged(message.listenerId);
+            signals?.send('health-changed', message.listenerId); // the other replicas' nodes
+          },
         })
       : null;
     app.decorate('healthScheduler', healthScheduler);
+    app.decorate('requestHealthSync', () => {
+      healthScheduler?.requestSync(); // a no-op unless this process holds the lease
+      if (!app.duties.held) signals?.send('health-sync');
+    });
+    signals?.on('health-sync', () => healthScheduler?.requestSync());
+    signals?.on('health-changed', (listenerId) => hub.healthChanged(listenerId));
     if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
     // Once per deployment, under the lease: one process writes the schedule, so two never race with plans
     // read at different moments; one consumes the stream, taking over what a dead holder left unacked.
