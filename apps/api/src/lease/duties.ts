@@ -6,6 +6,9 @@ export function dutiesLeaseKeyOf(clusterId: string): string {
   return `${clusterId}:lease:duties`;
 }
 
+/** What the duties need of their lease (RedisLease; a stand-in in unit tests). */
+export type DutiesLease = Pick<RedisLease, 'held' | 'token' | 'timing' | 'onGained' | 'onLost' | 'start' | 'stop'>;
+
 /** Work that must run in one API process of the deployment at a time. */
 export interface Duty {
   /** In logs. */
@@ -46,7 +49,7 @@ export class ClusterDuties {
 
   constructor(
     /** Null: no other API process to share with; every duty runs here. */
-    readonly lease: RedisLease | null,
+    readonly lease: DutiesLease | null,
     private readonly log?: FastifyBaseLogger,
   ) {
     lease?.onGained((token) => {
