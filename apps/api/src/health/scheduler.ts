@@ -131,7 +131,10 @@ export class HealthScheduler {
     }
   }
 
-  /** Stops syncing on its own (the lease moved away) and waits for a sync under way; sync() still works. */
+  /**
+   * Stops syncing (the lease moved away) and waits for a sync under way, which writes nothing more once it
+   * sees this; until start(), sync() reads Redis but writes nothing.
+   */
   async stop(): Promise<void> {
     this.active = false;
     if (this.timer) clearTimeout(this.timer);
@@ -210,6 +213,9 @@ export class HealthScheduler {
     }
     for (const s of plan.skipped) this.log?.warn(s, 'health check left out: settings do not resolve');
     const existing = await this.queue.getJobSchedulers(0, -1, true);
+    // Stopped meanwhile (the lease moved away): the new holder writes its own plan, so ours, read before,
+    // must not land after it. BullMQ's writes cannot be fenced in Redis; this narrows the window to one read.
+    if (!this.active) return { ...counts, upserted: 0, removed: 0, repaired: 0 };
     const now = Date.now();
     const current = new Map(existing.map((s) => [s.key, s]));
     // A repair pass over a plan already written in full looks for lost or stuck schedules only: comparing
