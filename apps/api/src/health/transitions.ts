@@ -230,6 +230,8 @@ export class TransitionConsumer {
 
   private async handle(entries: Entry[]): Promise<void> {
     for (const [id, fields] of entries) {
+      // Stopped (the lease moved away): the rest stay pending, for the next holder to claim and store.
+      if (this.closed) return;
       const message = decode(fields);
       if (message === null) {
         this.stats.invalid++;
