@@ -25,6 +25,8 @@ const E2E_FOLDERS = ['apps/console/test/'];
 export const INTEGRATION: readonly string[] = [
   'apps/api/src/health/transitions.security.test.ts',
   'apps/api/src/health/transitions.test.ts',
+  'apps/api/src/lease/redis-lease.test.ts',
+  'apps/api/test/cluster-duties.test.ts',
   'apps/api/test/e2e.test.ts',
   'apps/api/test/events-health.test.ts',
   'apps/api/test/metrics-host.test.ts',

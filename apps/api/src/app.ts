@@ -5,6 +5,7 @@ import type { UpgradeGuardOptions } from './control/upgrade-guard.js';
 import type { EventStoreOptions } from './events/store.js';
 import { apiEventsPlugin } from './plugins/api-events.js';
 import { authPlugin } from './plugins/auth.js';
+import { clusterDutiesPlugin } from './plugins/cluster-duties.js';
 import { installConsole } from './plugins/console.js';
 import { controlHubPlugin } from './plugins/control-hub.js';
 import { databasePlugin } from './plugins/database.js';
@@ -34,6 +35,12 @@ export interface AppOptions {
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
   adminToken?: string;
   onAdminTokenGenerated?: (token: string) => void;
+  /**
+   * The lease under which the deployment's once-only duties (health-check schedule, health transitions, event
+   * pruning) run when there is Redis: its time to live (SLB_LEASE_TTL_MS; default 5,000 ms, the longest a dead
+   * holder's duties wait for another API process) and this process's name in it (default host-pid-random).
+   */
+  lease?: { ttlMs?: number; holderId?: string };
   /** Echoed as the `slb-instance` header of /healthz (the local cloud's readiness check); default: none. */
   instanceId?: string;
   /**
@@ -140,6 +147,7 @@ async function compose(app: FastifyInstance, options: AppOptions): Promise<void>
   await app.register(databasePlugin, options);
   await app.register(redisPlugin, { redisUrl: options.redisUrl });
   await app.register(metricsPlugin);
+  await app.register(clusterDutiesPlugin, { redisUrl: options.redisUrl, lease: options.lease });
   await app.register(eventStorePlugin, events);
 
   await app.register(controlHubPlugin, { nodeEventIntervalMs });
@@ -155,7 +163,7 @@ async function compose(app: FastifyInstance, options: AppOptions): Promise<void>
     // Recompiles are coalesced per tick; a route under /v1/load-balancers/:lbId re-reads just that LB.
     onWrite: (effects, lbId) => {
       if (effects.nodes) app.controlHub.changed(lbId);
-      if (effects.healthTargets) app.healthScheduler?.requestSync();
+      if (effects.healthTargets) app.requestHealthSync();
     },
   });
   await app.register(openApiPlugin);

@@ -56,3 +56,11 @@ it('VIP pools: the local cloud pool by default, none when set but empty, a list 
   expect(loadConfig({ SLB_VIP_HOLD_SECONDS: '1' }).SLB_VIP_HOLD_SECONDS).toBe(1);
   expect(() => loadConfig({ SLB_VIP_HOLD_SECONDS: '-1' })).toThrow('SLB_VIP_HOLD_SECONDS');
 });
+
+it('reads the duties lease ttl, 5 s by default, and refuses one too short to renew or too long to fail over', () => {
+  expect(loadConfig({}).SLB_LEASE_TTL_MS).toBe(5000);
+  expect(loadConfig({ SLB_LEASE_TTL_MS: '3000' }).SLB_LEASE_TTL_MS).toBe(3000);
+  for (const bad of ['999', '60001', '2.5', 'soon']) {
+    expect(() => loadConfig({ SLB_LEASE_TTL_MS: bad })).toThrow(/^invalid environment: SLB_LEASE_TTL_MS /);
+  }
+});

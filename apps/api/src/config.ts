@@ -9,6 +9,7 @@ import {
   urlProblem,
 } from '@slb/model';
 import { cidrProblem } from './domain/cidr.js';
+import { LEASE_TTL_DEFAULT_MS } from './lease/timing.js';
 import { DEFAULT_ADDRESS_POOLS } from './services/address-pools.js';
 import { DEFAULT_VIP_HOLD_SECONDS } from './services/vip-allocator.js';
 
@@ -78,6 +79,12 @@ const Env = Type.Object({
   SLB_ADDRESS_POOLS: Type.String({ maxLength: 10_000, default: DEFAULT_ADDRESS_POOLS.join(',') }),
   /** Seconds a deleted load balancer's VIP is kept from other tenants: clients and DNS caches still use it. */
   SLB_VIP_HOLD_SECONDS: Type.Integer({ minimum: 0, maximum: 30 * 86400, default: DEFAULT_VIP_HOLD_SECONDS }),
+
+  /**
+   * Time to live of the lease the once-only duties (health-check schedule, transitions, event pruning) run
+   * under, ms: when its holder dies another API process takes them over within about this; renewed every third.
+   */
+  SLB_LEASE_TTL_MS: Type.Integer({ minimum: 1000, maximum: 60_000, default: LEASE_TTL_DEFAULT_MS }),
 
   /** Echoed as the `slb-instance` header of /healthz: a supervisor checks that the API answering is the one it started. */
   SLB_INSTANCE_ID: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),

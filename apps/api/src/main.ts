@@ -64,6 +64,7 @@ try {
     },
     dbPath: config.SLB_DB_PATH,
     instanceId: config.SLB_INSTANCE_ID,
+    lease: { ttlMs: config.SLB_LEASE_TTL_MS },
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,

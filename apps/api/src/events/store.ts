@@ -221,10 +221,15 @@ export class EventStore implements EventSink {
     this.timer.unref();
   }
 
-  /** Writes what is queued and stops; later events are ignored (the database closes next). */
-  close(): void {
+  /** Stops pruning (the cluster-duties lease moved to another API process); startPruning resumes. */
+  stopPruning(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /** Writes what is queued and stops; later events are ignored (the database closes next). */
+  close(): void {
+    this.stopPruning();
     this.flush();
     this.closed = true;
   }

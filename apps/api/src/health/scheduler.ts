@@ -29,6 +29,11 @@ export interface HealthSchedulerOptions {
   resyncIntervalMs?: number;
   /** Default: none. */
   logger?: FastifyBaseLogger;
+  /**
+   * Syncs on its own (requested syncs, the periodic repair, after Redis comes back) from the start. False: only
+   * once start() is called, as the API does under the cluster-duties lease. Default: true.
+   */
+  autoStart?: boolean;
 }
 
 export interface SyncResult {
@@ -70,6 +75,9 @@ export class HealthScheduler {
    */
   private computed: ReturnType<HealthScheduler['plan']> | null = null;
   private resync: NodeJS.Timeout | null = null;
+  private readonly resyncEvery: number;
+  /** Syncing on its own (see start()). */
+  private active = false;
   private running: Promise<SyncResult> | null = null;
   private pending: Promise<SyncResult> | null = null;
   private closed = false;
@@ -96,14 +104,45 @@ export class HealthScheduler {
         }),
       )
       .catch(() => undefined);
-    const every = options.resyncIntervalMs ?? 30_000;
-    if (every > 0) {
+    this.resyncEvery = options.resyncIntervalMs ?? 30_000;
+    if (options.autoStart ?? true) this.activate(); // the owner requests the first sync
+  }
+
+  /**
+   * Syncs on its own from now on: a sync at once, then requested ones and the periodic repair. What was last
+   * written is forgotten: another API process may have written since (the lease moved here).
+   */
+  start(): void {
+    if (this.active || this.closed) return;
+    this.activate();
+    this.requestSync();
+  }
+
+  private activate(): void {
+    this.active = true;
+    this.lastPlan = null;
+    this.written = null;
+    if (this.resyncEvery > 0) {
       this.resync = setInterval(() => {
         this.lastPlan = null; // a full look at Redis, to repair broken schedules
         this.schedule();
-      }, every);
+      }, this.resyncEvery);
       this.resync.unref();
     }
+  }
+
+  /**
+   * Stops syncing (the lease moved away) and waits for a sync under way, which writes nothing more once it
+   * sees this; until start(), sync() reads Redis but writes nothing.
+   */
+  async stop(): Promise<void> {
+    this.active = false;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.resync) clearInterval(this.resync);
+    this.timer = null;
+    this.resync = null;
+    this.firstRequestAt = null;
+    await Promise.allSettled([this.running, this.pending]);
   }
 
   /** Schedules a sync after `debounceMs` of quiet; call after every write that may change the targets. */
@@ -113,7 +152,7 @@ export class HealthScheduler {
   }
 
   private schedule(): void {
-    if (this.closed) return;
+    if (this.closed || !this.active) return;
     if (this.timer) clearTimeout(this.timer);
     const now = Date.now();
     this.firstRequestAt ??= now;
@@ -153,9 +192,7 @@ export class HealthScheduler {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    if (this.resync) clearInterval(this.resync);
-    await Promise.allSettled([this.running, this.pending]);
+    await this.stop();
     await this.queue.close();
   }
 
@@ -176,6 +213,9 @@ export class HealthScheduler {
     }
     for (const s of plan.skipped) this.log?.warn(s, 'health check left out: settings do not resolve');
     const existing = await this.queue.getJobSchedulers(0, -1, true);
+    // Stopped meanwhile (the lease moved away): the new holder writes its own plan, so ours, read before,
+    // must not land after it. BullMQ's writes cannot be fenced in Redis; this narrows the window to one read.
+    if (!this.active) return { ...counts, upserted: 0, removed: 0, repaired: 0 };
     const now = Date.now();
     const current = new Map(existing.map((s) => [s.key, s]));
     // A repair pass over a plan already written in full looks for lost or stuck schedules only: comparing

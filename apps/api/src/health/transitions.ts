@@ -76,7 +76,11 @@ export class TransitionConsumer {
   private readonly group: string;
   private readonly consumer: string;
   private loop: Promise<void> | null = null;
+  /** Not consuming (stopped, or not yet started). */
   private closed = false;
+  /** close() was called: no restart. */
+  private ended = false;
+  private started = false;
   private lastClaimAt = 0;
 
   constructor(private readonly options: TransitionConsumerOptions) {
@@ -88,24 +92,38 @@ export class TransitionConsumer {
     this.consumer = options.consumer ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
-  /** Creates the group if needed, handles what was left pending, then consumes in the background. */
-  async start(): Promise<void> {
-    await this.redis.connect();
+  /**
+   * Creates the group if needed, handles what was left pending, then consumes in the background. Entries
+   * other consumers left unacked for `claimIdleMs` are taken over first; the API, consuming under the
+   * cluster-duties lease, passes 0: whoever held the lease before has stopped or died.
+   */
+  async start({ claimIdleMs = this.options.claimIdleMs ?? 30_000 }: { claimIdleMs?: number } = {}): Promise<void> {
+    if (this.loop || this.ended) return;
+    this.closed = false;
+    if (this.redis.status === 'wait') await this.redis.connect();
     try {
       await this.redis.xgroup('CREATE', this.stream, this.group, '0', 'MKSTREAM');
     } catch (err) {
       if (!String(err).includes('BUSYGROUP')) throw err;
     }
-    await this.recoverPending();
-    this.loop = this.run();
+    this.started = true;
+    await this.recoverPending(claimIdleMs);
+    if (!this.closed) this.loop = this.run();
+  }
+
+  /** Stops consuming (the lease moved away) after the batch under way; start() resumes. */
+  async stop(): Promise<void> {
+    this.closed = true;
+    await this.loop;
+    this.loop = null;
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    await this.loop;
+    this.ended = true;
+    await this.stop();
     // Names are per process, so a cleanly stopped one leaves no consumer behind (it has nothing pending:
     // every read entry was acked); after a crash the name stays until Redis or an operator drops it.
-    if (this.loop) {
+    if (this.started) {
       const pending = (await this.redis.xpending(this.stream, this.group).catch(() => null)) as
         | [number, string | null, string | null, Array<[string, string]> | null]
         | null;
@@ -116,7 +134,7 @@ export class TransitionConsumer {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private async recoverPending(): Promise<void> {
+  private async recoverPending(claimIdleMs: number): Promise<void> {
     // Our own entries first (delivered before a restart, never acked), then other consumers' stale ones.
     for (let round = 0; round < 10_000; round++) {
       const own = (await this.redis.xreadgroup(
@@ -133,7 +151,7 @@ export class TransitionConsumer {
       if (entries.length === 0) break;
       await this.handle(entries);
     }
-    await this.claimStale();
+    await this.claimStale(claimIdleMs);
   }
 
   /**
@@ -141,7 +159,7 @@ export class TransitionConsumer {
    * Run at start and then every claimIdleMs: names are per process, so a crashed API's entries are never
    * "our own" after its restart, and must be claimed by whichever process runs.
    */
-  private async claimStale(): Promise<void> {
+  private async claimStale(claimIdleMs = this.options.claimIdleMs ?? 30_000): Promise<void> {
     this.lastClaimAt = Date.now();
     let cursor = '0-0';
     for (let round = 0; round < 10_000; round++) {
@@ -149,7 +167,7 @@ export class TransitionConsumer {
         this.stream,
         this.group,
         this.consumer,
-        this.options.claimIdleMs ?? 30_000,
+        claimIdleMs,
         cursor,
         'COUNT',
         100,
@@ -193,7 +211,8 @@ export class TransitionConsumer {
           '>',
         )) as Array<[string, Entry[]]> | null;
         const entries = read?.[0]?.[1] ?? [];
-        if (entries.length > 0) await this.handle(entries);
+        // Read after stop(): left pending, for whoever consumes next (the new lease holder claims them).
+        if (entries.length > 0 && !this.closed) await this.handle(entries);
       } catch (err) {
         if (this.closed) return;
         if (String(err).includes('NOGROUP')) {
@@ -211,6 +230,8 @@ export class TransitionConsumer {
 
   private async handle(entries: Entry[]): Promise<void> {
     for (const [id, fields] of entries) {
+      // Stopped (the lease moved away): the rest stay pending, for the next holder to claim and store.
+      if (this.closed) return;
       const message = decode(fields);
       if (message === null) {
         this.stats.invalid++;

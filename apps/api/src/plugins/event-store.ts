@@ -17,8 +17,13 @@ export const eventStorePlugin = fp<EventStorePluginOptions>(
   async (app, { pruneIntervalMs, ...options }) => {
     const events = new EventStore(app.store.db, app.store.sqlite, { logger: app.log, ...options });
     app.decorate('events', events);
-    app.addHook('onReady', async () => events.startPruning(pruneIntervalMs ?? 60_000));
+    // Pruning deletes from the shared database: once for the deployment, not once per API process.
+    app.duties.add({
+      name: 'event-pruning',
+      start: () => events.startPruning(pruneIntervalMs ?? 60_000),
+      stop: () => events.stopPruning(),
+    });
     app.addHook('onClose', async () => events.close());
   },
-  { name: 'event-store', dependencies: ['database'] },
+  { name: 'event-store', dependencies: ['database', 'cluster-duties'] },
 );

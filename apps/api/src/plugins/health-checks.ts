@@ -6,6 +6,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Plans the checks onto BullMQ from the database; null without Redis (no health checks then). */
     healthScheduler: HealthScheduler | null;
+    /**
+     * After a write that changed the health-checked targets: the schedule is synced by the lease holder, this
+     * process or, told over Redis, another one.
+     */
+    requestHealthSync(): void;
   }
 }
 
@@ -18,9 +23,15 @@ export interface HealthChecksOptions {
 export const healthChecksPlugin = fp<HealthChecksOptions>(
   async (app, { redisUrl }) => {
     const { store, namespace, events } = app;
-    const hub = app.controlHub;
+    const { controlHub: hub, clusterSignals: signals } = app;
     const healthScheduler = redisUrl
-      ? new HealthScheduler({ db: store.db, redisUrl, queue: namespace.healthQueue, logger: app.log })
+      ? new HealthScheduler({
+          db: store.db,
+          redisUrl,
+          queue: namespace.healthQueue,
+          logger: app.log,
+          autoStart: false, // under the cluster-duties lease
+        })
       : null;
     const transitions = redisUrl
       ? new TransitionConsumer({
@@ -29,21 +40,40 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
           keyPrefix: namespace.healthKeyPrefix,
           logger: app.log,
           events,
-          onTransition: (message) => hub.healthChanged(message.listenerId),
+          onTransition: (message) => {
+            hub.healthChanged(message.listenerId);
+            signals?.send('health-changed', message.listenerId); // the other replicas' nodes
+          },
         })
       : null;
     app.decorate('healthScheduler', healthScheduler);
-    if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
-    app.addHook('onReady', async () => {
-      await transitions
-        ?.start()
-        .catch((err) => app.log.warn({ err: String(err) }, 'health transitions: Redis unreachable'));
-      healthScheduler?.requestSync();
+    app.decorate('requestHealthSync', () => {
+      healthScheduler?.requestSync(); // a no-op unless this process holds the lease
+      if (!app.duties.held) signals?.send('health-sync');
     });
+    signals?.on('health-sync', () => healthScheduler?.requestSync());
+    signals?.on('health-changed', (listenerId) => hub.healthChanged(listenerId));
+    if (transitions) registerTransitionMetrics(app.metricsRegistry, transitions.stats);
+    // Once per deployment, under the lease: one process writes the schedule, so two never race with plans
+    // read at different moments; one consumes the stream, taking over what a dead holder left unacked.
+    if (healthScheduler) {
+      app.duties.add({
+        name: 'health-schedule-sync',
+        start: () => healthScheduler.start(),
+        stop: () => healthScheduler.stop(),
+      });
+    }
+    if (transitions) {
+      app.duties.add({
+        name: 'health-transitions',
+        start: () => transitions.start({ claimIdleMs: 0 }),
+        stop: () => transitions.stop(),
+      });
+    }
     app.addHook('onClose', async () => {
       await transitions?.close();
       await healthScheduler?.close();
     });
   },
-  { name: 'health-checks', dependencies: ['database', 'event-store', 'control-hub', 'metrics'] },
+  { name: 'health-checks', dependencies: ['database', 'event-store', 'control-hub', 'metrics', 'cluster-duties'] },
 );
