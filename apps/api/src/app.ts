@@ -40,7 +40,7 @@ export interface AppOptions {
    * pruning) run when there is Redis: its time to live (SLB_LEASE_TTL_MS; default 5,000 ms, the longest a dead
    * holder's duties wait for another API process) and this process's name in it (default host-pid-random).
    */
-  lease?: { ttlMs?: number; holderId?: string };
+  lease?: { ttlMs?: number; holderId?: string; takeOver?: boolean };
   /** Echoed as the `slb-instance` header of /healthz (the local cloud's readiness check); default: none. */
   instanceId?: string;
   /**

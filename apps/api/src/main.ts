@@ -64,7 +64,8 @@ try {
     },
     dbPath: config.SLB_DB_PATH,
     instanceId: config.SLB_INSTANCE_ID,
-    lease: { ttlMs: config.SLB_LEASE_TTL_MS },
+    // The API holds its SQLite file alone: a lease still in Redis at start is a killed predecessor's.
+    lease: { ttlMs: config.SLB_LEASE_TTL_MS, takeOver: true },
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,

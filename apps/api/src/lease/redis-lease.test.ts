@@ -33,10 +33,10 @@ interface Contender {
   events: { at: number; what: 'gained' | 'lost'; token: number; reason?: string }[];
 }
 
-async function contender(key: string, holderId: string): Promise<Contender> {
+async function contender(key: string, holderId: string, takeOver = false): Promise<Contender> {
   const redis = client();
   await new Promise((resolve) => redis.once('ready', resolve));
-  const lease = new RedisLease({ redis, key, holderId, ttlMs: TTL });
+  const lease = new RedisLease({ redis, key, holderId, ttlMs: TTL, takeOver });
   const events: Contender['events'] = [];
   lease.onGained((token) => events.push({ at: performance.now(), what: 'gained', token }));
   lease.onLost((token, reason) => events.push({ at: performance.now(), what: 'lost', token, reason }));
@@ -140,4 +140,23 @@ it('hands the lease over at the next try when the holder stops (releases)', asyn
   expect(await holder.redis.exists(key)).toBe(0);
   const gainedAt = await until('the takeover', () => other.lease.held);
   expect(gainedAt - stoppedAt).toBeLessThanOrEqual(other.lease.timing.renewEveryMs + 100);
+});
+
+it('with takeOver (the only process its database admits), takes the lease from a killed predecessor at once', async () => {
+  const key = `${PREFIX}:take-over`;
+  const dead = await contender(key, 'predecessor');
+  dead.lease.start();
+  await until('the predecessor holds it', () => dead.lease.held);
+  const oldToken = dead.lease.token ?? 0;
+  const oldValue = leaseValue('predecessor', oldToken);
+  dead.lease.abandon(); // killed: the lease stays in Redis for its ttl
+  const successor = await contender(key, 'successor', true);
+  const startedAt = performance.now();
+  successor.lease.start();
+  const gainedAt = await until('the successor holds it', () => successor.lease.held);
+  expect(gainedAt - startedAt).toBeLessThan(TTL / 2); // not the ttl a plain contender waits out
+  expect(successor.lease.token).toBeGreaterThan(oldToken);
+  const stale = await fencedCommand(dead.redis, key, oldValue, 'SET', [`${PREFIX}:take-over:data`], ['stale']);
+  expect(stale).toEqual({ ok: false });
+  expect(await dead.redis.get(`${PREFIX}:take-over:data`)).toBeNull();
 });

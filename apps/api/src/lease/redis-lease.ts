@@ -5,12 +5,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type LeaseTiming, leaseTiming, leaseValue, nextStep, validUntil } from './timing.js';
 
-// Take the lease if nobody holds it, with a new fencing token: SET NX PX and INCR in one script, so a replica
-// that fails to take it burns no token and two that race cannot both take one.
+// Take the lease if nobody holds it (or, with ARGV[3] = '1', from whoever holds it), with a new fencing token:
+// the check, INCR and SET PX in one script, so a replica that fails to take it burns no token and two that
+// race cannot both take one.
 const ACQUIRE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[3] ~= '1' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. '#' .. token, 'NX', 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. '#' .. token, 'PX', ARGV[2])
 return token`;
 
 // Extend the lease only while it is still ours (same holder, same token).
@@ -66,6 +67,12 @@ export interface RedisLeaseOptions {
   key: string;
   /** Who holds it, in the stored value and the logs. Default: host, pid and a random part. */
   holderId?: string;
+  /**
+   * Take the lease even while another holds it: for a process that knows it is the deployment's only one
+   * (the API on SQLite holds its database file alone), so the holder can only be its predecessor, killed
+   * without releasing, and its duties need not wait out that lease. The token still grows. Default: false.
+   */
+  takeOver?: boolean;
   /** Time to live of the lease, ms; renewed every ttl / 3. Default: LEASE_TTL_DEFAULT_MS (5,000). */
   ttlMs?: number;
   /** Default: none. */
@@ -90,6 +97,7 @@ export class RedisLease {
   private readonly key: string;
   private readonly now: () => number;
   private readonly log: FastifyBaseLogger | undefined;
+  private readonly takeOver: boolean;
   private readonly gained: LeaseListener[] = [];
   private readonly lostListeners: LossListener[] = [];
   private current: { token: number; value: string; until: number } | null = null;
@@ -105,6 +113,7 @@ export class RedisLease {
     this.timing = leaseTiming(options.ttlMs);
     this.now = options.now ?? (() => performance.now());
     this.log = options.logger;
+    this.takeOver = options.takeOver ?? false;
   }
 
   /** True while this contender holds the lease and its last confirmed renewal is in time. */
@@ -197,7 +206,15 @@ export class RedisLease {
   private async acquire(): Promise<void> {
     const sentAt = this.now();
     const token = Number(
-      await this.redis.eval(ACQUIRE, 2, this.key, `${this.key}:fence`, this.holderId, this.timing.ttlMs),
+      await this.redis.eval(
+        ACQUIRE,
+        2,
+        this.key,
+        `${this.key}:fence`,
+        this.holderId,
+        this.timing.ttlMs,
+        this.takeOver ? '1' : '0',
+      ),
     );
     if (token === 0) return; // held by another
     if (this.stopped) {

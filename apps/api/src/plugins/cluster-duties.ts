@@ -18,7 +18,7 @@ export interface ClusterDutiesOptions {
   /** The Redis the lease lives in; absent: no lease, this process runs every duty. */
   redisUrl?: string;
   /** Time to live of the lease (ms) and this process's name in it; see RedisLeaseOptions for defaults. */
-  lease?: { ttlMs?: number; holderId?: string };
+  lease?: { ttlMs?: number; holderId?: string; takeOver?: boolean };
 }
 
 /**
