@@ -1,12 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { type Column, DrizzleQueryError, getTableColumns, sql } from 'drizzle-orm';
-import { drizzle } from 'drizzle-orm/node-postgres';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { appliedMigrationTimes, DEFAULT_MIGRATIONS_FOLDER, type Journal } from '../migrate.js';
-import * as pgSchema from '../schema-pg/index.js';
 import { DEFAULT_PG_MIGRATIONS_FOLDER, type PgDb, runPgMigrations } from './migrate.js';
+import { type OpenPgDatabase, openPgDatabase } from './open.js';
 import { type TablePair, tablesInForeignKeyOrder } from './tables.js';
 
 /** An expected refusal or failure, with a message fit for the operator (no secrets, no row contents). */
@@ -171,14 +170,14 @@ async function copyTable(
 export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> {
   const started = performance.now();
   const sqlite = openSource(options.from, options.migrationsFolder ?? DEFAULT_MIGRATIONS_FOLDER);
-  const client = new pg.Client({ connectionString: options.to, connectionTimeoutMillis: 10_000 });
+  let target: OpenPgDatabase | undefined;
   try {
     try {
-      await client.connect();
+      target = await openPgDatabase(options.to);
     } catch (error) {
       throw new CopyError(`cannot connect to PostgreSQL at ${redactUrl(options.to)}: ${describeError(error)}`);
     }
-    const db = drizzle(client, { schema: pgSchema });
+    const db = target.db;
     const migrationsApplied = await runPgMigrations(db, options.pgMigrationsFolder ?? DEFAULT_PG_MIGRATIONS_FOLDER);
     options.onMigrated?.(migrationsApplied);
     const tables = tablesInForeignKeyOrder();
@@ -211,7 +210,7 @@ export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> 
     const rows = counts.reduce((sum, c) => sum + c.source, 0);
     return { migrationsApplied, counts, rows, ms: performance.now() - started };
   } finally {
-    await client.end().catch(() => undefined);
+    await target?.close().catch(() => undefined);
     if (sqlite.inTransaction) sqlite.exec('COMMIT');
     sqlite.close();
   }

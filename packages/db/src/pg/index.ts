@@ -11,4 +11,5 @@ export {
   type TableProgress,
 } from './copy.js';
 export { DEFAULT_PG_MIGRATIONS_FOLDER, type PgDb, runPgMigrations } from './migrate.js';
+export { type OpenPgDatabase, openPgDatabase } from './open.js';
 export { type TablePair, tablesInForeignKeyOrder } from './tables.js';
