@@ -31,6 +31,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/metrics-host.test.ts',
   'apps/api/test/namespace-shared-db.test.ts',
   'apps/api/test/namespaces.test.ts',
+  'apps/api/test/pg-copy.test.ts',
   'apps/api/test/secrets.security.test.ts',
   'apps/api/test/traffic-metrics-redis-down.error.test.ts',
   'apps/api/test/traffic-metrics.test.ts',
