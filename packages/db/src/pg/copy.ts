@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { type Column, DrizzleQueryError, getTableColumns, sql } from 'drizzle-orm';
-import type { PgTable } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { appliedMigrationTimes, DEFAULT_MIGRATIONS_FOLDER, type Journal } from '../migrate.js';
 import { DEFAULT_PG_MIGRATIONS_FOLDER, type PgDb, runPgMigrations } from './migrate.js';
@@ -120,43 +119,70 @@ async function countPg(db: Pick<PgDb, 'execute'>, table: string): Promise<number
   return Number(result.rows[0]?.n ?? 0);
 }
 
-/** A raw SQLite row (SQL names, stored values) as drizzle would read it: JS keys, booleans, parsed JSON. */
-function decoder(table: TablePair): (raw: Record<string, unknown>) => Record<string, unknown> {
-  const columns = Object.entries(getTableColumns(table.sqlite)) as [string, Column][];
-  return (raw) => {
-    const row: Record<string, unknown> = {};
-    for (const [key, column] of columns) {
-      const value = raw[column.name];
-      row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
+/**
+ * One row's INSERT parameters from its raw SQLite values: each decoded as drizzle reads it (booleans, parsed
+ * JSON) by the SQLite column, then encoded as drizzle writes it by the PostgreSQL column of the same name.
+ */
+function encoder(table: TablePair): (raw: Record<string, unknown>, params: unknown[]) => void {
+  const sqliteColumns = getTableColumns(table.sqlite) as Record<string, Column>;
+  const pairs = (Object.entries(getTableColumns(table.pg)) as [string, Column][]).map(([key, pgColumn]) => {
+    const sqliteColumn = sqliteColumns[key];
+    if (!sqliteColumn) throw new Error(`${table.name}.${pgColumn.name} has no SQLite column`);
+    return [sqliteColumn, pgColumn] as const;
+  });
+  return (raw, params) => {
+    for (const [sqliteColumn, pgColumn] of pairs) {
+      const value = raw[sqliteColumn.name];
+      params.push(
+        value === null || value === undefined
+          ? null
+          : pgColumn.mapToDriverValue(sqliteColumn.mapFromDriverValue(value)),
+      );
     }
-    return row;
   };
 }
 
+/**
+ * Copies one table in multi-row INSERTs written here rather than by drizzle's query builder, which took two
+ * thirds of the copy's CPU (its entity checks per value); the values go through drizzle's column mappers all
+ * the same. Full batches share one prepared statement, so PostgreSQL parses the 5,000-parameter INSERT once.
+ * Measured on 124,041 rows: 11,000 rows/s through drizzle's builder, 26,000 written here, 35,000 prepared.
+ */
 async function copyTable(
   sqlite: Database.Database,
-  tx: Pick<PgDb, 'insert'>,
+  client: OpenPgDatabase['client'],
   table: TablePair,
   batchRows: number,
 ): Promise<number> {
-  const decode = decoder(table);
-  const width = Object.keys(getTableColumns(table.pg)).length;
-  const size = Math.max(1, Math.min(batchRows, Math.floor(65_535 / width)));
+  const encode = encoder(table);
+  const columns = (Object.values(getTableColumns(table.pg)) as Column[]).map((c) => `"${c.name}"`);
+  const size = Math.max(1, Math.min(batchRows, Math.floor(65_535 / columns.length)));
+  const tuple = (row: number) => `(${columns.map((_, i) => `$${row * columns.length + i + 1}`).join(', ')})`;
+  const statement = (rows: number) =>
+    `INSERT INTO "${table.name}" (${columns.join(', ')}) VALUES ${Array.from({ length: rows }, (_, r) => tuple(r)).join(', ')}`;
+  const full = statement(size);
   let copied = 0;
-  let batch: Record<string, unknown>[] = [];
+  let rows = 0;
+  let params: unknown[] = [];
   const flush = async (): Promise<void> => {
-    if (batch.length === 0) return;
+    if (rows === 0) return;
     try {
-      await tx.insert(table.pg as PgTable).values(batch as never);
+      await client.query(
+        rows === size
+          ? { name: `slb_copy_${table.name}`, text: full, values: params }
+          : { text: statement(rows), values: params },
+      );
     } catch (error) {
       throw new CopyError(`copying ${table.name} failed: ${describeError(error)}`);
     }
-    copied += batch.length;
-    batch = [];
+    copied += rows;
+    rows = 0;
+    params = [];
   };
   for (const raw of sqlite.prepare(`SELECT * FROM "${table.name}" ORDER BY rowid`).iterate()) {
-    batch.push(decode(raw as Record<string, unknown>));
-    if (batch.length >= size) await flush();
+    encode(raw as Record<string, unknown>, params);
+    rows += 1;
+    if (rows >= size) await flush();
   }
   await flush();
   return copied;
@@ -177,7 +203,7 @@ export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> 
     } catch (error) {
       throw new CopyError(`cannot connect to PostgreSQL at ${redactUrl(options.to)}: ${describeError(error)}`);
     }
-    const db = target.db;
+    const { db, client } = target;
     const migrationsApplied = await runPgMigrations(db, options.pgMigrationsFolder ?? DEFAULT_PG_MIGRATIONS_FOLDER);
     options.onMigrated?.(migrationsApplied);
     const tables = tablesInForeignKeyOrder();
@@ -195,7 +221,7 @@ export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> 
       const result: TableCount[] = [];
       for (const table of tables) {
         const tableStarted = performance.now();
-        const rows = await copyTable(sqlite, tx, table, options.batchRows ?? 500);
+        const rows = await copyTable(sqlite, client, table, options.batchRows ?? 500);
         options.onProgress?.({ table: table.name, rows, ms: performance.now() - tableStarted });
         result.push({ table: table.name, source: countSqlite(sqlite, table.name), target: 0 });
       }
