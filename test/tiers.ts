@@ -60,6 +60,7 @@ export const INTEGRATION: readonly string[] = [
   'packages/cli/test/profiles.test.ts',
   'packages/cli/test/resources.test.ts',
   'packages/cli/test/watch.test.ts',
+  'packages/db/test/pg-copy-cli.test.ts',
   'packages/db/test/pg-copy.test.ts',
   'packages/db/test/pg-migrate.test.ts',
   'packages/node-runtime/src/run-node.test.ts',
