@@ -1,4 +1,4 @@
-import { type Column, is, type SQL, StringChunk } from 'drizzle-orm';
+import { type Column, getTableColumns, getTableName, is, type SQL, StringChunk, type Table } from 'drizzle-orm';
 import { PgTable, getTableConfig as pgConfig } from 'drizzle-orm/pg-core';
 import { SQLiteTable, getTableConfig as sqliteConfig } from 'drizzle-orm/sqlite-core';
 import { describe, expect, it } from 'vitest';
@@ -102,6 +102,14 @@ describe('the PostgreSQL schema mirrors the SQLite one', () => {
       .filter((c) => !TYPE_MAP[c.columnType]?.includes(pgColumns.get(c.name) ?? ''))
       .map((c) => `${c.name}: ${c.columnType} -> ${pgColumns.get(c.name)}`);
     expect(wrong).toEqual([]);
+  });
+
+  it.each([...sqliteTables.keys()])('%s: the same property names (the copy pairs columns by them)', (name) => {
+    const keys = (schema: object, isTable: (v: unknown) => boolean) => {
+      const table = Object.values(schema).find((v) => isTable(v) && getTableName(v as Table) === name);
+      return Object.keys(getTableColumns(table as Table)).sort();
+    };
+    expect(keys(pgSchema, (v) => is(v, PgTable))).toEqual(keys(sqliteSchema, (v) => is(v, SQLiteTable)));
   });
 
   it('renders the partial index on both sides', () => {
