@@ -82,6 +82,8 @@ COPY --from=build /app/apps/console/package.json apps/console/
 COPY --from=build /app/apps/console/dist apps/console/dist
 # packages/db/dist finds its migrations at ../../../migrations, i.e. /app/migrations.
 COPY --from=build /app/migrations migrations
+# packages/db/dist/pg finds PostgreSQL's at ../../../../migrations-pg (the db:copy command, issue 23).
+COPY --from=build /app/migrations-pg migrations-pg
 COPY --from=build /app/scripts/demo-backend.mjs scripts/
 
 # The code stays root-owned and read-only to the process; state (SQLite, node snapshots) goes to /data.

@@ -14,6 +14,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** What puts a test out of the unit tier, looked for in the test file and the test helpers it imports. */
 const NOT_UNIT: [string, RegExp][] = [
   ['Redis', /from '(ioredis|bullmq)'|process\.env\.REDIS_URL\b/],
+  ['PostgreSQL', /from '(pg|@slb\/test-support\/pg-database)'/],
   ['a child process', /import\s*\{[^}]*\b(spawn|fork|exec|execFile)\b[^}]*\}\s*from\s*'(node:)?child_process'/],
   ['a build (dist/)', /new URL\(\s*'[^']*\bdist\//],
 ];

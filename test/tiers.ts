@@ -8,7 +8,8 @@ import { join, relative, sep } from 'node:path';
  * - unit: the test's own process and the source tree. No Redis, no child process that outlives a call (a
  *   synchronous `openssl` making a certificate is fine), nothing built (no dist/). Loopback sockets the test
  *   opens in its own process are allowed: the proxies and probes are socket code, and these take milliseconds.
- * - integration: real Redis, processes (apps run from dist/, redis-server, python), so `npm run build` first.
+ * - integration: real Redis or PostgreSQL, processes (apps run from dist/, redis-server, python), so `npm run build`
+ *   first.
  * - e2e: a local cloud (scripts/local-cloud.mjs: the API, nodes and health workers as processes), a browser
  *   against one, or a test named `*.e2e.test.ts`.
  *
@@ -21,7 +22,7 @@ export type Tier = (typeof TIERS)[number];
 /** e2e tests that are not named `*.e2e.test.ts`: the console's browser tests run against a local cloud. */
 const E2E_FOLDERS = ['apps/console/test/'];
 
-/** Tests that need Redis, a child process or a build; repository-relative paths, sorted. */
+/** Tests that need Redis, PostgreSQL, a child process or a build; repository-relative paths, sorted. */
 export const INTEGRATION: readonly string[] = [
   'apps/api/src/health/transitions.security.test.ts',
   'apps/api/src/health/transitions.test.ts',
@@ -32,6 +33,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/metrics-host.test.ts',
   'apps/api/test/namespace-shared-db.test.ts',
   'apps/api/test/namespaces.test.ts',
+  'apps/api/test/pg-copy.test.ts',
   'apps/api/test/secrets.security.test.ts',
   'apps/api/test/traffic-metrics-redis-down.error.test.ts',
   'apps/api/test/traffic-metrics.test.ts',
@@ -61,6 +63,9 @@ export const INTEGRATION: readonly string[] = [
   'packages/cli/test/profiles.test.ts',
   'packages/cli/test/resources.test.ts',
   'packages/cli/test/watch.test.ts',
+  'packages/db/test/pg-copy-cli.test.ts',
+  'packages/db/test/pg-copy.test.ts',
+  'packages/db/test/pg-migrate.test.ts',
   'packages/node-runtime/src/run-node.test.ts',
   'packages/node-runtime/src/session-sync-namespace.test.ts',
   'packages/node-runtime/src/session-sync.test.ts',

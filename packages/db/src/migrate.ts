@@ -7,7 +7,7 @@ import type { Db } from './open.js';
 /** The repository's top-level migrations/ folder, found from this file in src/ or dist/. */
 export const DEFAULT_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../../migrations', import.meta.url));
 
-interface Journal {
+export interface Journal {
   entries: { idx: number; when: number; tag: string }[];
 }
 
@@ -22,7 +22,8 @@ export class SchemaTooNewError extends Error {
   }
 }
 
-function appliedMigrationTimes(sqlite: Database.Database): number[] {
+/** When each applied migration was made (`when` in the journal), as recorded by drizzle in the database. */
+export function appliedMigrationTimes(sqlite: Database.Database): number[] {
   const table = sqlite
     .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
     .get();
