@@ -64,3 +64,11 @@ it('reads the duties lease ttl, 5 s by default, and refuses one too short to ren
     expect(() => loadConfig({ SLB_LEASE_TTL_MS: bad })).toThrow(/^invalid environment: SLB_LEASE_TTL_MS /);
   }
 });
+
+it('refuses SLB_DATABASE_URL, which the API does not read yet, rather than running on SQLite unasked', () => {
+  expect(() => loadConfig({ SLB_DATABASE_URL: 'postgres://slb:secret@db.internal/slb' })).toThrow(
+    /^invalid environment: SLB_DATABASE_URL is set, but the API does not run on PostgreSQL yet/,
+  );
+  expect(() => loadConfig({ SLB_DATABASE_URL: 'postgres://slb:secret@db.internal/slb' })).not.toThrow(/secret/);
+  expect(() => loadConfig({ SLB_DATABASE_URL: '' })).not.toThrow();
+});

@@ -122,6 +122,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new Error(`invalid environment: SLB_ADDRESS_POOLS entry ${i + 1} is not a CIDR with no host bits set`);
     }
   });
+  if (env.SLB_DATABASE_URL !== undefined && env.SLB_DATABASE_URL !== '') {
+    // Not silently ignored: an operator who set it expects PostgreSQL, and would get a SQLite file instead.
+    throw new Error(
+      'invalid environment: SLB_DATABASE_URL is set, but the API does not run on PostgreSQL yet (README, ' +
+        '"PostgreSQL (preview)"; only `npm run db:copy` reads it). Unset it to run on SQLite at SLB_DB_PATH',
+    );
+  }
   const config: Config = { ...parsed, quotaDefaults: quotas.limits, addressPools: pools };
   if (config.SLB_NODE_TOKEN !== undefined && config.SLB_LEGACY_NODE_TOKEN !== '1') {
     throw new Error(
