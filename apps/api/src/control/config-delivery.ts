@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type ControlWork, l4PortKey } from './compile-cache.js';
 import type { CompiledLb, L4ListenerConfig, L7ListenerConfig } from './compile-lb.js';
 import type { LbSummary } from './lb-rows.js';
+import { withFields, withListeners } from './message-text.js';
 import { alreadyCarried, type LbVersions, type Session } from './node-session.js';
 import type { VipServing } from './vip-serving.js';
 
@@ -19,8 +20,11 @@ export interface Fleet {
 }
 
 type L7Pool = NodeSnapshot['l7Nodes'];
-/** A listener as this node should have it: its diff key (`json`) and, when sent, its config. */
-type Wanted = { id: string; json: string; build: () => unknown };
+/**
+ * A listener as this node should have it: its diff key (`json`) and, when sent, its config as JSON text
+ * (the compiled listener's JSON with this node's fields added: built only for the listeners sent).
+ */
+type Wanted = { id: string; json: string; text: () => string };
 
 export interface ConfigDeliveryOptions {
   log: FastifyBaseLogger;
@@ -233,12 +237,18 @@ export class ConfigDelivery {
     const message = this.message(session, {
       version,
       generatedAt: new Date(this.options.now()).toISOString(),
-      listeners: upsert.map((w) => w.build()),
+      listeners: [],
       remove,
       l7Pool: first || l7Changed ? l7Pool : undefined,
       l4Addresses,
     });
-    const text = JSON.stringify(message);
+    // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
+    // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
+    const text = withListeners(
+      JSON.stringify(message),
+      first ? 'listeners' : 'upsert',
+      upsert.map((w) => w.text()),
+    );
     const bytes = Buffer.byteLength(text);
     const max = this.options.maxMessageBytes;
     if (bytes > max) {
@@ -332,14 +342,14 @@ function l4Wanted(
     id: config.id,
     // The mode is part of what was sent: a node that now shares the VIP must rebind with SO_REUSEPORT.
     json: shared ? `${json}|shared` : json,
-    build: () => ({
-      ...config,
-      bindAddresses: [lb.address ?? session.address],
-      ...(shared ? { reusePort: true } : {}),
-    }),
+    text: () =>
+      withFields(
+        json,
+        `"bindAddresses":[${JSON.stringify(lb.address ?? session.address)}]${shared ? ',"reusePort":true' : ''}`,
+      ),
   };
 }
 
 function l7Wanted(session: Session, config: L7ListenerConfig, json: string): Wanted {
-  return { id: config.id, json, build: () => ({ ...config, bindAddress: session.address }) };
+  return { id: config.id, json, text: () => withFields(json, `"bindAddress":${JSON.stringify(session.address)}`) };
 }
