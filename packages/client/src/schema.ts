@@ -1046,7 +1046,7 @@ export interface components {
         /** HealthCheckInput */
         HealthCheckInput: {
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
             /** @enum {string} */
             type?: "tcp" | "http" | "udp";
             port?: number;
