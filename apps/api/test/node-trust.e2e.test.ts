@@ -271,6 +271,13 @@ describe('node trust', () => {
   it('rotation: the node restarted with a new join token re-enrolls, and its old credential is refused', async () => {
     const file = join(dir, 'node-a', 'credential.json');
     const old = JSON.parse(readFileSync(file, 'utf8')).credential as string;
+    // Online on the old credential first: the test before restarted the API, and a loaded machine may still
+    // have the node on its way back.
+    await eventually(
+      'node A online',
+      async () => ((await admin('GET', `/v1/nodes/${nodeA.id}`)).body.status === 'online' ? true : undefined),
+      20_000,
+    );
     const rotated = await admin('POST', `/v1/nodes/${nodeA.id}/credentials`);
     expect(rotated.status).toBe(201);
     // Until the node uses the new token, the old credential is the node's.
