@@ -32,6 +32,7 @@ describe('listeners of one server group share their backend objects (real socket
     await node.apply(s);
     expect(l2.backends[0]).toBe(l1.backends[0]);
     expect(l2.backends[1]).toBe(l1.backends[1]);
+    expect(l2.backends).toBe(l1.backends); // one array too: saved to disk once (state-file.ts)
     expect(await whoAnswers(p1)).toBe('a');
     expect(await whoAnswers(p2)).toBe('a');
   });
@@ -45,6 +46,7 @@ describe('listeners of one server group share their backend objects (real socket
     await node.apply(s);
     const [l1, l2] = s.listeners as [(typeof s.listeners)[number], (typeof s.listeners)[number]];
     expect(l2.backends[0]).not.toBe(l1.backends[0]);
+    expect(l2.backends).not.toBe(l1.backends);
     expect(l2.backends[0]?.weight).toBe(5);
     expect(l1.backends[0]?.weight).toBe(10);
   });

@@ -31,4 +31,28 @@ describe('saveSnapshot', () => {
     await saveSnapshot(dir, { version: 4 });
     expect(saved()).toBe('{"version":4}');
   });
+
+  it('serialises a backends array shared by listeners once, and the file is JSON.stringify’s', async () => {
+    let reads = 0;
+    const backends = [
+      {
+        serverId: 'srv-1',
+        get port() {
+          reads++;
+          return 80;
+        },
+      },
+    ];
+    const a = { id: 'lsn-a', port: 1, backends, scheduler: 'rr' };
+    const b = { id: 'lsn-b', port: 2, backends, scheduler: 'rr' };
+    await saveSnapshot(dir, { version: 1, listeners: [a, b] }, undefined, 1);
+    expect(reads).toBe(1);
+    expect(saved()).toBe(JSON.stringify({ version: 1, listeners: [a, b] }));
+    // A delta keeps the unchanged listeners' objects: their backends are not serialised again.
+    const c = { ...a, id: 'lsn-c', port: 3 };
+    const before = reads; // the expectation above read it too
+    await saveSnapshot(dir, { version: 2, listeners: [a, c] });
+    expect(reads).toBe(before);
+    expect(saved()).toBe(JSON.stringify({ version: 2, listeners: [a, c] }));
+  });
 });

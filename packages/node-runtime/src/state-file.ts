@@ -8,14 +8,44 @@ import { sealListener, unsealSnapshot } from './state-seal.js';
 const FILE = 'last-known-good.json';
 
 /**
- * Each listener serialised once: a snapshot after a delta shares all but the changed listeners' objects.
- * Keyed by the seal key too, so a listener sealed under an old credential is sealed again under the new.
+ * Listeners without top-level backends (L7 listeners) serialised once: a snapshot after a delta shares all
+ * but the changed listeners' objects. Keyed by the seal key too, so a listener sealed under an old
+ * credential is sealed again under the new.
  */
 const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string }>();
 
-/** A listener's JSON (sealed), serialised once per listener object and seal key. */
+/**
+ * Each backends array serialised once: the listeners of one server group share theirs (the L4 node
+ * interns them) and a delta keeps unchanged listeners' objects. Those listeners are not cached whole:
+ * their own fields are little to serialise, and a cached text per listener kept a fleet's whole snapshot
+ * (40-55 MB) in memory a second time.
+ */
+const backendsJson = new WeakMap<object, string>();
+/** Holds the backends' place in a listener's JSON until their cached text takes it. */
+const BACKENDS_MARK = '\u0000backends\u0000';
+const BACKENDS_MARK_JSON = JSON.stringify(BACKENDS_MARK);
+
+/** JSON of a listener with a backends array, from its cached backends text; undefined when it has none. */
+function withCachedBackends(l: object): string | undefined {
+  const backends = (l as { backends?: unknown }).backends;
+  if (!Array.isArray(backends)) return undefined;
+  const text = JSON.stringify({ ...l, backends: BACKENDS_MARK });
+  const at = text.indexOf(BACKENDS_MARK_JSON);
+  if (at < 0 || text.includes(BACKENDS_MARK_JSON, at + 1)) return undefined;
+  let json = backendsJson.get(backends);
+  if (json === undefined) {
+    json = JSON.stringify(backends);
+    backendsJson.set(backends, json);
+  }
+  return text.slice(0, at) + json + text.slice(at + BACKENDS_MARK_JSON.length);
+}
+
+/** A listener's JSON (sealed), serialised once per listener object and seal key, or per backends array. */
 function listenerText(l: unknown, sealKey: Buffer | undefined): string {
   if (l === null || typeof l !== 'object') return JSON.stringify(l);
+  // Listeners with certificates (sealed: see state-seal.ts) are not split.
+  const text = 'certificates' in l ? undefined : withCachedBackends(l);
+  if (text !== undefined) return text;
   const cached = listenerJson.get(l);
   if (cached !== undefined && cached.key === sealKey) return cached.json;
   const json = JSON.stringify(sealListener(l, sealKey));
@@ -29,8 +59,9 @@ function joinSnapshot(rest: object, parts: string[]): string {
 }
 
 /**
- * JSON of a snapshot, reusing the text of listeners already serialised: saving a big fleet's snapshot
- * after a one-listener change costs a string join, not a full JSON.stringify that stalls the node.
+ * JSON of a snapshot, reusing the text of listeners and backends already serialised: saving a big fleet's
+ * snapshot after a one-listener change costs its listeners' own fields and a join, not a full
+ * JSON.stringify that stalls the node.
  */
 export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
