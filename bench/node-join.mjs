@@ -4,7 +4,8 @@
 // listener, a snapshot of LISTENERS more listeners × BACKENDS servers. Says how long the apply took, the
 // longest gap between the node's heartbeats and in its echo traffic while it ran, and the node's RSS.
 //   npm run build && node bench/node-join.mjs          (LISTENERS=3000 BACKENDS=50: the L4 snapshot of LBS=300)
-// Knobs: LISTENERS, BACKENDS, ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
+// Knobs: LISTENERS, BACKENDS, GROUP (listeners sharing their servers, as a server group's do: 5 is the shape of
+// bench/scale.mjs; default 1, every listener its own), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
 // writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { WebSocketServer } from 'ws';
 
 const LISTENERS = Number(process.env.LISTENERS ?? 3000);
 const BACKENDS = Number(process.env.BACKENDS ?? 50);
+const GROUP = Number(process.env.GROUP ?? 1);
 const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
 const PORT_BASE = Number(process.env.PORT_BASE ?? 20000);
 const LOG_DIR = process.env.LOG_DIR;
@@ -117,17 +119,16 @@ try {
   const rssBefore = rssMiB(child.pid);
   // The node's own longest event-loop delay (prom-client's, reset at every scrape): scraped now to reset it.
   const metricsPort = lines.find((l) => l.msg === 'metrics listening')?.metricsPort;
-  const lagMaxMs = async () => {
-    const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
-    return Math.round(Number(/^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text)?.[1]) * 1000);
-  };
-  await lagMaxMs();
+  const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+  const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]);
+  await scrape();
   const big = largeL4Snapshot({
     version: 2,
     listeners: LISTENERS,
     backends: BACKENDS,
     address: ADDRESS,
     portBase: PORT_BASE,
+    group: GROUP,
     first: [echoListener],
   });
   const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: big });
@@ -137,7 +138,11 @@ try {
   const ackMs = acks.get(2) - t0;
   await sleep(3000); // the save to disk, and what the apply left behind
   const t1 = performance.now();
-  const nodeLagMaxMs = await lagMaxMs();
+  const scraped = await scrape();
+  const nodeLagMaxMs = Math.round(gauge(scraped, 'nodejs_eventloop_lag_max_seconds') * 1000);
+  // What the applied config holds, before the removal below: RSS, and the V8 heap in use and outside it.
+  const rssAppliedMiB = Math.round(rssMiB(child.pid));
+  const mib = (name) => Math.round(gauge(scraped, name) / 1048576);
   const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
   const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);
@@ -160,6 +165,9 @@ try {
       heartbeatsSayingApplying: beats.filter((h) => h.applying !== undefined).length,
       maxEchoRttMs: Math.round(Math.max(...rtts.filter((r) => r.at >= t0 && r.at <= t1).map((r) => r.ms))),
       rssBeforeMiB: Math.round(rssBefore),
+      rssAppliedMiB,
+      heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
+      externalMiB: mib('nodejs_external_memory_bytes'),
       rssAfterMiB: Math.round(rssMiB(child.pid)),
       perBackendKiB: +(((rssMiB(child.pid) - rssBefore) * 1024) / (LISTENERS * BACKENDS)).toFixed(2),
       load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),

@@ -9,6 +9,7 @@ import {
   type SnapshotChange,
 } from '@slb/node-runtime';
 import type { Logger } from 'pino';
+import { BackendInterner } from './backend-intern.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';
 import { bindKeys, bindSpec, claimBinds } from './listener-binds.js';
@@ -209,6 +210,7 @@ export class L4Node {
     };
     // Which listener holds each address and port, so one that asks for another's is refused alone.
     const bound = this.boundAddresses();
+    const interner = new BackendInterner();
     for (const l of upserts) {
       await slicer.pause();
       // Kept above: the same config, still waiting for its bind.
@@ -216,6 +218,7 @@ export class L4Node {
       const existing = this.listeners.get(l.id);
       if (existing !== undefined && this.applied.get(l.id) === l && !(isHttp(l) && l7Changed)) continue;
       this.warnIfCannotShare(l);
+      interner.intern(l);
       let resolved: ResolvedListener;
       try {
         resolved = resolveListener(l, s, allowed(l.id), this.node);

@@ -22,60 +22,98 @@ export interface BackendSpec {
 /** No connection open: shared by every backend that has none (most of a fleet's, most of the time). */
 const NO_CONNS: ReadonlySet<TrackedConn> = new Set();
 
+/** What only a backend that carried traffic, drains or left needs: most of a fleet's never do. */
+interface BackendLife {
+  open: Set<TrackedConn> | undefined;
+  handles: BackendMetrics | undefined;
+  drainTimer: NodeJS.Timeout | undefined;
+  /** No longer in its listener's config: its metric series go with its last connection. */
+  gone: boolean;
+}
+
 /**
  * A backend and its live state; kept across reloads while its id, address and port stay the same. A node
- * holds a fleet's worth (100,000 and more), most never connected to: the set of connections and the metric
- * handles are made on first use.
+ * holds a fleet's worth (500,000 listener × server pairs and more), most never connected to, so it is kept
+ * small: it follows the snapshot's own backend object (shared by a server group's listeners, see
+ * backend-intern.ts) instead of copying its fields, and the connections, metric handles and drain timer
+ * are made on first use.
  */
 export class BackendState {
-  weight: number;
-  healthy: boolean;
   /** Takes new flows (part of the scheduler's candidate list). */
   candidate = false;
   active = 0;
-  private open: Set<TrackedConn> | undefined;
-  private handles: BackendMetrics | undefined;
-  drainTimer: NodeJS.Timeout | undefined;
-  /** No longer in its listener's config: its metric series go with its last connection. */
-  private gone = false;
+  private life: BackendLife | undefined;
 
   constructor(
-    readonly id: string,
-    readonly address: string,
-    readonly port: number,
-    spec: BackendSpec,
+    /** The snapshot's backend it follows: weight and health change on reload, id, address and port never. */
+    private spec: BackendSpec,
     /** Makes this backend's metric handles (L4Metrics.forBackend), on first use. */
     private readonly metricsOf: (backendId: string) => BackendMetrics,
-  ) {
-    this.weight = spec.weight;
-    this.healthy = spec.healthy;
+  ) {}
+
+  get id(): string {
+    return this.spec.serverId;
+  }
+  get address(): string {
+    return this.spec.address;
+  }
+  get port(): number {
+    return this.spec.port;
+  }
+  get weight(): number {
+    return this.spec.weight;
+  }
+  get healthy(): boolean {
+    return this.spec.healthy;
+  }
+
+  /** Takes the weight and health of a reload's spec of the same server (same id, address and port). */
+  follow(spec: BackendSpec): void {
+    this.spec = spec;
+  }
+
+  private get lived(): BackendLife {
+    this.life ??= { open: undefined, handles: undefined, drainTimer: undefined, gone: false };
+    return this.life;
+  }
+
+  get drainTimer(): NodeJS.Timeout | undefined {
+    return this.life?.drainTimer;
+  }
+  set drainTimer(timer: NodeJS.Timeout | undefined) {
+    if (timer !== undefined || this.life !== undefined) this.lived.drainTimer = timer;
   }
 
   /** Connections and flows forwarded to it now. */
   get conns(): ReadonlySet<TrackedConn> {
-    return this.open ?? NO_CONNS;
+    return this.life?.open ?? NO_CONNS;
   }
 
   get metrics(): BackendMetrics {
-    if (this.handles === undefined) {
-      this.handles = this.metricsOf(this.id);
+    const life = this.lived;
+    if (life.handles === undefined) {
+      const handles = this.metricsOf(this.id);
+      life.handles = handles;
       // Counted after it left (a connect that failed late): counted, and its series go with it.
-      if (this.gone && this.conns.size === 0) queueMicrotask(() => this.handles?.retire());
+      if (life.gone && this.conns.size === 0) queueMicrotask(() => handles.retire());
     }
-    return this.handles;
+    return life.handles;
   }
 
   /** A connection or flow on it started. */
   track(conn: TrackedConn): void {
-    this.open ??= new Set();
-    this.open.add(conn);
+    const life = this.lived;
+    life.open ??= new Set();
+    life.open.add(conn);
   }
 
   /** A connection or flow on it ended. */
   release(conn: TrackedConn): void {
-    this.open?.delete(conn);
-    if (this.open?.size === 0) this.open = undefined;
-    if (this.gone && this.conns.size === 0) this.handles?.retire();
+    const life = this.life;
+    if (life === undefined) return;
+    life.open?.delete(conn);
+    if (life.open?.size === 0) life.open = undefined;
+    if (life.gone && this.conns.size === 0) life.handles?.retire();
   }
 
   /**
@@ -83,8 +121,9 @@ export class BackendState {
    * in /metrics for the node's lifetime, one set per server ever configured: they go once nothing is open.
    */
   leave(): void {
-    this.gone = true;
-    if (this.conns.size === 0) this.handles?.retire();
+    const life = this.lived;
+    life.gone = true;
+    if (this.conns.size === 0) life.handles?.retire();
   }
 }
 
@@ -139,11 +178,8 @@ export class BackendPool {
     for (const spec of specs) {
       let b = this.byId.get(spec.serverId);
       if (b !== undefined && (b.address !== spec.address || b.port !== spec.port)) b = undefined; // a new server
-      if (b === undefined) {
-        b = new BackendState(spec.serverId, spec.address, spec.port, spec, this.metricsOf);
-      }
-      b.weight = spec.weight;
-      b.healthy = spec.healthy;
+      if (b === undefined) b = new BackendState(spec, this.metricsOf);
+      else b.follow(spec);
       next.set(spec.serverId, b);
     }
     for (const [id, old] of this.byId) {

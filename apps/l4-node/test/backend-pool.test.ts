@@ -91,4 +91,18 @@ describe('BackendPool', () => {
     p.update([spec('a', { weight: 0 })], { ...settings, drainTimeoutMs: 0 });
     expect(closed).toEqual(['x']);
   });
+
+  it('keeps a backend that never carried traffic small, and follows its spec on reload', () => {
+    // A node holds one per listener and server (500,000 at bench/scale.mjs size): 12 fields each took 57 MiB.
+    const p = newPool('p7');
+    const first = spec('a');
+    p.update([first], settings);
+    const a = p.get('a')!;
+    expect(Object.keys(a).length).toBeLessThanOrEqual(5);
+    expect(a.conns.size).toBe(0);
+    const reloaded = spec('a', { weight: 7, healthy: false });
+    p.update([reloaded], settings);
+    expect(p.get('a')).toBe(a);
+    expect([a.weight, a.healthy, a.id, a.address, a.port]).toEqual([7, false, 'a', '127.0.0.1', 9000]);
+  });
 });

@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, rename, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -8,14 +8,44 @@ import { sealListener, unsealSnapshot } from './state-seal.js';
 const FILE = 'last-known-good.json';
 
 /**
- * Each listener serialised once: a snapshot after a delta shares all but the changed listeners' objects.
- * Keyed by the seal key too, so a listener sealed under an old credential is sealed again under the new.
+ * Listeners without top-level backends (L7 listeners) serialised once: a snapshot after a delta shares all
+ * but the changed listeners' objects. Keyed by the seal key too, so a listener sealed under an old
+ * credential is sealed again under the new.
  */
 const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string }>();
 
-/** A listener's JSON (sealed), serialised once per listener object and seal key. */
+/**
+ * Each backends array serialised once: the listeners of one server group share theirs (the L4 node
+ * interns them) and a delta keeps unchanged listeners' objects. Those listeners are not cached whole:
+ * their own fields are little to serialise, and a cached text per listener kept a fleet's whole snapshot
+ * (40-55 MB) in memory a second time.
+ */
+const backendsJson = new WeakMap<object, string>();
+/** Holds the backends' place in a listener's JSON until their cached text takes it. */
+const BACKENDS_MARK = '\u0000backends\u0000';
+const BACKENDS_MARK_JSON = JSON.stringify(BACKENDS_MARK);
+
+/** JSON of a listener with a backends array, from its cached backends text; undefined when it has none. */
+function withCachedBackends(l: object): string | undefined {
+  const backends = (l as { backends?: unknown }).backends;
+  if (!Array.isArray(backends)) return undefined;
+  const text = JSON.stringify({ ...l, backends: BACKENDS_MARK });
+  const at = text.indexOf(BACKENDS_MARK_JSON);
+  if (at < 0 || text.includes(BACKENDS_MARK_JSON, at + 1)) return undefined;
+  let json = backendsJson.get(backends);
+  if (json === undefined) {
+    json = JSON.stringify(backends);
+    backendsJson.set(backends, json);
+  }
+  return text.slice(0, at) + json + text.slice(at + BACKENDS_MARK_JSON.length);
+}
+
+/** A listener's JSON (sealed), serialised once per listener object and seal key, or per backends array. */
 function listenerText(l: unknown, sealKey: Buffer | undefined): string {
   if (l === null || typeof l !== 'object') return JSON.stringify(l);
+  // Listeners with certificates (sealed: see state-seal.ts) are not split.
+  const text = 'certificates' in l ? undefined : withCachedBackends(l);
+  if (text !== undefined) return text;
   const cached = listenerJson.get(l);
   if (cached !== undefined && cached.key === sealKey) return cached.json;
   const json = JSON.stringify(sealListener(l, sealKey));
@@ -29,8 +59,9 @@ function joinSnapshot(rest: object, parts: string[]): string {
 }
 
 /**
- * JSON of a snapshot, reusing the text of listeners already serialised: saving a big fleet's snapshot
- * after a one-listener change costs a string join, not a full JSON.stringify that stalls the node.
+ * JSON of a snapshot, reusing the text of listeners and backends already serialised: saving a big fleet's
+ * snapshot after a one-listener change costs its listeners' own fields and a join, not a full
+ * JSON.stringify that stalls the node.
  */
 export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
@@ -42,18 +73,52 @@ export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
 }
 
 /**
- * serializeSnapshot in slices (a full snapshot of thousands of listeners held the node for a second), with
- * the time it held the event loop, its turns between slices left out.
+ * Characters written to the file at a time. Joined whole, a fleet's snapshot was one 55 MB string and a
+ * 55 MB Buffer besides the listeners' parts, alive until the next full GC (seconds later): RSS rose by
+ * 110 MB after every save and stayed up.
  */
-async function serializeSliced(snapshot: unknown, sealKey?: Buffer): Promise<{ text: string; busyMs: number }> {
+export const SAVE_CHUNK_CHARS = 1 << 20;
+
+/**
+ * Writes serializeSnapshot's text to `file` in chunks of about `chunkChars`, sliced (a full snapshot of
+ * thousands of listeners held the node for a second). Returns the time it held the event loop, its turns
+ * and writes between slices left out.
+ */
+async function writeSliced(
+  file: FileHandle,
+  snapshot: unknown,
+  sealKey: Buffer | undefined,
+  chunkChars: number,
+): Promise<number> {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
   let sliceStart = performance.now();
-  if (!Array.isArray(listeners)) return { text: JSON.stringify(snapshot), busyMs: performance.now() - sliceStart };
-  const slicer = new Slicer();
-  const parts: string[] = [];
+  if (!Array.isArray(listeners)) {
+    const text = JSON.stringify(snapshot);
+    const busyMs = performance.now() - sliceStart;
+    await file.writeFile(text);
+    return busyMs;
+  }
   let busyMs = 0;
-  for (const l of listeners) {
-    parts.push(listenerText(l, sealKey));
+  const head = JSON.stringify(rest);
+  let chunk = [`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[`];
+  let chars = 0;
+  const write = async (): Promise<void> => {
+    const text = chunk.join('');
+    chunk = [];
+    chars = 0;
+    busyMs += performance.now() - sliceStart;
+    await file.writeFile(text); // appends at the handle's position
+    sliceStart = performance.now();
+  };
+  const slicer = new Slicer();
+  for (const [i, l] of listeners.entries()) {
+    const part = listenerText(l, sealKey);
+    chunk.push(i === 0 ? part : `,${part}`);
+    chars += part.length;
+    if (chars >= chunkChars) {
+      await write();
+      continue;
+    }
     const turns = slicer.turns;
     const sliceEnd = performance.now();
     await slicer.pause();
@@ -62,24 +127,33 @@ async function serializeSliced(snapshot: unknown, sealKey?: Buffer): Promise<{ t
       sliceStart = performance.now();
     }
   }
-  const text = joinSnapshot(rest, parts);
-  return { text, busyMs: busyMs + performance.now() - sliceStart };
+  chunk.push(']}');
+  await write();
+  return busyMs;
 }
 
 /**
  * Writes the applied snapshot so a restarted node serves it while the control plane is unreachable
  * (static stability). Write-then-rename: a crash mid-write leaves the previous file, never half a file.
+ * The serialising is the only part that holds the event loop (and so delays forwarding and acks):
+ * measured, so the caller can space saves out when the snapshot is big.
  */
-export async function saveSnapshot(dir: string, snapshot: unknown, sealKey?: Buffer): Promise<{ blockingMs: number }> {
+export async function saveSnapshot(
+  dir: string,
+  snapshot: unknown,
+  sealKey?: Buffer,
+  chunkChars = SAVE_CHUNK_CHARS,
+): Promise<{ blockingMs: number }> {
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
-  // The only part that holds the event loop (and so delays forwarding and acks): measured, so the caller
-  // can space saves out when the snapshot is big.
-  const { text, busyMs } = await serializeSliced(snapshot, sealKey);
-  const started = performance.now();
-  const bytes = Buffer.from(text);
-  const blockingMs = busyMs + performance.now() - started;
-  await writeFile(tmp, bytes, { mode: 0o600 }); // TLS keys on L7 nodes are sealed (state-seal.ts), still private
+  // TLS keys on L7 nodes are sealed (state-seal.ts), still private.
+  const file = await open(tmp, 'w', 0o600);
+  let blockingMs: number;
+  try {
+    blockingMs = await writeSliced(file, snapshot, sealKey, chunkChars);
+  } finally {
+    await file.close();
+  }
   await rename(tmp, join(dir, FILE));
   return { blockingMs };
 }

@@ -4,8 +4,10 @@ interface BulkOptions {
   address: string;
   port: number;
   backends: number;
+  /** Listeners in a row that share their servers, as one server group's do. Default 1. */
+  group?: number;
 }
-/** One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves. */
+/** One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves (see `group`). */
 export function bulkListener(n: number, options: BulkOptions): SnapshotListener;
 /** A node snapshot of `listeners` bulk listeners from `portBase` on, after `first` (listeners kept as given). */
 export function largeL4Snapshot(options: {
@@ -15,4 +17,6 @@ export function largeL4Snapshot(options: {
   address: string;
   portBase: number;
   first?: SnapshotListener[];
+  /** See BulkOptions.group. */
+  group?: number;
 }): NodeSnapshot;

@@ -3,8 +3,12 @@
 
 const id = (prefix, n) => `${prefix}-${n.toString(36).padStart(20, '0')}`;
 
-/** One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves. */
-export function bulkListener(n, { address, port, backends }) {
+/**
+ * One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves.
+ * `group` listeners in a row share their servers, as the listeners of one server group do (default 1).
+ */
+export function bulkListener(n, { address, port, backends, group = 1 }) {
+  const g = Math.floor(n / group);
   return {
     id: id('lsn', n),
     loadBalancerId: id('lb', Math.floor(n / 10)),
@@ -19,9 +23,9 @@ export function bulkListener(n, { address, port, backends }) {
     idleTimeout: 60,
     sessionSync: false,
     backends: Array.from({ length: backends }, (_, s) => ({
-      serverId: id('srv', n * backends + s),
+      serverId: id('srv', g * backends + s),
       address: `127.0.${Math.floor(s / 200)}.${20 + (s % 200)}`,
-      port: 40000 + (n % 1000),
+      port: 40000 + (g % 1000),
       weight: 100,
       healthy: true,
     })),
@@ -29,13 +33,13 @@ export function bulkListener(n, { address, port, backends }) {
 }
 
 /** A node snapshot of `listeners` bulk listeners from `portBase` on, after `first` (listeners kept as given). */
-export function largeL4Snapshot({ version, listeners, backends, address, portBase, first = [] }) {
+export function largeL4Snapshot({ version, listeners, backends, address, portBase, first = [], group }) {
   return {
     version,
     generatedAt: new Date().toISOString(),
     listeners: [
       ...first,
-      ...Array.from({ length: listeners }, (_, n) => bulkListener(n, { address, port: portBase + n, backends })),
+      ...Array.from({ length: listeners }, (_, n) => bulkListener(n, { address, port: portBase + n, backends, group })),
     ],
     l7Nodes: [],
   };
