@@ -1,4 +1,5 @@
-import { loadBalancers } from '@slb/db';
+import { loadBalancers, nodes } from '@slb/db';
+import { APPLYING_SILENCE_MAX_MS } from '@slb/model';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
@@ -6,7 +7,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
 import { FakeSocket, silentLogger as logger, registered } from '../../test/hub-fakes.js';
-import { OFFLINE_AFTER_MS } from '../services/nodes.js';
+import { NodeService, OFFLINE_AFTER_MS, toNode } from '../services/nodes.js';
 import { ManualClock } from './clock.js';
 import { ControlHub } from './hub.js';
 import { LIVENESS_TICK_MS } from './node-liveness.js';
@@ -179,6 +180,58 @@ describe('control hub: node liveness', () => {
     // Silence after the stall does count.
     clock.advance(OFFLINE_AFTER_MS);
     expect(l7PoolOf(l4)).toEqual([]);
+  });
+});
+
+describe('control hub: the node status GET /v1/nodes shows', () => {
+  it('is the status placement uses: a node silent while it applies a config stays online until its bound', () => {
+    const t = createTestDb();
+    const clock = new ManualClock();
+    const hub = new ControlHub(t.db, logger, Date.now(), { clock });
+    try {
+      const service = new NodeService(t.db, (id) => hub.nodeOnline(id));
+      const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+      const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+      ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load, applying: 7 })), false);
+      const row = service.find('l4-a');
+      const heardAt = Date.parse(row.lastHeartbeatAt ?? '');
+      // Silent past the plain threshold: its stored heartbeat alone would say offline, but the hub still
+      // places LBs on it, and the API must not tell the admin otherwise.
+      clock.advance(OFFLINE_AFTER_MS + 1_000);
+      const later = heardAt + OFFLINE_AFTER_MS + 1_000;
+      expect(hub.runtime(t.lbId, 1).nodes.map((n) => n.online)).toEqual([true]);
+      expect(service.view(row, later).status).toBe('online');
+      expect(toNode(row, later).status).toBe('offline');
+      // Past the applying bound it is offline in both.
+      clock.advance(APPLYING_SILENCE_MAX_MS);
+      expect(hub.runtime(t.lbId, 1).nodes).toEqual([]);
+      expect(service.view(row, later + APPLYING_SILENCE_MAX_MS).status).toBe('offline');
+    } finally {
+      hub.close();
+      t.close();
+    }
+  });
+
+  it('falls back to the stored heartbeat for a node connected to another replica', () => {
+    const t = createTestDb();
+    const hub = new ControlHub(t.db, logger);
+    try {
+      const service = new NodeService(t.db, (id) => hub.nodeOnline(id));
+      registered(hub, 'l4-b', 'l4', '127.0.0.12');
+      const heardAt = Date.now();
+      t.db
+        .update(nodes)
+        .set({ lastHeartbeatAt: new Date(heardAt).toISOString() })
+        .where(eq(nodes.id, 'l4-b'))
+        .run();
+      const row = service.find('l4-b');
+      expect(hub.nodeOnline('l4-b')).toBeUndefined();
+      expect(service.view(row, heardAt + OFFLINE_AFTER_MS).status).toBe('online');
+      expect(service.view(row, heardAt + OFFLINE_AFTER_MS + 1).status).toBe('offline');
+    } finally {
+      hub.close();
+      t.close();
+    }
   });
 });
 

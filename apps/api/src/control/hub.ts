@@ -216,6 +216,15 @@ export class ControlHub {
     });
   }
 
+  /**
+   * Whether this replica counts the node online, as placement does (a node busy applying a config, or a
+   * stall of this process, is not silence); undefined when the node has no session here.
+   */
+  nodeOnline(nodeId: string): boolean | undefined {
+    const session = this.sessions.get(nodeId);
+    return session === undefined ? undefined : this.liveness.isOnline(session);
+  }
+
   /** Per node, why this listener is not running there (empty when it runs everywhere it should). */
   listenerErrors(listenerId: string): { nodeId: string; reason: string }[] {
     const out: { nodeId: string; reason: string }[] = [];

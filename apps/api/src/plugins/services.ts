@@ -44,6 +44,7 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
       sealSecret: (plain) => app.secretBox.seal(plain),
       vipHoldSeconds: options.vipHoldSeconds,
       listenerErrors: (listenerId) => hub.listenerErrors(listenerId),
+      nodeLiveness: (nodeId) => hub.nodeOnline(nodeId),
     });
     upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, store.db, app.log);
     // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { CreateNode, ListQuery, Node, NodeJoinToken, NodePage, PathId, RegisteredNode, UpdateNode } from '@slb/model';
 import { etagOf } from '../services/common.js';
-import { toNode } from '../services/nodes.js';
 import { AUTH_PROBLEMS, IfMatchHeaders, NoContent, problems, withEtag } from './shared.js';
 
 const tags = ['nodes'];
@@ -33,7 +32,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: (request, reply) => {
       const row = nodes.find(request.params.nodeId);
-      return withEtag(reply, row.revision, toNode(row));
+      return withEtag(reply, row.revision, nodes.view(row));
     },
   });
 
@@ -49,7 +48,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: (request, reply) => {
       const row = nodes.update(request.params.nodeId, request.body, request.headers['if-match']);
-      return withEtag(reply, row.revision, toNode(row));
+      return withEtag(reply, row.revision, nodes.view(row));
     },
   });
 

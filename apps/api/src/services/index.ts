@@ -9,7 +9,7 @@ import { CertificateService } from './certificates.js';
 import { HealthService } from './health.js';
 import { type ListenerRuntimeView, ListenerService } from './listeners.js';
 import { LoadBalancerService, type RuntimeView } from './load-balancers.js';
-import { NodeService } from './nodes.js';
+import { type NodeLivenessView, NodeService } from './nodes.js';
 import { QuotaService } from './quotas.js';
 import { RuleService } from './rules.js';
 import { ServerGroupService } from './server-groups.js';
@@ -34,6 +34,8 @@ export interface ServiceOptions {
   vipHoldSeconds?: number;
   /** Nodes that cannot bind each listener (the control hub's view); none when absent. */
   listenerErrors?: ListenerRuntimeView;
+  /** Which nodes the control hub counts online; the stored heartbeat alone when absent. */
+  nodeLiveness?: NodeLivenessView;
 }
 
 export function createServices({
@@ -47,6 +49,7 @@ export function createServices({
   sealSecret = (plain) => plain,
   vipHoldSeconds,
   listenerErrors,
+  nodeLiveness,
 }: ServiceOptions) {
   const quotas = new QuotaService(db, quotaDefaults);
   const addressPools = new AddressPoolService(db);
@@ -66,7 +69,7 @@ export function createServices({
     rules: new RuleService(db, loadBalancers, listeners, serverGroups, quotas),
     certificates: new CertificateService(db, quotas, sealSecret),
     acls: new AclService(db, quotas),
-    nodes: new NodeService(db),
+    nodes: new NodeService(db, nodeLiveness),
     tenants: new TenantService(db, authenticator),
     health: new HealthService(db, loadBalancers),
   };

@@ -27,8 +27,16 @@ export function offlineAfterMs(heartbeatIntervalMs: number): number {
 /** The nodes' interval is the model's, so a change to it moves this threshold with it. */
 export const OFFLINE_AFTER_MS = offlineAfterMs(HEARTBEAT_INTERVAL_MS);
 
-export function toNode(r: NodeRow, now = Date.now()): Node {
-  const online = r.lastHeartbeatAt !== null && now - Date.parse(r.lastHeartbeatAt) <= OFFLINE_AFTER_MS;
+/** Whether the control hub counts a node online; undefined when it holds no session of it (see ControlHub.nodeOnline). */
+export type NodeLivenessView = (nodeId: string) => boolean | undefined;
+
+/**
+ * The node as the API shows it. Online when the hub says so (it knows a node busy applying, or its own
+ * stall) or when the stored heartbeat is fresh (written by whichever replica the node is connected to).
+ */
+export function toNode(r: NodeRow, now = Date.now(), hubSaysOnline?: boolean): Node {
+  const heard = r.lastHeartbeatAt !== null && now - Date.parse(r.lastHeartbeatAt) <= OFFLINE_AFTER_MS;
+  const online = heard || hubSaysOnline === true;
   return {
     id: r.id,
     name: r.name,
@@ -56,7 +64,15 @@ export function toNode(r: NodeRow, now = Date.now()): Node {
  * node exchanges it for its own credential (see control/node-credentials.ts).
  */
 export class NodeService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly liveness: NodeLivenessView = () => undefined,
+  ) {}
+
+  /** A stored node with the status placement uses (see toNode). */
+  view(row: NodeRow, now = Date.now()): Node {
+    return toNode(row, now, this.liveness(row.id));
+  }
 
   find(id: string): NodeRow {
     const row = this.db.select().from(nodes).where(eq(nodes.id, id)).get();
@@ -73,7 +89,7 @@ export class NodeService {
       .orderBy(asc(nodes.id))
       .limit(limit + 1)
       .all();
-    return toPage(rows, limit, (r) => toNode(r));
+    return toPage(rows, limit, (r) => this.view(r));
   }
 
   update(id: string, input: UpdateNode, ifMatch?: string): NodeRow {
@@ -117,7 +133,7 @@ export class NodeService {
         })
         .returning()
         .get();
-      return { ...toNode(row), joinToken: join.token };
+      return { ...this.view(row), joinToken: join.token };
     });
   }
 
