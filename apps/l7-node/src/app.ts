@@ -6,6 +6,7 @@ import {
   bindFailureReason,
   compileAcl,
   type SessionSync,
+  Slicer,
 } from '@slb/node-runtime';
 import { type Logger, pino } from 'pino';
 import { type ListenerBuild, type ListenerOptions, ListenerRuntime } from './listener.js';
@@ -120,6 +121,9 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     cleanupTimer = setTimeout(() => {
       cleanupTimer = null;
       if (!latest) return;
+      // An apply in slices is half done: `latest` is still the old config, and the states its listeners are
+      // being built with would be forgotten. The apply schedules a cleanup when it ends.
+      if (applyInProgress) return;
       const live = new Set<string>();
       const origins = new Set<string>();
       for (const l of latest.listeners) {
@@ -152,6 +156,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   const appliedConfigs = new Map<string, L7Listener>();
   /** The apply in progress; never rejected, so one failed apply cannot hold back the next. */
   let applying: Promise<unknown> = Promise.resolve();
+  /** An apply has started and not ended (it yields the event loop between listeners). */
+  let applyInProgress = false;
 
   /** Builds all a listener serves with; throws why when it cannot (nothing has moved yet then). */
   function build(l: L7Listener): ListenerBuild {
@@ -194,6 +200,15 @@ export function createL7App(options: L7AppOptions = {}): L7App {
   }
 
   async function applyNow(sent: L7NodeSnapshot): Promise<ListenerFailure[]> {
+    applyInProgress = true;
+    try {
+      return await applyInSlices(sent);
+    } finally {
+      applyInProgress = false;
+    }
+  }
+
+  async function applyInSlices(sent: L7NodeSnapshot): Promise<ListenerFailure[]> {
     options.sync?.usePrefix(sent.sessionSyncPrefix); // before any listener of this snapshot attaches
     listenerOptions.proxySources.update(sent.l4Nodes);
     guard = guardOf(sent);
@@ -207,10 +222,15 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       stopRetrying(id);
       logger.info({ listener: id }, sentById.has(id) ? 'bind retry replaced by the new config' : 'bind retry dropped');
     }
+    // In slices: building thousands of listeners (their server groups) held the event loop for seconds, so
+    // the listeners already serving stalled and heartbeats went unsent. Nothing else changes listeners
+    // meanwhile: bind retries wait in the same queue, and the cleanup waits for the apply's end.
+    const slicer = new Slicer();
     // Each changed listener is built before anything moves; one that cannot be keeps what it had.
     const built = new Map<string, ListenerBuild>();
     const wanted = new Map<string, L7Listener>();
     for (const l of sent.listeners) {
+      await slicer.pause();
       if (wanted.has(l.id)) {
         fail(failed, l.id, 'duplicate listener id');
         continue;
@@ -250,6 +270,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       });
     }
     for (const l of snapshot.listeners) {
+      await slicer.pause();
       // Only what was built above changes: not a listener kept as it runs (a delta carries unchanged ones as
       // the very same objects), still waiting for its bind with the same config, or refused.
       const next = built.get(l.id);
