@@ -17,7 +17,7 @@ import { type PoolOptions, Pools } from './pools.js';
 import type { ProxyDeps } from './proxy.js';
 import { ProxySources } from './proxy-sources.js';
 import type { RetryBudgetOptions } from './retry-budget.js';
-import { listenerPoolScope, type PassiveHealthOptions, poolKeyOf } from './server-group.js';
+import { type PassiveHealthOptions, poolKeysInUse } from './server-group.js';
 import { listenerProblem } from './snapshot-loader.js';
 import { buildCertificateSet } from './tls.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -124,24 +124,9 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       // An apply in slices is half done: `latest` is still the old config, and the states its listeners are
       // being built with would be forgotten. The apply schedules a cleanup when it ends.
       if (applyInProgress) return;
-      const live = new Set<string>();
-      const origins = new Set<string>();
-      for (const l of latest.listeners) {
-        const scope = listenerPoolScope(l);
-        for (const g of l.serverGroups) {
-          for (const b of g.backends) {
-            live.add(`${g.id}/${b.serverId}/${b.address}:${b.port}`);
-            origins.add(poolKeyOf(scope, b));
-          }
-        }
-      }
-      for (const key of [...states.backends.keys()]) {
-        if (live.has(key)) continue;
-        states.backends.delete(key);
-        pruneDue = true;
-      }
-      pools.retain(origins);
-      upstream.retain(origins);
+      if (states.backends.retain(latest.listeners)) pruneDue = true;
+      pools.retain(poolKeysInUse(latest.listeners, pools.keys()));
+      upstream.retain(poolKeysInUse(latest.listeners, upstream.keys()));
       // Walking every series costs at scale: only when a backend or a drained listener went away.
       if (!pruneDue) return;
       pruneDue = false;

@@ -1,11 +1,12 @@
 import type { L7Listener, L7NodeSnapshot } from '@slb/model';
 import type { BackendGuard, SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
+import { BackendStates } from './backend-states.js';
 import type { Metrics } from './metrics.js';
 import type { ListenerState } from './proxy.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { compileRules } from './rules.js';
-import { type BackendState, listenerPoolScope, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
+import { listenerPoolScope, type PassiveHealthOptions, ServerGroupRuntime } from './server-group.js';
 import { LearnedCookies } from './sticky.js';
 import { StickySync, syncsSticky } from './sticky-sync.js';
 
@@ -23,7 +24,7 @@ export interface ListenerStatesOptions {
 
 export class ListenerStates {
   /** Per backend (group, server, address:port), across listeners and reloads; app.ts forgets unused ones. */
-  readonly backends = new Map<string, BackendState>();
+  readonly backends = new BackendStates();
   private readonly budgets = new Map<string, RetryBudget>();
   private readonly learned = new Map<string, LearnedCookies>();
   private readonly stickySyncs = new Map<string, StickySync>();

@@ -35,6 +35,11 @@ export class Pools {
     return pool;
   }
 
+  /** The pool keys open now. */
+  keys(): IterableIterator<string> {
+    return this.pools.keys();
+  }
+
   /** Closes (gracefully: in-flight requests finish) the pools whose keys are no longer in `inUse`. */
   retain(inUse: ReadonlySet<string>): void {
     for (const [key, pool] of this.pools) {

@@ -1,6 +1,7 @@
 import type { L7Backend } from '@slb/model';
 import { describe, expect, it } from 'vitest';
-import { type BackendState, ServerGroupRuntime } from './server-group.js';
+import { BackendStates } from './backend-states.js';
+import { ServerGroupRuntime } from './server-group.js';
 
 const backend = (n: number): L7Backend => ({
   serverId: `srv-${String(n).padStart(20, '0')}`,
@@ -13,7 +14,7 @@ const backend = (n: number): L7Backend => ({
 describe('passive health', () => {
   it('ejects after consecutive failures for a growing interval, capped at half the group', () => {
     let now = 1000;
-    const states = new Map<string, BackendState>();
+    const states = new BackendStates();
     const health = { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 10_000, maxEjectionPercent: 50 };
     const g = new ServerGroupRuntime(
       'sg-1',
@@ -45,7 +46,7 @@ describe('passive health', () => {
       'sg-2',
       [backend(1), { ...backend(2), healthy: false }, { ...backend(3), weight: 0 }, backend(4)],
       'wrr',
-      new Map(),
+      new BackendStates(),
       { consecutiveFailures: 3, baseEjectionMs: 1, maxEjectionMs: 1, maxEjectionPercent: 50 },
     );
     const first = g.pick()!;
@@ -65,13 +66,19 @@ describe('fail open', () => {
       { ...backend(2), healthy: false },
       { ...backend(3), healthy: false, weight: 0 },
     ];
-    const g = new ServerGroupRuntime('sg-3', sick, 'rr', new Map(), health);
+    const g = new ServerGroupRuntime('sg-3', sick, 'rr', new BackendStates(), health);
     expect(g.failOpen).toBe(true);
     const picked = new Set(Array.from({ length: 6 }, () => g.pick()?.serverId));
     expect([...picked].sort()).toEqual([backend(1).serverId, backend(2).serverId]);
     expect(g.takesRequests(backend(1).serverId)).toBeDefined(); // sticky sessions keep working too
 
-    const oneBack = new ServerGroupRuntime('sg-3', [{ ...sick[0]!, healthy: true }, sick[1]!], 'rr', new Map(), health);
+    const oneBack = new ServerGroupRuntime(
+      'sg-3',
+      [{ ...sick[0]!, healthy: true }, sick[1]!],
+      'rr',
+      new BackendStates(),
+      health,
+    );
     expect(oneBack.failOpen).toBe(false);
     expect(new Set(Array.from({ length: 4 }, () => oneBack.pick()?.serverId))).toEqual(new Set([backend(1).serverId]));
   });
@@ -85,7 +92,7 @@ describe('fail open', () => {
         { ...backend(2), healthy: false },
       ],
       'rr',
-      new Map(),
+      new BackendStates(),
       health,
       () => now,
     );
@@ -93,7 +100,7 @@ describe('fail open', () => {
     expect(g.connectFailed(a!)).toBe(true);
     expect(new Set(Array.from({ length: 4 }, () => g.pick()?.serverId))).toEqual(new Set([b!.serverId]));
 
-    const drained = new ServerGroupRuntime('sg-5', [{ ...backend(1), weight: 0 }], 'rr', new Map(), health);
+    const drained = new ServerGroupRuntime('sg-5', [{ ...backend(1), weight: 0 }], 'rr', new BackendStates(), health);
     expect(drained.failOpen).toBe(false);
     expect(drained.pick()).toBeNull();
   });

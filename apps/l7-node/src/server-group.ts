@@ -1,5 +1,6 @@
 import { createScheduler, type Scheduler } from '@slb/balancing';
-import type { L7Backend } from '@slb/model';
+import type { L7Backend, L7Listener } from '@slb/model';
+import type { BackendState, BackendStates } from './backend-states.js';
 
 // A server group as the proxy sees it: the snapshot's backends, a scheduler over the ones that take new
 // requests (healthy, weight > 0, not passively ejected), and passive health. Ejection follows Envoy's
@@ -22,27 +23,44 @@ export interface PassiveHealthOptions {
   readonly maxEjectionPercent?: number;
 }
 
-export interface BackendState {
-  active: number;
-  consecutiveFailures: number;
-  ejectedUntil: number;
-  timesEjected: number;
-}
+/** A server as a group's scheduler and the proxy see it; its origin and pool key are made on first use. */
+export class Backend implements L7Backend {
+  readonly serverId: string;
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+  readonly healthy: boolean;
+  private originText: string | undefined;
+  private poolKeyText: string | undefined;
 
-export interface Backend extends L7Backend {
-  readonly origin: string;
+  constructor(
+    b: L7Backend,
+    readonly state: BackendState,
+    /** The listener's pool scope (listenerPoolScope). */
+    private readonly poolScope: string,
+  ) {
+    this.serverId = b.serverId;
+    this.address = b.address;
+    this.port = b.port;
+    this.weight = b.weight;
+    this.healthy = b.healthy;
+  }
+
+  get origin(): string {
+    this.originText ??= originOf(this);
+    return this.originText;
+  }
+
   /** Which pool of backend connections this backend's requests use (poolKeyOf). */
-  readonly poolKey: string;
-  readonly state: BackendState;
+  get poolKey(): string {
+    this.poolKeyText ??= poolKeyOf(this.poolScope, this);
+    return this.poolKeyText;
+  }
 }
 
 export type SchedulerKind = 'wrr' | 'wlc' | 'rr';
 
 const NO_FLOW = { srcAddr: '', srcPort: 0, dstAddr: '', dstPort: 0, protocol: 'tcp' } as const;
-
-export function backendStateKey(groupId: string, b: L7Backend): string {
-  return `${groupId}/${b.serverId}/${b.address}:${b.port}`;
-}
 
 export function originOf(b: { address: string; port: number }): string {
   return b.address.includes(':') ? `http://[${b.address}]:${b.port}` : `http://${b.address}:${b.port}`;
@@ -61,6 +79,23 @@ export function listenerPoolScope(l: { tenantId: string; id: string }): string {
   return `${l.tenantId}/${l.id}`;
 }
 
+/**
+ * The pool keys of `listeners` that a pool is open for: only listeners with a pool among `open` are walked,
+ * so a cleanup does not build a key for each of a fleet's backends.
+ */
+export function poolKeysInUse(listeners: Iterable<L7Listener>, open: Iterable<string>): Set<string> {
+  const scopes = new Set<string>();
+  for (const key of open) scopes.add(key.slice(0, key.indexOf(' ')));
+  const inUse = new Set<string>();
+  if (scopes.size === 0) return inUse;
+  for (const l of listeners) {
+    const scope = listenerPoolScope(l);
+    if (!scopes.has(scope)) continue;
+    for (const g of l.serverGroups) for (const b of g.backends) inUse.add(poolKeyOf(scope, b));
+  }
+  return inUse;
+}
+
 export class ServerGroupRuntime {
   readonly backends: readonly Backend[];
   private readonly byId = new Map<string, Backend>();
@@ -74,21 +109,13 @@ export class ServerGroupRuntime {
     readonly id: string,
     backends: readonly L7Backend[],
     private readonly kind: SchedulerKind,
-    states: Map<string, BackendState>,
+    states: BackendStates,
     private readonly health: Required<PassiveHealthOptions>,
     private readonly now: () => number = Date.now,
     /** The listener's pool scope (listenerPoolScope); '' in unit tests that dispatch nothing. */
     poolScope = '',
   ) {
-    this.backends = backends.map((b) => {
-      const key = backendStateKey(id, b);
-      let state = states.get(key);
-      if (!state) {
-        state = { active: 0, consecutiveFailures: 0, ejectedUntil: 0, timesEjected: 0 };
-        states.set(key, state);
-      }
-      return { ...b, origin: originOf(b), poolKey: poolKeyOf(poolScope, b), state };
-    });
+    this.backends = backends.map((b) => new Backend(b, states.of(id, b), poolScope));
     for (const b of this.backends) this.byId.set(b.serverId, b);
     this.rebuild();
   }

@@ -235,6 +235,11 @@ export class UpstreamPools {
     return pool.acquire(cb);
   }
 
+  /** The pool keys open now. */
+  keys(): IterableIterator<string> {
+    return this.pools.keys();
+  }
+
   /** Forgets pools whose keys are no longer in `inUse` (their busy sockets finish, idle ones close). */
   retain(inUse: ReadonlySet<string>): void {
     for (const [key, pool] of this.pools) {

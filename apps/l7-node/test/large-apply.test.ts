@@ -9,9 +9,9 @@ import { id, listener, snapshot, startBackend, type TestBackend } from './helper
 // its event loop for seconds (3.4 s for 3,000 listeners × 100 servers): the listeners it already served
 // answered nothing meanwhile, and it sent no heartbeat.
 
-/** 1,500 listeners × 60 servers: about a second of building on this machine, unsliced all in one block. */
-const LISTENERS = 1500;
-const SERVERS = 60;
+/** 2,000 listeners × 100 servers: about half a second of building on this machine, unsliced one block. */
+const LISTENERS = 2000;
+const SERVERS = 100;
 
 let app: L7App | undefined;
 let backend: TestBackend | undefined;

@@ -3,6 +3,7 @@ import {
   type BackendDenyReason,
   type DenyRule,
   denyRuleMatches,
+  type IpValue,
   isSelfLoop,
   parseDenyRule,
   parseIp,
@@ -24,12 +25,16 @@ export interface BackendGuardOptions {
   self?: { addresses: readonly string[]; ports: ReadonlySet<number> };
 }
 
-/** Most verdicts remembered: a snapshot re-resolves the same backends over and over. */
+/**
+ * Most addresses remembered: a snapshot re-resolves the same backends over and over. Per address, not per
+ * address and port: a fleet's config has more distinct pairs than that, and the cache thrashed.
+ */
 const CACHE_LIMIT = 100_000;
 
 export class BackendGuard {
   private readonly rules: DenyRule[] = [];
-  private readonly cache = new Map<string, BackendDenyReason | null>();
+  /** Each address parsed, or why it is refused whatever the port. */
+  private readonly addresses = new Map<string, IpValue | BackendDenyReason>();
 
   constructor(private readonly options: BackendGuardOptions = {}) {
     for (const entry of options.deny ?? []) {
@@ -44,20 +49,15 @@ export class BackendGuard {
 
   /** Why this backend must not be connected to, or null when it may be. */
   check(address: string, port: number): BackendDenyReason | null {
-    const key = `${address}|${port}`;
-    const known = this.cache.get(key);
-    if (known !== undefined) return known;
-    const verdict = this.decide(address, port);
-    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-    this.cache.set(key, verdict);
-    return verdict;
-  }
-
-  private decide(address: string, port: number): BackendDenyReason | null {
-    const parsed = parseIp(address);
-    if (parsed === null) return 'invalid';
-    const builtIn = addressClassDenial(parsed);
-    if (builtIn !== null) return builtIn;
+    let known = this.addresses.get(address);
+    if (known === undefined) {
+      const parsed = parseIp(address);
+      known = parsed === null ? 'invalid' : (addressClassDenial(parsed) ?? parsed);
+      if (this.addresses.size >= CACHE_LIMIT) this.addresses.clear();
+      this.addresses.set(address, known);
+    }
+    if (typeof known === 'string') return known;
+    const parsed = known;
     if (this.rules.some((r) => denyRuleMatches(r, parsed, port))) return 'cloud_endpoint';
     if (this.options.self && isSelfLoop(address, port, this.options.self)) return 'self_loop';
     return null;
