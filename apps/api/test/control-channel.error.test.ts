@@ -1,10 +1,9 @@
 import { createConnection, isIP, type Socket } from 'node:net';
 import { Value } from '@sinclair/typebox/value';
-import { CONTROL_CHANNEL_PATH, HelloMessage, NodeMessage } from '@slb/model';
+import { CONTROL_CHANNEL_PATH, HelloMessage, NODE_MESSAGE_MAX_BYTES, NodeMessage } from '@slb/model';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { NODE_MESSAGE_MAX_BYTES } from '../src/control/channel-server.js';
 import { ADMIN_TOKEN, call, dumpDatabase, makeApp, type TestApp } from './helpers.js';
 import { invalidValue, nastyString, type Schema, toJsonText } from './openapi-fuzz.js';
 

@@ -88,3 +88,26 @@ it("an ack naming a failed listener keeps that listener's LB provisioning, and o
   expect(await status(a.lbId)).toBe('active');
   expect((await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError).toBeNull();
 });
+
+it('a node with more failures than its report has room for: the node says how many, named or not', async () => {
+  const { token } = await newTenant(t.app);
+  const node = connect(t, 'l4-a', '127.0.0.81');
+  const a = await newLoadBalancer(t.app, token);
+  const bad = await call(t.app, token, 'POST', `/v1/load-balancers/${a.lbId}/listeners`, {
+    protocol: 'tcp',
+    port: 7103,
+    serverGroupId: a.sgId,
+  });
+  await settle();
+  const failedListeners = [{ listenerId: bad.body.id, reason: 'cannot bind: EADDRINUSE' }];
+  node.say({ type: 'ack', version: node.versions.at(-1), failedListeners, failedListenersOmitted: 1499 });
+  const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError as string;
+  expect(await lastError()).toContain('1500 listener(s) not applied (1499 not named');
+  expect(await lastError()).toContain(bad.body.id);
+  // A heartbeat with fewer unnamed failures updates it.
+  const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+  node.say({ type: 'heartbeat', load, failedListeners, failedListenersOmitted: 9 });
+  expect(await lastError()).toContain('10 listener(s) not applied (9 not named');
+  node.say({ type: 'heartbeat', load, failedListeners });
+  expect(await lastError()).toMatch(/1 listener\(s\) not applied: /);
+});

@@ -58,6 +58,33 @@ export type ListenerFailure = Static<typeof ListenerFailure>;
 /** Bounded like the message that carries it: at most one entry per listener a node can hold. */
 const FailedListeners = (description: string) =>
   Type.Array(ListenerFailure, { maxItems: MAX_LISTENERS_PER_NODE, description });
+
+/** Longest message a node may send the controller, bytes: the controller closes a channel that sends more. */
+export const NODE_MESSAGE_MAX_BYTES = 64 * 1024;
+
+/**
+ * Bytes of `failedListeners` entries in one ack or heartbeat at most. A heartbeat also carries up to
+ * MAX_TRAFFIC_LISTENERS_PER_BEAT traffic entries (at most TRAFFIC_REPORT_MAX_BYTES), and the whole must
+ * stay within NODE_MESSAGE_MAX_BYTES: a node with a thousand failing listeners (a VIP:port another process holds) sent
+ * heartbeats past it, and the controller closed its channel every second.
+ */
+export const FAILED_LISTENERS_MAX_BYTES = 12 * 1024;
+
+/**
+ * Bytes of traffic entries in one heartbeat at most; those left out go in the next beats (counters are
+ * cumulative). What is left of NODE_MESSAGE_MAX_BYTES after the failures and 4 KiB for the rest (load,
+ * boot id, applying): 150 entries with counters in the trillions would not fit otherwise.
+ */
+export const TRAFFIC_REPORT_MAX_BYTES = NODE_MESSAGE_MAX_BYTES - FAILED_LISTENERS_MAX_BYTES - 4 * 1024;
+
+/** How many failing listeners a message left unnamed (it had no room for them); absent: none. */
+const FailedListenersOmitted = Type.Optional(
+  Type.Integer({
+    minimum: 1,
+    maximum: MAX_LISTENERS_PER_NODE,
+    description: 'failing listeners not named in failedListeners: the message had no room for them',
+  }),
+);
 export const AckMessage = Type.Object(
   {
     type: Type.Literal('ack'),
@@ -65,6 +92,7 @@ export const AckMessage = Type.Object(
     failedListeners: Type.Optional(
       FailedListeners('every listener of the applied config the node does not serve as sent; the rest are applied'),
     ),
+    failedListenersOmitted: FailedListenersOmitted,
   },
   { additionalProperties: false },
 );
@@ -130,6 +158,7 @@ export const HeartbeatMessage = Type.Object(
         "the node's listener failures now (binds still being retried included); absent or empty: every listener of the applied config is served",
       ),
     ),
+    failedListenersOmitted: FailedListenersOmitted,
     // Optional: nodes from before traffic metrics say nothing, and their listeners simply have no data.
     traffic: Type.Optional(TrafficReport),
     // A node applying a fleet-sized config may go quiet for a moment it cannot cut up (parsing the message):

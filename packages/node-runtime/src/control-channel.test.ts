@@ -1,13 +1,22 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema } from '@slb/model';
+import { Value } from '@sinclair/typebox/value';
+import {
+  HeartbeatMessage,
+  NODE_MESSAGE_MAX_BYTES,
+  type NodeSnapshot,
+  NodeSnapshot as NodeSnapshotSchema,
+  RESPONSE_CLASSES,
+  UPSTREAM_TIME_BOUNDS_MS,
+} from '@slb/model';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
 import { peekSavedVersion, saveSnapshot, serializeSnapshot } from './state-file.js';
+import { TrafficReporter } from './traffic-tally.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 const listener = (id: string, port: number): NodeSnapshot['listeners'][number] => ({
@@ -176,6 +185,43 @@ describe('control channel client', () => {
     const healedFrom = beats().length;
     await vi.waitUntil(() => beats().length > healedFrom, { ...POLL, timeout: 3000 });
     expect(beats().at(-1)!.failedListeners).toEqual([]);
+  });
+
+  it("keeps a heartbeat within the controller's message limit, with thousands of failures and big traffic counters", async () => {
+    // A node whose every listener lost its VIP:port to another process sent heartbeats past 64 KiB, and the
+    // controller closed its channel every second.
+    const current = Array.from({ length: 2000 }, (_, n) => ({
+      listenerId: `lsn-${String(n).padStart(20, '0')}`,
+      reason: `cannot bind tcp 127.1.0.2:${10000 + n}: EADDRINUSE`,
+    }));
+    const huge = 9_000_000_000_000;
+    const reporter = new TrafficReporter(() =>
+      current.slice(0, 150).map((f) => ({
+        id: f.listenerId,
+        conns: huge,
+        bytesIn: huge,
+        bytesOut: huge,
+        drops: huge,
+        active: huge,
+        responses: RESPONSE_CLASSES.map(() => huge),
+        upstreamMs: [...UPSTREAM_TIME_BOUNDS_MS, 0].map(() => huge),
+      })),
+    );
+    const texts: string[] = [];
+    wss.on('connection', (ws) => ws.on('message', (data) => texts.push(data.toString())));
+    await makeClient(undefined, {
+      currentFailures: () => current,
+      traffic: () => reporter.report(),
+      load: () => ({ activeConnections: huge, newConnectionsPerSecond: huge, requestsPerSecond: huge }),
+    }).start();
+    const beat = () => texts.find((t) => t.startsWith('{"type":"heartbeat"'));
+    await vi.waitUntil(beat, { ...POLL, timeout: 3000 });
+    const text = beat()!;
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(NODE_MESSAGE_MAX_BYTES);
+    const message = JSON.parse(text);
+    expect(Value.Check(HeartbeatMessage, message)).toBe(true);
+    expect(message.failedListeners.length + message.failedListenersOmitted).toBe(2000);
+    expect(message.traffic.listeners.length).toBeGreaterThan(0);
   });
 
   it('says nothing of reusePort or failures in heartbeats when the node does not report them', async () => {

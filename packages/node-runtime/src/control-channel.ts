@@ -327,14 +327,16 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     await this.applyAndAck(next, change, refused);
   }
 
-  private reportedFailures(): ListenerFailure[] {
-    return this.failures.reported(this.options.currentFailures?.());
+  /** The failures as a message carries them: those it has room to name, and how many it does not. */
+  private reportedFailures(): { failedListeners: ListenerFailure[]; failedListenersOmitted?: number } {
+    const { named, omitted } = this.failures.reported(this.options.currentFailures?.());
+    return omitted === 0 ? { failedListeners: named } : { failedListeners: named, failedListenersOmitted: omitted };
   }
 
   private ackMessage(version: number): NodeMessage {
-    const failedListeners = this.reportedFailures();
-    if (failedListeners.length === 0) return { type: 'ack', version };
-    return { type: 'ack', version, failedListeners };
+    const failures = this.reportedFailures();
+    if (failures.failedListeners.length === 0) return { type: 'ack', version };
+    return { type: 'ack', version, ...failures };
   }
 
   /** Failures ride along only with a node that reports its current ones; an empty list says "all healed". */
@@ -344,7 +346,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     return {
       type: 'heartbeat',
       load,
-      ...(this.options.currentFailures === undefined ? {} : { failedListeners: this.reportedFailures() }),
+      ...(this.options.currentFailures === undefined ? {} : this.reportedFailures()),
       ...(traffic === undefined ? {} : { traffic }),
       ...(this.applying === null ? {} : { applying: this.applying }),
     };

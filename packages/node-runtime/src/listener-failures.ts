@@ -1,8 +1,12 @@
-import type { ListenerFailure } from '@slb/model';
+import { FAILED_LISTENERS_MAX_BYTES, type ListenerFailure } from '@slb/model';
 import type { SnapshotChange } from './control-channel-options.js';
 
-/** Failures named in one ack at most (bounded like the message; the node logs every one). */
-const MAX_REPORTED_FAILURES = 1000;
+/** What one ack or heartbeat says of the failing listeners: those it names, and how many more there are. */
+export interface FailureReport {
+  named: ListenerFailure[];
+  /** Failing listeners the message has no room to name. */
+  omitted: number;
+}
 
 /**
  * The listeners of the applied config the node does not serve as sent, as the acks and heartbeats report
@@ -36,15 +40,25 @@ export class ListenerFailures {
 
   /**
    * Listeners refused here (unreadable configs) and, where the node reports them (`current`), its current
-   * failures; else what the applies returned. At most MAX_REPORTED_FAILURES (the node logs every one).
+   * failures; else what the applies returned. Named by listener id in order (the same ones beat after beat),
+   * as many as fit in FAILED_LISTENERS_MAX_BYTES; the rest are counted (the node logs every one).
    */
-  reported(current: readonly ListenerFailure[] | undefined): ListenerFailure[] {
+  reported(current: readonly ListenerFailure[] | undefined): FailureReport {
     let all = this.failing;
     if (current !== undefined) {
       all = new Map(current.map((f) => [f.listenerId, f.reason]));
       // The newer word on a listener: its latest config could not even be read.
       for (const [id, reason] of this.refusedHere) all.set(id, reason);
     }
-    return [...all].slice(0, MAX_REPORTED_FAILURES).map(([listenerId, reason]) => ({ listenerId, reason }));
+    const ids = [...all.keys()].sort();
+    const named: ListenerFailure[] = [];
+    let bytes = 2; // the brackets
+    for (const listenerId of ids) {
+      const entry = { listenerId, reason: all.get(listenerId) ?? '' };
+      bytes += Buffer.byteLength(JSON.stringify(entry)) + 1;
+      if (bytes > FAILED_LISTENERS_MAX_BYTES) break;
+      named.push(entry);
+    }
+    return { named, omitted: ids.length - named.length };
   }
 }

@@ -1,4 +1,10 @@
-import { MAX_TRAFFIC_LISTENERS_PER_BEAT } from '@slb/model';
+import {
+  type ListenerTrafficReport,
+  MAX_TRAFFIC_LISTENERS_PER_BEAT,
+  RESPONSE_CLASSES,
+  TRAFFIC_REPORT_MAX_BYTES,
+  UPSTREAM_TIME_BOUNDS_MS,
+} from '@slb/model';
 import { describe, expect, it } from 'vitest';
 import { sumReports, TrafficReporter, TrafficTally } from './traffic-tally.js';
 
@@ -50,6 +56,36 @@ describe('TrafficReporter', () => {
     expect(reporter.report().listeners.map((l) => l.id)).toEqual(['l7']);
     expect(reporter.report().listeners).toEqual([]);
     expect(reporter.report().bootId).toBe(reporter.bootId);
+  });
+});
+
+describe('TrafficReporter within the heartbeat', () => {
+  it('reports no more bytes than TRAFFIC_REPORT_MAX_BYTES, and the ones left out in the next beats', () => {
+    // Counters in the trillions (a long-lived node's byte counts) make 150 entries longer than the budget.
+    const huge = 9_000_000_000_000;
+    const read = (): ListenerTrafficReport[] =>
+      Array.from({ length: MAX_TRAFFIC_LISTENERS_PER_BEAT }, (_, i) => ({
+        id: `lsn-${String(i).padStart(20, '0')}`,
+        conns: huge,
+        bytesIn: huge,
+        bytesOut: huge,
+        drops: huge,
+        active: huge,
+        responses: RESPONSE_CLASSES.map(() => huge),
+        upstreamMs: [...UPSTREAM_TIME_BOUNDS_MS, 0].map(() => huge),
+      }));
+    expect(Buffer.byteLength(JSON.stringify(read()))).toBeGreaterThan(TRAFFIC_REPORT_MAX_BYTES);
+    const reporter = new TrafficReporter(read);
+    const first = reporter.report().listeners;
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThan(MAX_TRAFFIC_LISTENERS_PER_BEAT);
+    expect(Buffer.byteLength(JSON.stringify(first))).toBeLessThanOrEqual(TRAFFIC_REPORT_MAX_BYTES);
+    const second = reporter.report().listeners.map((l) => l.id);
+    expect(second).toEqual(
+      read()
+        .map((l) => l.id)
+        .slice(first.length, first.length + second.length),
+    );
   });
 });
 

@@ -3,6 +3,7 @@ import {
   type ListenerTrafficReport,
   MAX_TRAFFIC_LISTENERS_PER_BEAT,
   RESPONSE_CLASSES,
+  TRAFFIC_REPORT_MAX_BYTES,
   type TrafficReport,
   UPSTREAM_TIME_BOUNDS_MS,
 } from '@slb/model';
@@ -195,6 +196,14 @@ export class TrafficReporter {
     }
     if (this.sent.size > present.size) for (const id of this.sent.keys()) if (!present.has(id)) this.sent.delete(id);
     if (due.length > this.maxPerBeat) due.sort((a, b) => a.last - b.last).length = this.maxPerBeat;
+    // Within the heartbeat's bytes too: big counters make long entries.
+    let bytes = 0;
+    let fit = 0;
+    for (; fit < due.length; fit++) {
+      bytes += Buffer.byteLength(JSON.stringify(due[fit]!.r)) + 1;
+      if (bytes > TRAFFIC_REPORT_MAX_BYTES) break;
+    }
+    due.length = fit;
     for (const d of due) this.sent.set(d.r.id, { signature: d.sig, active: d.r.active, beat });
     return { bootId: this.bootId, listeners: due.map((d) => d.r) };
   }

@@ -1,19 +1,12 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { CONTROL_CHANNEL_PATH } from '@slb/model';
+import { CONTROL_CHANNEL_PATH, NODE_MESSAGE_MAX_BYTES } from '@slb/model';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { ControlHub } from './hub.js';
 import { identityOf } from './node-credentials.js';
 import type { UpgradeGuard } from './upgrade-guard.js';
-
-/**
- * Nodes send hellos, heartbeats, acks and nacks (a nack's reason is at most 2,000 characters): a message
- * past this is not one of them, and is refused before it is buffered (CONTROL_CHANNEL_MAX_BYTES is for
- * snapshots going the other way).
- */
-export const NODE_MESSAGE_MAX_BYTES = 64 * 1024;
 
 export function bearerOf(header: string | undefined): string | null {
   return (header && /^Bearer\s+(\S+)$/i.exec(header)?.[1]) || null;
@@ -38,6 +31,9 @@ export interface ChannelServerOptions {
  * too many attempts from one address a 429, before any WebSocket exists.
  */
 export function installChannelServer(app: FastifyInstance, hub: ControlHub, options: ChannelServerOptions): void {
+  // Nodes send hellos, heartbeats, acks and nacks, each bounded (a nack's reason at most 2,000 characters,
+  // the failures an ack or heartbeat names at most FAILED_LISTENERS_MAX_BYTES): a message past this is not
+  // one of them, and is refused before it is buffered (CONTROL_CHANNEL_MAX_BYTES bounds the snapshots sent).
   const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_MESSAGE_MAX_BYTES });
   const refuse = (socket: Duplex, status: number, text: string) => {
     socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);

@@ -188,12 +188,13 @@ export class ControlHub {
       session.lastSeen = this.clock.now();
       if (message.type === 'heartbeat') {
         session.applying = message.applying ?? null;
-        this.reports.heartbeat(session, message.load, message.failedListeners);
+        this.reports.heartbeat(session, message.load, message.failedListeners, message.failedListenersOmitted);
         if (message.traffic !== undefined) this.reports.traffic(session, message.traffic);
       } else {
         if (session.applying !== null && message.version >= session.applying) session.applying = null;
-        if (message.type === 'ack') this.reports.ack(session, message.version, message.failedListeners);
-        else this.reports.nack(session, message.version, message.reason);
+        if (message.type === 'ack') {
+          this.reports.ack(session, message.version, message.failedListeners, message.failedListenersOmitted);
+        } else this.reports.nack(session, message.version, message.reason);
       }
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays

@@ -25,6 +25,8 @@ export interface Session {
   ackedLbVersions: Map<string, number>;
   /** Listeners the node last reported it could not build or bind (it retries binds), and their LBs. */
   failures: ListenerFailure[];
+  /** Failing listeners besides `failures` that the node's last report had no room to name. */
+  failuresOmitted: number;
   failedLbs: Set<string>;
   /** The acked version whose failed listeners the node's lastError names (null: it names none). */
   failuresInLastError: number | null;
@@ -68,6 +70,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     lbVersionsSent: new Map(),
     ackedLbVersions: new Map(),
     failures: [],
+    failuresOmitted: 0,
     failedLbs: new Set(),
     failuresInLastError: null,
     reusePort: hello.reusePort === true,
@@ -132,13 +135,14 @@ function applyLbVersions(session: Session, update: LbVersions): void {
 }
 
 /** A node's lastError for listeners it could not build or bind with `version` (null: none). */
-export function failedListenersError(version: number, failed: ListenerFailure[]): string | null {
+export function failedListenersError(version: number, failed: ListenerFailure[], omitted = 0): string | null {
   if (failed.length === 0) return null;
   const named = failed
     .slice(0, 5)
     .map((f) => `${f.listenerId}: ${f.reason}`)
     .join('; ');
-  return `version ${version}: ${failed.length} listener(s) not applied: ${named}`.slice(0, 2000);
+  const unnamed = omitted > 0 ? ` (${omitted} not named: the node's report had no room for them)` : '';
+  return `version ${version}: ${failed.length + omitted} listener(s) not applied${unnamed}: ${named}`.slice(0, 2000);
 }
 
 /** The LBs a node's failed listeners belong to, from what it was sent. */

@@ -25,18 +25,19 @@ export class SessionReports {
 
   constructor(private readonly options: SessionReportsOptions) {}
 
-  heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[]): void {
+  /** `omitted`: failing listeners the heartbeat had no room to name (FAILED_LISTENERS_MAX_BYTES). */
+  heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[], omitted = 0): void {
     const { db } = this.options;
     recordHeartbeat(db, session.nodeId, clampLoad(reported));
     // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
     if (failures === undefined) return;
-    const before = JSON.stringify(session.failures);
-    this.setFailures(session, failures);
+    const before = JSON.stringify([session.failures, session.failuresOmitted]);
+    this.setFailures(session, failures, omitted);
     // The node's lastError names the listeners an ack said failed: it follows their retries, so a bind that
     // healed is no longer shown there either (a refused config's error is left as it is).
     const version = session.failuresInLastError;
-    if (version !== null && JSON.stringify(failures) !== before) {
-      recordError(db, session.nodeId, failedListenersError(version, failures));
+    if (version !== null && JSON.stringify([failures, omitted]) !== before) {
+      recordError(db, session.nodeId, failedListenersError(version, failures, omitted));
       if (failures.length === 0) session.failuresInLastError = null;
     }
   }
@@ -55,17 +56,23 @@ export class SessionReports {
     }
   }
 
-  ack(session: Session, version: number, failedListeners: ListenerFailure[] = []): void {
+  ack(session: Session, version: number, failedListeners: ListenerFailure[] = [], omitted = 0): void {
     if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
-    this.setFailures(session, failedListeners);
+    this.setFailures(session, failedListeners, omitted);
     if (failedListeners.length > 0) {
       this.options.log.warn(
-        { nodeId: session.nodeId, version, failedListeners: failedListeners.slice(0, 20) },
+        {
+          nodeId: session.nodeId,
+          version,
+          failed: failedListeners.length + omitted,
+          first: failedListeners.slice(0, 20),
+        },
         'node applied a config but not every listener of it',
       );
     }
     session.failuresInLastError = failedListeners.length === 0 ? null : version;
-    recordApplied(this.options.db, session.nodeId, version, failedListenersError(version, failedListeners));
+    const error = failedListenersError(version, failedListeners, omitted);
+    recordApplied(this.options.db, session.nodeId, version, error);
   }
 
   nack(session: Session, version: number, reason: string): void {
@@ -79,8 +86,9 @@ export class SessionReports {
     forgetSent(session);
   }
 
-  private setFailures(session: Session, failures: ListenerFailure[]): void {
+  private setFailures(session: Session, failures: ListenerFailure[], omitted: number): void {
     session.failures = failures;
+    session.failuresOmitted = failures.length === 0 ? 0 : omitted;
     this.options.recorder?.observeBinds(session, failures);
     const before = session.failedLbs;
     session.failedLbs = failedLbsOf(session.sentByLb, failures);
