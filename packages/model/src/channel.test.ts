@@ -1,6 +1,12 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { CONTROL_CHANNEL_MAX_BYTES, ControllerMessage, NodeMessage } from './channel.js';
+import {
+  CONTROL_CHANNEL_MAX_BYTES,
+  ControllerMessage,
+  NODE_MESSAGE_MAX_BYTES,
+  NodeMessage,
+  REPORT_MAX_BYTES,
+} from './channel.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import { SnapshotListener } from './snapshot.js';
 
@@ -42,6 +48,27 @@ describe('control channel message limit', () => {
     const bytes = JSON.stringify(head).length + 9_999 * (JSON.stringify(one).length + 1);
     expect(bytes).toBeGreaterThan(64 * 1024 * 1024); // what the limit was: the bench's nodes never got their config
     expect(bytes).toBeLessThan(CONTROL_CHANNEL_MAX_BYTES);
+  });
+});
+
+describe('node message limit', () => {
+  it('takes the largest hello a node can send: every VIP it may serve, each as long as an address can be', () => {
+    const hello = {
+      type: 'hello',
+      nodeId: 'n'.repeat(64),
+      kind: 'l4',
+      address: 'a'.repeat(45),
+      capacity: 1000,
+      appliedVersion: Number.MAX_SAFE_INTEGER,
+      reusePort: true,
+      boundVips: Array.from(
+        { length: MAX_LISTENERS_PER_NODE },
+        (_, i) => `${'f'.repeat(40)}:${String(i).padStart(4, '0')}`,
+      ),
+    };
+    expect(Value.Check(NodeMessage, hello)).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(hello))).toBeLessThanOrEqual(NODE_MESSAGE_MAX_BYTES);
+    expect(REPORT_MAX_BYTES).toBeLessThan(NODE_MESSAGE_MAX_BYTES);
   });
 });
 

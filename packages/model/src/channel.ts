@@ -59,23 +59,31 @@ export type ListenerFailure = Static<typeof ListenerFailure>;
 const FailedListeners = (description: string) =>
   Type.Array(ListenerFailure, { maxItems: MAX_LISTENERS_PER_NODE, description });
 
-/** Longest message a node may send the controller, bytes: the controller closes a channel that sends more. */
-export const NODE_MESSAGE_MAX_BYTES = 64 * 1024;
+/**
+ * Longest message a node may send the controller, bytes: the controller closes a channel that sends more.
+ * The largest a node sends is its hello naming every VIP it serves (up to MAX_LISTENERS_PER_NODE of them,
+ * ~480 KB in IPv6 at worst); it was 64 KiB, which a node serving 4,000 IPv4 VIPs already passed, and then
+ * it could never connect.
+ */
+export const NODE_MESSAGE_MAX_BYTES = 512 * 1024;
+
+/** Bytes of an ack or heartbeat at most: sent every second, they stay small whatever the node holds. */
+export const REPORT_MAX_BYTES = 64 * 1024;
 
 /**
  * Bytes of `failedListeners` entries in one ack or heartbeat at most. A heartbeat also carries up to
- * MAX_TRAFFIC_LISTENERS_PER_BEAT traffic entries (at most TRAFFIC_REPORT_MAX_BYTES), and the whole must
- * stay within NODE_MESSAGE_MAX_BYTES: a node with a thousand failing listeners (a VIP:port another process holds) sent
- * heartbeats past it, and the controller closed its channel every second.
+ * MAX_TRAFFIC_LISTENERS_PER_BEAT traffic entries (at most TRAFFIC_REPORT_MAX_BYTES), and the whole stays
+ * within REPORT_MAX_BYTES: a node with a thousand failing listeners (a VIP:port another process holds) sent
+ * heartbeats past the controller's limit, and the controller closed its channel every second.
  */
 export const FAILED_LISTENERS_MAX_BYTES = 12 * 1024;
 
 /**
  * Bytes of traffic entries in one heartbeat at most; those left out go in the next beats (counters are
- * cumulative). What is left of NODE_MESSAGE_MAX_BYTES after the failures and 4 KiB for the rest (load,
- * boot id, applying): 150 entries with counters in the trillions would not fit otherwise.
+ * cumulative). What is left of REPORT_MAX_BYTES after the failures and 4 KiB for the rest (load, boot id,
+ * applying): 150 entries with counters in the trillions would not fit otherwise.
  */
-export const TRAFFIC_REPORT_MAX_BYTES = NODE_MESSAGE_MAX_BYTES - FAILED_LISTENERS_MAX_BYTES - 4 * 1024;
+export const TRAFFIC_REPORT_MAX_BYTES = REPORT_MAX_BYTES - FAILED_LISTENERS_MAX_BYTES - 4 * 1024;
 
 /** How many failing listeners a message left unnamed (it had no room for them); absent: none. */
 const FailedListenersOmitted = Type.Optional(

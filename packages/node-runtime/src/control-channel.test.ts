@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import {
   HeartbeatMessage,
-  NODE_MESSAGE_MAX_BYTES,
   type NodeSnapshot,
   NodeSnapshot as NodeSnapshotSchema,
+  REPORT_MAX_BYTES,
   RESPONSE_CLASSES,
   UPSTREAM_TIME_BOUNDS_MS,
 } from '@slb/model';
@@ -188,7 +188,7 @@ describe('control channel client', () => {
     expect(beats().at(-1)!.failedListeners).toEqual([]);
   });
 
-  it("keeps a heartbeat within the controller's message limit, with thousands of failures and big traffic counters", async () => {
+  it('keeps a heartbeat within REPORT_MAX_BYTES, with thousands of failures and big traffic counters', async () => {
     // A node whose every listener lost its VIP:port to another process sent heartbeats past 64 KiB, and the
     // controller closed its channel every second.
     const current = Array.from({ length: 2000 }, (_, n) => ({
@@ -218,7 +218,7 @@ describe('control channel client', () => {
     const beat = () => texts.find((t) => t.startsWith('{"type":"heartbeat"'));
     await vi.waitUntil(beat, { ...POLL, timeout: 3000 });
     const text = beat()!;
-    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(NODE_MESSAGE_MAX_BYTES);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(REPORT_MAX_BYTES);
     const message = JSON.parse(text);
     expect(Value.Check(HeartbeatMessage, message)).toBe(true);
     expect(message.failedListeners.length + message.failedListenersOmitted).toBe(2000);

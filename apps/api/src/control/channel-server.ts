@@ -31,9 +31,9 @@ export interface ChannelServerOptions {
  * too many attempts from one address a 429, before any WebSocket exists.
  */
 export function installChannelServer(app: FastifyInstance, hub: ControlHub, options: ChannelServerOptions): void {
-  // Nodes send hellos, heartbeats, acks and nacks, each bounded (a nack's reason at most 2,000 characters,
-  // the failures an ack or heartbeat names at most FAILED_LISTENERS_MAX_BYTES): a message past this is not
-  // one of them, and is refused before it is buffered (CONTROL_CHANNEL_MAX_BYTES bounds the snapshots sent).
+  // Nodes send hellos, heartbeats, acks and nacks, each bounded (a hello by its VIPs, an ack or heartbeat by
+  // REPORT_MAX_BYTES, a nack's reason at 2,000 characters): a message past this is not one of them, and is
+  // refused before it is buffered (CONTROL_CHANNEL_MAX_BYTES bounds the snapshots sent).
   const wss = new WebSocketServer({ noServer: true, maxPayload: NODE_MESSAGE_MAX_BYTES });
   const refuse = (socket: Duplex, status: number, text: string) => {
     socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
