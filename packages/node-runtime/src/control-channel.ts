@@ -11,7 +11,6 @@ import { controlChannelUrl, loggableUrl, ReplicaRotation } from './api-urls.js';
 import type { ControlChannelOptions, SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
 import { ListenerFailures } from './listener-failures.js';
 import { checkEnvelope } from './listener-split.js';
-import { MemoryRelease } from './memory-release.js';
 import { nextConfig } from './next-config.js';
 import { type NodeCredential, resolveCredential, saveCredential } from './node-credential.js';
 import { SnapshotSaver } from './snapshot-saver.js';
@@ -69,13 +68,6 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
   readonly failing: Map<string, string>;
   private readonly failures = new ListenerFailures();
-  /** The garbage of a fleet-sized config, collected once it is applied. */
-  private readonly memory = new MemoryRelease((ms) =>
-    this.options.logger.info(
-      { ms: Math.round(ms), heapUsedMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20) },
-      'garbage of a large config collected',
-    ),
-  );
   private readonly saver: SnapshotSaver;
 
   constructor(private readonly options: ControlChannelOptions<S>) {
@@ -130,9 +122,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   private async loadSaved(): Promise<void> {
     const saved = await loadSavedSnapshot<S>(this.options.stateDir, this.options.schema, this.sealKey);
-    if ('chars' in saved) {
+    if (saved.snapshot) {
       await this.applySaved(saved.snapshot);
-      this.memory.afterConfig(saved.chars);
       return;
     }
     // Announced but unusable: the controller's delta from that version will be out of step, and the resync
@@ -179,7 +170,6 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.memory.stop();
     this.socket?.close();
     await this.queue;
     await this.flushed();
@@ -281,7 +271,6 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       await this.handleConfig(text);
     } finally {
       this.applying = null;
-      this.memory.afterConfig(text.length);
     }
   }
 

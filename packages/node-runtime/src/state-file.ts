@@ -163,7 +163,7 @@ export async function loadSavedSnapshot<T>(
   dir: string,
   schema: TSchema,
   sealKey?: Buffer,
-): Promise<{ snapshot: T; chars: number } | { snapshot: null; reason: string }> {
+): Promise<{ snapshot: T } | { snapshot: null; reason: string }> {
   let text: string;
   try {
     text = await readFile(join(dir, FILE), 'utf8');
@@ -178,7 +178,7 @@ export async function loadSavedSnapshot<T>(
       return { snapshot: null, reason: 'saved snapshot holds keys sealed with another credential' };
     }
     if (!Value.Check(schema, value)) return { snapshot: null, reason: 'saved snapshot does not validate' };
-    return { snapshot: value as T, chars: text.length };
+    return { snapshot: value as T };
   } catch {
     return { snapshot: null, reason: 'saved snapshot is not JSON' };
   }
