@@ -20,9 +20,9 @@ export const UPSTREAM_TIME_BOUNDS_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 10
 export const RESPONSE_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
 /**
  * Listeners in one heartbeat's traffic report at most: a heartbeat is at most 64 KiB (REPORT_MAX_BYTES), and
- * an http entry with large counters is ~300 bytes (more in the trillions: TRAFFIC_REPORT_MAX_BYTES then bounds it). A node with more listeners to report sends the longest-unreported
- * first and the rest in the next beats: counters are cumulative, so nothing is lost, only attributed a beat
- * or a few later.
+ * an http entry with large counters is ~300 bytes (more in the trillions: TRAFFIC_REPORT_MAX_BYTES bounds
+ * those). A node with more listeners to report sends the longest-unreported first and the rest in the next
+ * beats: counters are cumulative, so nothing is lost, only attributed a beat or a few later.
  */
 export const MAX_TRAFFIC_LISTENERS_PER_BEAT = 150;
 
