@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Value } from '@sinclair/typebox/value';
 import { NodeSnapshot } from '@slb/model';
-import { compileAcl } from '@slb/node-runtime';
+import { compileAcl, expandSavedBackendSets } from '@slb/node-runtime';
 
 export type SnapshotResult = { ok: true; snapshot: NodeSnapshot } | { ok: false; reason: string };
 
@@ -32,8 +32,13 @@ function semanticError(s: NodeSnapshot): string | undefined {
   return undefined;
 }
 
-/** Validates parsed JSON as a node snapshot; a failure is one line naming the first bad field. */
+/**
+ * Validates parsed JSON as a node snapshot; a failure is one line naming the first bad field. Backend sets
+ * (WireNodeSnapshot) are resolved first, so a node's saved last-known-good file serves as a config too.
+ */
 export function parseSnapshot(data: unknown): SnapshotResult {
+  const expanded = expandSavedBackendSets(data);
+  if (!expanded.ok) return { ok: false, reason: expanded.reason };
   if (!Value.Check(NodeSnapshot, data)) {
     const first = Value.Errors(NodeSnapshot, data).First();
     return { ok: false, reason: first ? `${first.path || '/'}: ${first.message}` : 'invalid snapshot' };

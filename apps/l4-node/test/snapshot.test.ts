@@ -45,3 +45,22 @@ describe('node snapshot validation', () => {
     }
   });
 });
+
+describe('a config file with backend sets (a saved last-known-good)', () => {
+  it('is read with each set in the listeners that name it', () => {
+    const [first, second] = good.listeners;
+    const { backends, ...fields } = first!;
+    const compact = {
+      ...good,
+      listeners: [{ ...fields, backendSet: 's0' }, second],
+      backendSets: [{ id: 's0', backends }],
+    };
+    expect(parseSnapshot(compact)).toEqual({ ok: true, snapshot: good });
+  });
+
+  it('is refused, saying why, when a listener names a set the file does not hold', () => {
+    const { backends: _, ...fields } = good.listeners[0]!;
+    const r = parseSnapshot({ ...good, listeners: [{ ...fields, backendSet: 's1' }], backendSets: [] });
+    expect(r).toEqual({ ok: false, reason: expect.stringContaining('no set s1') });
+  });
+});

@@ -51,6 +51,35 @@ describe('control channel message limit', () => {
   });
 });
 
+describe('backend sets on the channel (WireNodeSnapshot)', () => {
+  const { backends, ...fields } = listener(3);
+  const snapshot = (listeners: unknown[], backendSets?: unknown) => ({
+    type: 'snapshot',
+    kind: 'l4',
+    snapshot: {
+      version: 1,
+      generatedAt: new Date().toISOString(),
+      listeners,
+      l7Nodes: [],
+      ...(backendSets === undefined ? {} : { backendSets }),
+    },
+  });
+
+  it('carries listeners naming a set beside listeners spelling theirs out, in snapshots and deltas', () => {
+    const sets = [{ id: 's0', backends }];
+    expect(Value.Check(ControllerMessage, snapshot([{ ...fields, backendSet: 's0' }, listener(1)], sets))).toBe(true);
+    const delta = { type: 'delta', kind: 'l4', fromVersion: 1, version: 2, generatedAt: 'now', remove: [] };
+    expect(
+      Value.Check(ControllerMessage, { ...delta, upsert: [{ ...fields, backendSet: 's0' }], backendSets: sets }),
+    ).toBe(true);
+  });
+
+  it('refuses a listener with both a set and backends, and a plain snapshot listener naming a set', () => {
+    expect(Value.Check(ControllerMessage, snapshot([{ ...fields, backends, backendSet: 's0' }], []))).toBe(false);
+    expect(Value.Check(SnapshotListener, { ...fields, backendSet: 's0' })).toBe(false);
+  });
+});
+
 describe('node message limit', () => {
   it('takes the largest hello a node can send: every VIP it may serve, each as long as an address can be', () => {
     const hello = {

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { NodeId } from './common.js';
 import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
-import { NodeSnapshot, SnapshotL7Node, SnapshotListener } from './snapshot.js';
+import { SnapshotBackendSets, SnapshotL7Node, SnapshotWireListener, WireNodeSnapshot } from './snapshot.js';
 import { MAX_TRAFFIC_LISTENERS_PER_BEAT, RESPONSE_CLASSES, UPSTREAM_TIME_BOUNDS_MS } from './traffic.js';
 
 // The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
@@ -34,6 +34,12 @@ export const HelloMessage = Type.Object(
       Type.Boolean({
         description:
           'this node can share a VIP:port with peer nodes on its host (SO_REUSEPORT); without it the hub sends a VIP to one node at a time',
+      }),
+    ),
+    backendSets: Type.Optional(
+      Type.Boolean({
+        description:
+          'this node reads L4 listeners that name a backend set of the same message (SnapshotListenerRef); without it the hub spells every listener out',
       }),
     ),
     boundVips: Type.Optional(
@@ -187,7 +193,7 @@ export type HelloMessage = Static<typeof HelloMessage>;
 export type HeartbeatMessage = Static<typeof HeartbeatMessage>;
 
 export const L4SnapshotMessage = Type.Object(
-  { type: Type.Literal('snapshot'), kind: Type.Literal('l4'), snapshot: NodeSnapshot },
+  { type: Type.Literal('snapshot'), kind: Type.Literal('l4'), snapshot: WireNodeSnapshot },
   { additionalProperties: false },
 );
 export const L7SnapshotMessage = Type.Object(
@@ -202,9 +208,10 @@ export const L4DeltaMessage = Type.Object(
     fromVersion: Version,
     version: Version,
     generatedAt: Type.String(),
-    upsert: Type.Array(SnapshotListener),
+    upsert: Type.Array(SnapshotWireListener),
     remove: Type.Array(Type.String({ maxLength: 64 })),
     l7Nodes: Type.Optional(Type.Array(SnapshotL7Node)),
+    backendSets: Type.Optional(SnapshotBackendSets),
   },
   { additionalProperties: false },
 );

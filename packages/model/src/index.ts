@@ -3,6 +3,7 @@ export * from './address-pool.js';
 export * from './address-range.js';
 export * from './backend-networks.js';
 export * from './backend-policy.js';
+export * from './backend-set-names.js';
 export * from './certificate.js';
 export * from './channel.js';
 export * from './common.js';

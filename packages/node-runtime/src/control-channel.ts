@@ -199,6 +199,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         capacity: this.options.capacity,
         appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
         ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
+        // nextConfig resolves backend sets: an L4 node's snapshot then carries each server group's once.
+        ...(this.options.kind === 'l4' ? { backendSets: true } : {}),
         ...(this.options.boundVips === undefined ? {} : { boundVips: [...this.options.boundVips()] }),
       });
       this.heartbeat = setInterval(() => this.send(this.heartbeatMessage()), HEARTBEAT_INTERVAL_MS);

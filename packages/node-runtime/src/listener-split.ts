@@ -11,9 +11,11 @@ import {
   L7SnapshotMessage,
   type ListenerFailure,
   MAX_LISTENERS_PER_NODE,
+  MAX_SERVERS_PER_GROUP,
   NodeSnapshot,
   SnapshotListener,
 } from '@slb/model';
+import { LooseBackendSets } from './backend-sets.js';
 import { Slicer } from './slicer.js';
 
 // One tenant's listener that a node cannot read must not stop every other tenant's config on that node.
@@ -29,7 +31,10 @@ const Envelope = Type.Union([
   Type.Object(
     {
       ...L4SnapshotMessage.properties,
-      snapshot: Type.Object({ ...NodeSnapshot.properties, listeners: Items }, strict),
+      snapshot: Type.Object(
+        { ...NodeSnapshot.properties, listeners: Items, backendSets: Type.Optional(LooseBackendSets) },
+        strict,
+      ),
     },
     strict,
   ),
@@ -40,7 +45,7 @@ const Envelope = Type.Union([
     },
     strict,
   ),
-  Type.Object({ ...L4DeltaMessage.properties, upsert: Items }, strict),
+  Type.Object({ ...L4DeltaMessage.properties, upsert: Items, backendSets: Type.Optional(LooseBackendSets) }, strict),
   Type.Object({ ...L7DeltaMessage.properties, upsert: Items }, strict),
   ErrorMessage,
   CredentialMessage,
@@ -51,6 +56,13 @@ export const checkEnvelope = TypeCompiler.Compile(Envelope);
 export type EnvelopeMessage = Static<typeof Envelope>;
 
 const listenerCheck = { l4: TypeCompiler.Compile(SnapshotListener), l7: TypeCompiler.Compile(L7Listener) };
+/** An L4 listener whose backends came from a set, checked once for every listener naming it. */
+const checkOwnFields = TypeCompiler.Compile(
+  Type.Object(
+    { ...SnapshotListener.properties, backends: Type.Array(Type.Unknown(), { maxItems: MAX_SERVERS_PER_GROUP }) },
+    strict,
+  ),
+);
 
 export interface SplitListeners<L> {
   /** The listeners to apply: the valid ones, in their order. */
@@ -62,13 +74,14 @@ export interface SplitListeners<L> {
  * Checks each listener against its kind's schema; a duplicate id and those past MAX_LISTENERS_PER_NODE
  * fail too. Each failure names the listener and the first problem found in it. Checked in slices (a fleet's
  * snapshot takes seconds to check), so the node keeps heartbeating and forwarding meanwhile.
+ * `backendsChecked`: listeners whose backends came from a set already checked (resolveBackendSets).
  */
 export async function splitListeners<L extends { id: string }>(
   kind: 'l4' | 'l7',
   items: { id: string }[],
   slicer = new Slicer(),
+  backendsChecked: WeakSet<object> = new WeakSet(),
 ): Promise<SplitListeners<L>> {
-  const check = listenerCheck[kind];
   const valid: L[] = [];
   const failed: ListenerFailure[] = [];
   const seen = new Set<string>();
@@ -79,6 +92,7 @@ export async function splitListeners<L extends { id: string }>(
       continue;
     }
     seen.add(item.id);
+    const check = backendsChecked.has(item) ? checkOwnFields : listenerCheck[kind];
     if (!check.Check(item)) {
       const first = check.Errors(item).First();
       const reason = `${first?.path || '/'}: ${first?.message ?? 'invalid listener'}`;

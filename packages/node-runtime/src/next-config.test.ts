@@ -81,3 +81,96 @@ describe('a delta', () => {
     expect(await nextConfig(null, message)).toEqual({ inStep: false });
   });
 });
+
+describe('backend sets (WireNodeSnapshot)', () => {
+  const server = (n: number) => ({
+    serverId: `srv-${String(n).padStart(20, '0')}`,
+    address: `10.0.0.${n}`,
+    port: 80,
+    weight: 100,
+    healthy: true,
+  });
+  /** A listener as the compact channel sends it: its backends by the name of a set. */
+  const naming = (name: string, port: number, set: string) => {
+    const { backends: _, ...fields } = listener(name, port);
+    return { ...fields, backendSet: set };
+  };
+  const sets = [
+    { id: 's0', backends: [server(1), server(2)] },
+    { id: 's1', backends: [{ ...server(3), port: 70_000 }] },
+  ];
+
+  it('gives each listener its set, one array for all that name it, and fails only those it cannot', async () => {
+    const message = {
+      type: 'snapshot',
+      kind: 'l4',
+      snapshot: {
+        version: 4,
+        generatedAt: at,
+        listeners: [
+          naming('a', 80, 's0'),
+          naming('b', 81, 's1'),
+          naming('c', 82, 's0'),
+          naming('d', 83, 's7'),
+          { ...naming('e', 84, 's0'), backends: [] },
+          listener('f', 85),
+        ],
+        l7Nodes: [],
+        backendSets: sets,
+      },
+    } as ConfigMessage;
+    const made = await nextConfig(null, message);
+    if (!made.inStep) throw new Error('out of step');
+    expect(made.next).not.toHaveProperty('backendSets');
+    const [a, c, f] = made.next.listeners as NodeSnapshot['listeners'];
+    expect(made.next.listeners.map((l) => l.id)).toEqual([id('a'), id('c'), id('f')]);
+    expect(a).toEqual({ ...listener('a', 80), backends: [server(1), server(2)] });
+    expect(a).not.toHaveProperty('backendSet');
+    expect(c!.backends).toBe(a!.backends);
+    expect(f).toEqual(listener('f', 85));
+    expect(made.refused).toEqual([
+      { listenerId: id('b'), reason: expect.stringMatching(/^backendSets\/1\/backends\/0\/port: /) },
+      { listenerId: id('d'), reason: 'backendSet: no set s7 in the message' },
+      { listenerId: id('e'), reason: 'backendSet: a listener names a set or has backends, not both' },
+    ]);
+  });
+
+  it('still checks the own fields of a listener whose set was good', async () => {
+    const message = {
+      type: 'snapshot',
+      kind: 'l4',
+      snapshot: {
+        version: 4,
+        generatedAt: at,
+        listeners: [
+          { ...naming('a', 80, 's0'), port: 0 },
+          { ...naming('b', 81, 's0'), extra: 1 },
+        ],
+        l7Nodes: [],
+        backendSets: sets,
+      },
+    } as ConfigMessage;
+    const made = await nextConfig(null, message);
+    if (!made.inStep) throw new Error('out of step');
+    expect(made.next.listeners).toEqual([]);
+    expect(made.refused.map((f) => f.listenerId)).toEqual([id('a'), id('b')]);
+  });
+
+  it('resolves a delta’s upserts against the sets it carries', async () => {
+    const message = {
+      type: 'delta',
+      kind: 'l4',
+      fromVersion: 3,
+      version: 4,
+      generatedAt: at,
+      upsert: [naming('c', 83, 's0')],
+      remove: [],
+      backendSets: sets,
+    } as ConfigMessage;
+    const made = await nextConfig(current, message);
+    if (!made.inStep) throw new Error('out of step');
+    expect(made.next.listeners.map((l) => l.id)).toEqual([id('a'), id('b'), id('c')]);
+    expect(made.change?.upsert).toEqual([{ ...listener('c', 83), backends: [server(1), server(2)] }]);
+    expect(made.refused).toEqual([]);
+  });
+});

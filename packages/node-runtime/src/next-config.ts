@@ -1,7 +1,9 @@
 import type { ListenerFailure } from '@slb/model';
+import { resolveBackendSets } from './backend-sets.js';
 import type { SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
 import { applyListenerDelta } from './delta.js';
 import { type EnvelopeMessage, splitListeners } from './listener-split.js';
+import { Slicer } from './slicer.js';
 
 /** A snapshot or a delta, its envelope checked (listener-split.ts), its listeners not yet. */
 export type ConfigMessage = Extract<EnvelopeMessage, { type: 'snapshot' | 'delta' }>;
@@ -27,18 +29,20 @@ const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a
  */
 export async function nextConfig(current: VersionedSnapshot | null, message: ConfigMessage): Promise<NextConfig> {
   if (message.type === 'snapshot') {
-    const { valid, failed } = await splitListeners<{ id: string }>(message.kind, message.snapshot.listeners);
+    const { backendSets, ...snapshot } = message.snapshot as typeof message.snapshot & { backendSets?: undefined };
+    const { valid, failed } = await checkListeners(message.kind, snapshot.listeners, backendSets);
     // A listener sent unreadable keeps the config it had here, if it had one.
     const kept = new Map((current?.listeners ?? []).map((l) => [l.id, l]));
     const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
     const listeners = keep.length === 0 ? valid : sortById([...valid, ...keep]);
-    return { inStep: true, next: { ...message.snapshot, listeners }, change: undefined, refused: failed };
+    return { inStep: true, next: { ...snapshot, listeners }, change: undefined, refused: failed };
   }
   if (!current || current.version !== message.fromVersion) return { inStep: false };
   const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
   const l7NodesChanged = l7Nodes !== undefined;
   // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
-  const { valid: upsert, failed } = await splitListeners<{ id: string }>(message.kind, message.upsert);
+  const sets = 'backendSets' in message ? message.backendSets : undefined;
+  const { valid: upsert, failed } = await checkListeners(message.kind, message.upsert, sets);
   const next = {
     ...current,
     version: message.version,
@@ -47,4 +51,15 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
     ...(l7NodesChanged ? { l7Nodes } : {}),
   };
   return { inStep: true, next, change: { upsert, remove: message.remove, l7NodesChanged }, refused: failed };
+}
+
+/** A message's listeners, their backend sets resolved, checked one by one; sets only come to L4 nodes. */
+async function checkListeners(
+  kind: 'l4' | 'l7',
+  items: { id: string }[],
+  sets: Parameters<typeof resolveBackendSets>[1],
+): Promise<{ valid: { id: string }[]; failed: ListenerFailure[] }> {
+  const resolved = resolveBackendSets(items, sets);
+  const { valid, failed } = await splitListeners<{ id: string }>(kind, resolved.items, new Slicer(), resolved.resolved);
+  return { valid, failed: resolved.failed.length === 0 ? failed : [...resolved.failed, ...failed] };
 }

@@ -2,6 +2,8 @@ import { type FileHandle, mkdir, open, readFile, rename } from 'node:fs/promises
 import { join } from 'node:path';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { BackendSetNames } from '@slb/model';
+import { expandSavedBackendSets } from './backend-sets.js';
 import { Slicer } from './slicer.js';
 import { sealListener, unsealSnapshot } from './state-seal.js';
 
@@ -15,36 +17,41 @@ const FILE = 'last-known-good.json';
 const listenerJson = new WeakMap<object, { key: Buffer | undefined; json: string }>();
 
 /**
- * Each backends array serialised once: the listeners of one server group share theirs (the L4 node
- * interns them) and a delta keeps unchanged listeners' objects. Those listeners are not cached whole:
- * their own fields are little to serialise, and a cached text per listener kept a fleet's whole snapshot
- * (40-55 MB) in memory a second time.
+ * Each backends array serialised once: the listeners of one server group share theirs (the channel sends
+ * them as one set, and the L4 node interns the rest) and a delta keeps unchanged listeners' objects. Those
+ * listeners are not cached whole: their own fields are little to serialise, and a cached text per listener
+ * kept a fleet's whole snapshot (40-55 MB) in memory a second time.
  */
 const backendsJson = new WeakMap<object, string>();
-/** Holds the backends' place in a listener's JSON until their cached text takes it. */
-const BACKENDS_MARK = '\u0000backends\u0000';
-const BACKENDS_MARK_JSON = JSON.stringify(BACKENDS_MARK);
 
-/** JSON of a listener with a backends array, from its cached backends text; undefined when it has none. */
-function withCachedBackends(l: object): string | undefined {
-  const backends = (l as { backends?: unknown }).backends;
-  if (!Array.isArray(backends)) return undefined;
-  const text = JSON.stringify({ ...l, backends: BACKENDS_MARK });
-  const at = text.indexOf(BACKENDS_MARK_JSON);
-  if (at < 0 || text.includes(BACKENDS_MARK_JSON, at + 1)) return undefined;
+function backendsText(backends: unknown[]): string {
   let json = backendsJson.get(backends);
   if (json === undefined) {
     json = JSON.stringify(backends);
     backendsJson.set(backends, json);
   }
-  return text.slice(0, at) + json + text.slice(at + BACKENDS_MARK_JSON.length);
+  return json;
 }
 
-/** A listener's JSON (sealed), serialised once per listener object and seal key, or per backends array. */
-function listenerText(l: unknown, sealKey: Buffer | undefined): string {
+/**
+ * The backend sets of one save: each shared array written once, at the end of the file, and named by the
+ * listeners that have it, as the channel names them. Spelt out per listener, a fleet's file was 40-55 MB of
+ * the same servers again, which a restarted node had to read and parse whole.
+ */
+type SavedSets = BackendSetNames<unknown[]>;
+
+/** JSON of a listener with a non-empty backends array, naming it as a set; undefined when it has none. */
+function withBackendSet(l: object, sets: SavedSets): string | undefined {
+  const backends = (l as { backends?: unknown }).backends;
+  if (!Array.isArray(backends) || backends.length === 0) return undefined;
+  return JSON.stringify({ ...l, backends: undefined, backendSet: sets.name(backends) });
+}
+
+/** A listener's JSON (sealed), serialised once per listener object and seal key, or naming its backend set. */
+function listenerText(l: unknown, sealKey: Buffer | undefined, sets: SavedSets): string {
   if (l === null || typeof l !== 'object') return JSON.stringify(l);
   // Listeners with certificates (sealed: see state-seal.ts) are not split.
-  const text = 'certificates' in l ? undefined : withCachedBackends(l);
+  const text = 'certificates' in l ? undefined : withBackendSet(l, sets);
   if (text !== undefined) return text;
   const cached = listenerJson.get(l);
   if (cached !== undefined && cached.key === sealKey) return cached.json;
@@ -53,9 +60,15 @@ function listenerText(l: unknown, sealKey: Buffer | undefined): string {
   return json;
 }
 
-function joinSnapshot(rest: object, parts: string[]): string {
+/** The end of a saved snapshot: its listeners' array closed, then the sets they name, if any. */
+function tail(sets: SavedSets): string[] {
+  const elements = [...sets.texts(backendsText)];
+  return elements.length === 0 ? [']}'] : ['],"backendSets":[', elements.join(','), ']}'];
+}
+
+function joinSnapshot(rest: object, parts: string[], sets: SavedSets): string {
   const head = JSON.stringify(rest);
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}]}`;
+  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}${tail(sets).join('')}`;
 }
 
 /**
@@ -66,9 +79,11 @@ function joinSnapshot(rest: object, parts: string[]): string {
 export function serializeSnapshot(snapshot: unknown, sealKey?: Buffer): string {
   const { listeners, ...rest } = snapshot as { listeners?: unknown[] };
   if (!Array.isArray(listeners)) return JSON.stringify(snapshot);
+  const sets: SavedSets = new BackendSetNames();
   return joinSnapshot(
     rest,
-    listeners.map((l) => listenerText(l, sealKey)),
+    listeners.map((l) => listenerText(l, sealKey, sets)),
+    sets,
   );
 }
 
@@ -111,14 +126,10 @@ async function writeSliced(
     sliceStart = performance.now();
   };
   const slicer = new Slicer();
-  for (const [i, l] of listeners.entries()) {
-    const part = listenerText(l, sealKey);
-    chunk.push(i === 0 ? part : `,${part}`);
+  const add = async (part: string): Promise<void> => {
+    chunk.push(part);
     chars += part.length;
-    if (chars >= chunkChars) {
-      await write();
-      continue;
-    }
+    if (chars >= chunkChars) return write();
     const turns = slicer.turns;
     const sliceEnd = performance.now();
     await slicer.pause();
@@ -126,7 +137,18 @@ async function writeSliced(
       busyMs += sliceEnd - sliceStart;
       sliceStart = performance.now();
     }
+  };
+  const sets: SavedSets = new BackendSetNames();
+  for (const [i, l] of listeners.entries()) {
+    const part = listenerText(l, sealKey, sets);
+    await add(i === 0 ? part : `,${part}`);
   }
+  let first = true;
+  for (const set of sets.texts(backendsText)) {
+    await add(`${first ? '],"backendSets":[' : ','}${set}`);
+    first = false;
+  }
+  // Closes the listeners, or the sets after them, and the snapshot.
   chunk.push(']}');
   await write();
   return busyMs;
@@ -177,6 +199,8 @@ export async function loadSavedSnapshot<T>(
     } catch {
       return { snapshot: null, reason: 'saved snapshot holds keys sealed with another credential' };
     }
+    const expanded = expandSavedBackendSets(value);
+    if (!expanded.ok) return { snapshot: null, reason: `saved snapshot does not validate: ${expanded.reason}` };
     if (!Value.Check(schema, value)) return { snapshot: null, reason: 'saved snapshot does not validate' };
     return { snapshot: value as T };
   } catch {

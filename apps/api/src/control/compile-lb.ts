@@ -11,8 +11,21 @@ export interface CompiledLb {
   configVersion: number;
   /** The LB's VIP; null only for an LB that predates VIPs and got none (its pools were full). */
   address: string | null;
-  l4: { config: L4ListenerConfig; json: string }[];
+  l4: CompiledL4Listener[];
   l7: { config: L7ListenerConfig; json: string }[];
+}
+
+/**
+ * An L4 listener serialised once: whole (`json`, the diff key), and in the parts a node that reads backend
+ * sets is sent (its own fields, and its backends, one string for every listener with the same ones).
+ */
+export interface CompiledL4Listener {
+  config: L4ListenerConfig;
+  json: string;
+  /** The listener's JSON without `backends`. */
+  fieldsJson: string;
+  /** Its backends' JSON: the same string object for the listeners of this LB with equal backends. */
+  backendsJson: string;
 }
 
 /** The LBs in `rows`, their running listeners as an L4 node and an L7 node serve them. */
@@ -42,6 +55,15 @@ export function compileRows(
     return acl && l.aclMode ? { acl: { mode: l.aclMode, cidrs: acl.entries.map((e) => e.cidr) } } : {};
   };
 
+  // Equal backends' JSON as one string: the delivery keys backend sets by it, hashing each string once.
+  const backendTexts = new Map<string, string>();
+  const backendsText = (backends: unknown[]) => {
+    const json = JSON.stringify(backends);
+    const known = backendTexts.get(json);
+    if (known !== undefined) return known;
+    backendTexts.set(json, json);
+    return json;
+  };
   for (const lb of rows.lbs)
     result.set(lb.id, { configVersion: lb.configVersion, address: lb.address, l4: [], l7: [] });
   for (const l of rows.listeners) {
@@ -50,7 +72,8 @@ export function compileRows(
     const http = l.protocol === 'http' || l.protocol === 'https';
     // Allocated with the listener; only a row not yet given one at the upgrade lacks it.
     if (http && l.l7Port === null) continue;
-    const l4: L4ListenerConfig = {
+    const backends = http ? [] : backendsOf(l, l.serverGroupId);
+    const fields: Omit<L4ListenerConfig, 'backends'> = {
       id: l.id,
       loadBalancerId: l.loadBalancerId,
       tenantId: l.tenantId,
@@ -65,9 +88,12 @@ export function compileRows(
       ...aclOf(l),
       ...(http ? { l7Port: l.l7Port! } : {}),
       sessionSync: true,
-      backends: http ? [] : backendsOf(l, l.serverGroupId),
     };
-    entry.l4.push({ config: l4, json: JSON.stringify(l4) });
+    const fieldsJson = JSON.stringify(fields);
+    const backendsJson = backendsText(backends);
+    // `backends` last, as the whole's JSON has it: the same text as JSON.stringify of the whole.
+    const json = `${fieldsJson.slice(0, -1)},"backends":${backendsJson}}`;
+    entry.l4.push({ config: { ...fields, backends }, json, fieldsJson, backendsJson });
     if (!http) continue;
     const listenerRules = rows.rules.filter((r) => r.listenerId === l.id);
     const groups = [...new Set([l.serverGroupId, ...listenerRules.map((r) => r.serverGroupId)])];

@@ -131,11 +131,11 @@ describe('config delivery: the message text assembled from each listener JSON', 
     return d;
   }
 
-  function session(kind: 'l4' | 'l7'): { session: Session; ws: TextSocket } {
+  function session(kind: 'l4' | 'l7', backendSets?: boolean): { session: Session; ws: TextSocket } {
     const ws = new TextSocket();
     const address = kind === 'l4' ? L4_ADDRESS : L7_ADDRESS;
     const who = { nodeId: `${kind}-a`, kind, address };
-    const hello = { type: 'hello' as const, ...who, capacity: 100, appliedVersion: 0, reusePort: true };
+    const hello = { type: 'hello' as const, ...who, capacity: 100, appliedVersion: 0, reusePort: true, backendSets };
     return { session: newSession(ws as unknown as WebSocket, who, hello, Date.now()), ws };
   }
 
@@ -208,5 +208,47 @@ describe('config delivery: the message text assembled from each listener JSON', 
       expect(next.ws.texts.map((text) => JSON.parse(text).type)).toEqual([max === bytes ? 'snapshot' : 'error']);
     }
     expect(refused).toEqual([`config of ${bytes} bytes exceeds the control channel limit of ${bytes - 1} bytes`]);
+  });
+
+  it('L4, to a node that reads backend sets: each group’s backends once, and the same listeners once resolved', () => {
+    const { web, tcp } = seed();
+    const tcp2 = t.listener({ serverGroupId: web, port: 444, protocol: 'tcp' });
+    const d = delivery();
+    const { session: s, ws } = session('l4', true);
+    const plain = session('l4');
+
+    /** The last message with every set put back into the listeners that name it, as the node does. */
+    const resolved = (key: 'listeners' | 'upsert') => {
+      const sent = JSON.parse(ws.texts.at(-1)!) as Json;
+      expect(Value.Check(ControllerMessage, sent)).toBe(true);
+      const body = (key === 'listeners' ? sent.snapshot : sent) as Json;
+      const sets = new Map((body.backendSets as { id: string; backends: unknown[] }[]).map((x) => [x.id, x.backends]));
+      delete body.backendSets;
+      body[key] = (body[key] as Json[]).map(({ backendSet, ...fields }) =>
+        backendSet === undefined ? fields : { ...fields, backends: sets.get(backendSet as string) },
+      );
+      return { sent, sets: [...sets.values()] };
+    };
+
+    const fleet = fleetOf('active-standby');
+    d.pushL4(s, fleet, pool(true));
+    delivery().pushL4(plain.session, fleet, pool(true));
+    const first = resolved('listeners');
+    // Two TCP listeners on one group share a set; UDP's backend port makes its own; HTTP has none to share.
+    expect(first.sets).toHaveLength(2);
+    expect(first.sent).toEqual(JSON.parse(plain.ws.texts.at(-1)!));
+    expect(ws.texts.at(-1)!.length).toBeLessThan(plain.ws.texts.at(-1)!.length);
+    const named = (JSON.parse(ws.texts.at(-1)!).snapshot.listeners as Json[]).filter((l) => 'backendSet' in l);
+    expect(named.map((l) => l.id).sort()).toEqual([tcp, tcp2, named.find((l) => l.port === 53)!.id].sort());
+
+    // A delta after a write names the sets it carries, and only those.
+    t.server(web, '10.0.0.9', 8080);
+    const next = fleetOf('active-standby');
+    d.pushChanged(s, next, [t.lbId]);
+    const delta = resolved('upsert');
+    expect(delta.sets).toHaveLength(2);
+    const upserted = (delta.sent.upsert as Listener[]).map((l) => l.id);
+    expect(upserted.length).toBeGreaterThan(0);
+    expect(delta.sent.upsert).toEqual(oldL4(next.lb(), 'active-standby', upserted));
   });
 });

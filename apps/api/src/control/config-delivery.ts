@@ -1,7 +1,13 @@
-import type { ControllerMessage, L7NodeSnapshot, NodeSnapshot, SnapshotBackendDeny } from '@slb/model';
+import {
+  BackendSetNames,
+  type ControllerMessage,
+  type L7NodeSnapshot,
+  type NodeSnapshot,
+  type SnapshotBackendDeny,
+} from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
 import { type ControlWork, l4PortKey } from './compile-cache.js';
-import type { CompiledLb, L4ListenerConfig, L7ListenerConfig } from './compile-lb.js';
+import type { CompiledL4Listener, CompiledLb, L7ListenerConfig } from './compile-lb.js';
 import type { LbSummary } from './lb-rows.js';
 import { withFields, withListeners } from './message-text.js';
 import { alreadyCarried, type LbVersions, type Session } from './node-session.js';
@@ -22,9 +28,10 @@ export interface Fleet {
 type L7Pool = NodeSnapshot['l7Nodes'];
 /**
  * A listener as this node should have it: its diff key (`json`) and, when sent, its config as JSON text
- * (the compiled listener's JSON with this node's fields added: built only for the listeners sent).
+ * (the compiled listener's JSON with this node's fields added: built only for the listeners sent), its
+ * backends named from `sets` when the node reads backend sets.
  */
-type Wanted = { id: string; json: string; text: () => string };
+type Wanted = { id: string; json: string; text: (sets: BackendSetNames<string> | null) => string };
 
 export interface ConfigDeliveryOptions {
   log: FastifyBaseLogger;
@@ -75,7 +82,8 @@ export class ConfigDelivery {
       // A standby hosts the LB without its listeners: converged once it acks, ready to take the VIP over.
       const serving = fleet.serving.get(lb.id);
       const binds = serving?.binders.includes(session.nodeId) ?? false;
-      for (const { config, json } of binds ? compiled.l4 : []) {
+      for (const listener of binds ? compiled.l4 : []) {
+        const { config } = listener;
         // LBs on their own VIPs never meet; an LB without one (none left in its pools) shares the node's.
         const key = l4PortKey(config, compiled.address ?? session.address);
         if (owner.has(key)) {
@@ -89,7 +97,7 @@ export class ConfigDelivery {
         owner.set(key, lb.id);
         keys.push(key);
         ids.push(config.id);
-        wanted.push(l4Wanted(session, compiled, serving!, config, json));
+        wanted.push(l4Wanted(session, compiled, serving!, listener));
       }
       byLb.set(lb.id, ids);
       portsByLb.set(lb.id, keys);
@@ -162,7 +170,8 @@ export class ConfigDelivery {
     const binds = serving?.binders.includes(session.nodeId) ?? false;
     const ids: string[] = [];
     const keys: string[] = [];
-    for (const { config, json } of binds ? compiled.l4 : []) {
+    for (const listener of binds ? compiled.l4 : []) {
+      const { config } = listener;
       const key = l4PortKey(config, compiled.address ?? session.address);
       if (session.portOwner.has(key)) {
         this.options.log.warn(
@@ -175,7 +184,7 @@ export class ConfigDelivery {
       session.portOwner.set(key, lbId);
       keys.push(key);
       ids.push(config.id);
-      const wanted = l4Wanted(session, compiled, serving!, config, json);
+      const wanted = l4Wanted(session, compiled, serving!, listener);
       if (session.sentJson.get(config.id) !== wanted.json) upsert.push(wanted);
     }
     session.portsByLb.set(lbId, keys);
@@ -234,6 +243,10 @@ export class ConfigDelivery {
     upsert.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const version = ++this.version;
     const l4Addresses = fleet.l4Addresses;
+    const sets = session.kind === 'l4' && session.backendSets ? new BackendSetNames<string>() : null;
+    // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
+    // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
+    const listeners = upsert.map((w) => w.text(sets));
     const message = this.message(session, {
       version,
       generatedAt: new Date(this.options.now()).toISOString(),
@@ -241,14 +254,10 @@ export class ConfigDelivery {
       remove,
       l7Pool: first || l7Changed ? l7Pool : undefined,
       l4Addresses,
+      backendSets: sets !== null && sets.size > 0,
     });
-    // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
-    // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
-    const text = withListeners(
-      JSON.stringify(message),
-      first ? 'listeners' : 'upsert',
-      upsert.map((w) => w.text()),
-    );
+    let text = withListeners(JSON.stringify(message), first ? 'listeners' : 'upsert', listeners);
+    if (sets !== null && sets.size > 0) text = withListeners(text, 'backendSets', [...sets.texts((json) => json)]);
     const bytes = Buffer.byteLength(text);
     const max = this.options.maxMessageBytes;
     if (bytes > max) {
@@ -280,6 +289,8 @@ export class ConfigDelivery {
       remove: string[];
       l7Pool: L7Pool | undefined;
       l4Addresses: string[];
+      /** The message carries backend sets (an empty array, for the sets' texts). */
+      backendSets: boolean;
     },
   ): ControllerMessage {
     const { version, generatedAt } = m;
@@ -298,6 +309,7 @@ export class ConfigDelivery {
               listeners: m.listeners,
               l7Nodes: m.l7Pool ?? [],
               ...shared,
+              ...(m.backendSets ? { backendSets: [] } : {}),
             } as NodeSnapshot,
           }
         : {
@@ -326,30 +338,27 @@ export class ConfigDelivery {
       upsert: m.listeners as NodeSnapshot['listeners'],
       remove: m.remove,
       ...(m.l7Pool !== undefined ? { l7Nodes: m.l7Pool } : {}),
+      ...(m.backendSets ? { backendSets: [] } : {}),
     };
   }
 }
 
-function l4Wanted(
-  session: Session,
-  lb: CompiledLb,
-  serving: VipServing,
-  config: L4ListenerConfig,
-  json: string,
-): Wanted {
+function l4Wanted(session: Session, lb: CompiledLb, serving: VipServing, listener: CompiledL4Listener): Wanted {
+  const { config, json } = listener;
   const shared = serving.mode === 'active-active';
+  const own = `"bindAddresses":[${JSON.stringify(lb.address ?? session.address)}]${shared ? ',"reusePort":true' : ''}`;
   return {
     id: config.id,
     // The mode is part of what was sent: a node that now shares the VIP must rebind with SO_REUSEPORT.
     json: shared ? `${json}|shared` : json,
-    text: () =>
-      withFields(
-        json,
-        `"bindAddresses":[${JSON.stringify(lb.address ?? session.address)}]${shared ? ',"reusePort":true' : ''}`,
-      ),
+    text: (sets) =>
+      sets === null || config.backends.length === 0
+        ? withFields(json, own)
+        : withFields(listener.fieldsJson, `${own},"backendSet":"${sets.name(listener.backendsJson)}"`),
   };
 }
 
 function l7Wanted(session: Session, config: L7ListenerConfig, json: string): Wanted {
+  // L7 listeners carry their groups' backends inside rules (serverGroups): no sets.
   return { id: config.id, json, text: () => withFields(json, `"bindAddress":${JSON.stringify(session.address)}`) };
 }

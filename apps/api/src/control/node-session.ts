@@ -32,6 +32,8 @@ export interface Session {
   failuresInLastError: number | null;
   /** The node's runtime can share a VIP:port with its peers (SO_REUSEPORT): it may serve active-active. */
   reusePort: boolean;
+  /** It reads L4 listeners that name a backend set (WireNodeSnapshot): it is sent each group's backends once. */
+  backendSets: boolean;
   /** The addresses it said at hello it serves listeners on (see chooseVipBinders). */
   boundVips: ReadonlySet<string>;
   lastSeen: number;
@@ -74,6 +76,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     failedLbs: new Set(),
     failuresInLastError: null,
     reusePort: hello.reusePort === true,
+    backendSets: hello.backendSets === true,
     boundVips: new Set(hello.boundVips ?? []),
     lastSeen: now,
     applying: null,
