@@ -12,8 +12,25 @@ export class BackendInterner {
   /** Arrays seen so far, by their first backend. */
   private readonly arrays = new Map<SnapshotBackend, SnapshotBackend[][]>();
 
+  /**
+   * Each array already interned, and the array it became: the listeners naming one backend set of the
+   * channel come with one array, which needs interning once.
+   */
+  private readonly done = new Map<SnapshotListener['backends'], SnapshotListener['backends']>();
+
   /** Replaces in place each backend of `l` equal to one seen before in this apply, then its array. */
   intern(l: SnapshotListener): void {
+    const given = l.backends;
+    const known = this.done.get(given);
+    if (known !== undefined) {
+      l.backends = known;
+      return;
+    }
+    this.internArray(l);
+    this.done.set(given, l.backends);
+  }
+
+  private internArray(l: SnapshotListener): void {
     const backends = l.backends as SnapshotBackend[];
     for (let i = 0; i < backends.length; i++) {
       const b = backends[i]!;
