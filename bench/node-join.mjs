@@ -5,7 +5,8 @@
 // longest gap between the node's heartbeats and in its echo traffic while it ran, and the node's RSS.
 //   npm run build && node bench/node-join.mjs          (LISTENERS=3000 BACKENDS=50: the L4 snapshot of LBS=300)
 // Knobs: LISTENERS, BACKENDS, GROUP (listeners sharing their servers, as a server group's do: 5 is the shape of
-// bench/scale.mjs; default 1, every listener its own), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
+// bench/scale.mjs; default 1, every listener its own), SETS (1, the default: the snapshot names each group's
+// backends once, as the API sends it to a node that reads backend sets; 0: every listener spells them out), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
 // writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { WebSocketServer } from 'ws';
 const LISTENERS = Number(process.env.LISTENERS ?? 3000);
 const BACKENDS = Number(process.env.BACKENDS ?? 50);
 const GROUP = Number(process.env.GROUP ?? 1);
+const SETS = process.env.SETS !== '0';
 const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
 const PORT_BASE = Number(process.env.PORT_BASE ?? 20000);
 const LOG_DIR = process.env.LOG_DIR;
@@ -44,6 +46,19 @@ const echoListener = {
     },
   ],
 };
+
+/** The snapshot as the API sends it to a node that reads backend sets: equal backends once, named by id. */
+function withBackendSets(snapshot) {
+  const ids = new Map();
+  const listeners = snapshot.listeners.map(({ backends, ...fields }) => {
+    if (backends.length === 0) return { ...fields, backends };
+    const key = JSON.stringify(backends);
+    if (!ids.has(key)) ids.set(key, `s${ids.size}`);
+    return { ...fields, backendSet: ids.get(key) };
+  });
+  const backendSets = [...ids].map(([key, id]) => ({ id, backends: JSON.parse(key) }));
+  return { ...snapshot, listeners, backendSets };
+}
 
 const heartbeats = [];
 const acks = new Map();
@@ -131,7 +146,7 @@ try {
     group: GROUP,
     first: [echoListener],
   });
-  const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: big });
+  const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: SETS ? withBackendSets(big) : big });
   const t0 = performance.now();
   channel.send(text);
   await until('ack of version 2', () => acks.has(2));
@@ -156,6 +171,7 @@ try {
     JSON.stringify({
       listeners: LISTENERS + 1,
       backends: LISTENERS * BACKENDS + 1,
+      backendSets: SETS,
       snapshotMB: +(text.length / 1e6).toFixed(1),
       sendToAckMs: Math.round(ackMs),
       applyMs: applied?.applyMs,
