@@ -105,4 +105,31 @@ describe('BackendPool', () => {
     expect(p.get('a')).toBe(a);
     expect([a.weight, a.healthy, a.id, a.address, a.port]).toEqual([7, false, 'a', '127.0.0.1', 9000]);
   });
+
+  it('builds nothing for a listener no flow has reached: reloads only keep its latest config', () => {
+    let reads = 0;
+    const counted = (id: string, weight: number): BackendSpec => ({
+      get serverId() {
+        reads++;
+        return id;
+      },
+      address: '127.0.0.1',
+      port: 9000,
+      weight,
+      healthy: true,
+    });
+    const p = newPool('p-lazy');
+    const s = { ...settings, persistenceTimeoutMs: 5_000 };
+    for (let i = 0; i < 3; i++) p.update([counted('a', 10), counted('b', 0)], s);
+    // A fleet's idle listeners: no state, map or scheduler per backend until a flow needs one.
+    expect(reads).toBe(0);
+    expect(p.persistenceTimeoutMs).toBe(5_000);
+    expect(p.persistenceSize).toBe(0);
+    expect(p.pick(flow('10.0.0.1'), 0, undefined)?.id).toBe('a');
+    expect(reads).toBeGreaterThan(0);
+    // Built, a reload is applied at once: live state carries over.
+    const a = p.get('a')!;
+    p.update([counted('a', 10)], s);
+    expect(p.get('a')).toBe(a);
+  });
 });
