@@ -9,6 +9,7 @@ import {
   type SnapshotChange,
 } from '@slb/node-runtime';
 import type { Logger } from 'pino';
+import { ApplyLog } from './apply-log.js';
 import { BackendInterner } from './backend-intern.js';
 import { DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds } from './fd-budget.js';
@@ -175,6 +176,7 @@ export class L4Node {
     // and the listeners already serving stalled. Nothing else changes listeners meanwhile (bind retries
     // wait in the same queue).
     const slicer = new Slicer();
+    const lines = new ApplyLog(log, candidates.length + upserts.length);
     // Removals first, so a port given up by one listener can be taken by another in the same snapshot.
     for (const [id, next] of candidates) {
       await slicer.pause();
@@ -183,7 +185,7 @@ export class L4Node {
         // Still waiting for its port with the config it failed with: a new config is tried at once instead.
         if (next === undefined || next !== waiting.l || (isHttp(next) && l7Changed)) {
           this.stopRetrying(id);
-          log.info({ listener: id }, next ? 'bind retry replaced by the new config' : 'bind retry dropped');
+          lines.listener({ listener: id }, next ? 'bind retry replaced by the new config' : 'bind retry dropped');
         }
         continue;
       }
@@ -195,7 +197,7 @@ export class L4Node {
       this.listeners.delete(id);
       this.specs.delete(id);
       this.applied.delete(id);
-      log.info({ listener: id }, next ? 'listener re-binding' : 'listener removed');
+      lines.listener({ listener: id }, next ? 'listener re-binding' : 'listener removed');
     }
     // A delta carries the unchanged listeners as the very same objects: those are skipped without work,
     // which matters when a node serves thousands of listeners and one server's weight changed.
@@ -242,13 +244,17 @@ export class L4Node {
       const reason = await this.startListener(l, listener);
       if (reason === null) {
         this.serve(l, listener);
-        log.info({ listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses }, 'listener started');
+        lines.listener(
+          { listener: l.id, protocol: l.protocol, port: l.port, bind: l.bindAddresses },
+          'listener started',
+        );
         return;
       }
       this.applied.delete(l.id);
       this.fail(failed, l.id, reason);
       this.retryBind(l, listener.cfg, reason);
     });
+    lines.summary(s.version);
     this.current = s;
     this.metrics.configVersion.set(s.version);
     // 'config applied' is said once per version by whoever applied it: the control channel (with its apply
