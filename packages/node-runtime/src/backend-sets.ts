@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { type ListenerFailure, MAX_SERVERS_PER_GROUP, SnapshotBackend } from '@slb/model';
 
@@ -14,13 +14,17 @@ export const LooseBackendSets = Type.Array(
 const checkLooseSets = TypeCompiler.Compile(LooseBackendSets);
 const checkBackends = TypeCompiler.Compile(Type.Array(SnapshotBackend, { maxItems: MAX_SERVERS_PER_GROUP }));
 
-type Sets = { id: string; backends: unknown[] }[];
+/** The sets of a message, their backends not checked yet. */
+export type UncheckedBackendSets = Static<typeof LooseBackendSets>;
 
 /**
  * Each set's backends, or why the set cannot be used (unreadable, or its id given twice). `check` false:
  * the backends are left to the schema the whole snapshot is checked with next (a saved file).
  */
-function readSets(sets: Sets, check: boolean): Map<string, { backends: unknown[] } | { reason: string }> {
+function readSets(
+  sets: UncheckedBackendSets,
+  check: boolean,
+): Map<string, { backends: unknown[] } | { reason: string }> {
   const read = new Map<string, { backends: unknown[] } | { reason: string }>();
   for (const [i, set] of sets.entries()) {
     if (read.has(set.id)) {
@@ -53,7 +57,7 @@ export interface ResolvedListeners {
  */
 export function resolveBackendSets(
   items: { id: string }[],
-  sets: Sets | undefined,
+  sets: UncheckedBackendSets | undefined,
   checkSets = true,
 ): ResolvedListeners {
   const resolved = new WeakSet<object>();

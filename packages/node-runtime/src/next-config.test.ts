@@ -145,6 +145,8 @@ describe('backend sets (WireNodeSnapshot)', () => {
         listeners: [
           { ...naming('a', 80, 's0'), port: 0 },
           { ...naming('b', 81, 's0'), extra: 1 },
+          { ...naming('c', 82, 's0'), bindAddresses: ['127.0.0.1', '127.0.0.1'] },
+          naming('d', 83, 's0'),
         ],
         l7Nodes: [],
         backendSets: sets,
@@ -152,8 +154,12 @@ describe('backend sets (WireNodeSnapshot)', () => {
     } as ConfigMessage;
     const made = await nextConfig(null, message);
     if (!made.inStep) throw new Error('out of step');
-    expect(made.next.listeners).toEqual([]);
-    expect(made.refused.map((f) => f.listenerId)).toEqual([id('a'), id('b')]);
+    expect(made.next.listeners.map((l) => l.id)).toEqual([id('d')]);
+    expect(made.refused).toEqual([
+      { listenerId: id('a'), reason: expect.stringMatching(/^\/port: /) },
+      { listenerId: id('b'), reason: expect.stringMatching(/^\/extra: /) },
+      { listenerId: id('c'), reason: '/bindAddresses: Expected array elements to be unique' },
+    ]);
   });
 
   it('resolves a delta’s upserts against the sets it carries', async () => {

@@ -1,5 +1,5 @@
 import type { ListenerFailure } from '@slb/model';
-import { resolveBackendSets } from './backend-sets.js';
+import { resolveBackendSets, type UncheckedBackendSets } from './backend-sets.js';
 import type { SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
 import { applyListenerDelta } from './delta.js';
 import { type EnvelopeMessage, splitListeners } from './listener-split.js';
@@ -29,7 +29,9 @@ const sortById = <L extends { id: string }>(list: L[]) => list.sort((a, b) => (a
  */
 export async function nextConfig(current: VersionedSnapshot | null, message: ConfigMessage): Promise<NextConfig> {
   if (message.type === 'snapshot') {
-    const { backendSets, ...snapshot } = message.snapshot as typeof message.snapshot & { backendSets?: undefined };
+    const { backendSets, ...snapshot } = message.snapshot as typeof message.snapshot & {
+      backendSets?: UncheckedBackendSets;
+    };
     const { valid, failed } = await checkListeners(message.kind, snapshot.listeners, backendSets);
     // A listener sent unreadable keeps the config it had here, if it had one.
     const kept = new Map((current?.listeners ?? []).map((l) => [l.id, l]));
@@ -57,7 +59,7 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
 async function checkListeners(
   kind: 'l4' | 'l7',
   items: { id: string }[],
-  sets: Parameters<typeof resolveBackendSets>[1],
+  sets: UncheckedBackendSets | undefined,
 ): Promise<{ valid: { id: string }[]; failed: ListenerFailure[] }> {
   const resolved = resolveBackendSets(items, sets);
   const { valid, failed } = await splitListeners<{ id: string }>(kind, resolved.items, new Slicer(), resolved.resolved);
