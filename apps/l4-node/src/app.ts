@@ -16,7 +16,7 @@ import { NodeFds } from './fd-budget.js';
 import { bindKeys, bindSpec, claimBinds } from './listener-binds.js';
 import { L4Metrics } from './metrics.js';
 import { RAW_TCP_REUSEPORT } from './raw-tcp.js';
-import { guardOf, isHttp, type NodeSide, resolveListener } from './resolve-listener.js';
+import { type CheckedBackends, guardOf, isHttp, type NodeSide, resolveListener } from './resolve-listener.js';
 import { upstreamSource } from './source-address.js';
 import { type ListenerDeps, type ResolvedListener, TcpListener } from './tcp-listener.js';
 import { UdpListener } from './udp-listener.js';
@@ -213,6 +213,7 @@ export class L4Node {
     // Which listener holds each address and port, so one that asks for another's is refused alone.
     const bound = this.boundAddresses();
     const interner = new BackendInterner();
+    const checked: CheckedBackends = new WeakSet();
     for (const l of upserts) {
       await slicer.pause();
       // Kept above: the same config, still waiting for its bind.
@@ -223,7 +224,7 @@ export class L4Node {
       interner.intern(l);
       let resolved: ResolvedListener;
       try {
-        resolved = resolveListener(l, s, allowed(l.id), this.node);
+        resolved = resolveListener(l, s, allowed(l.id), this.node, checked);
         if (existing === undefined) claimBinds(bound, l);
       } catch (err) {
         this.fail(failed, l.id, (err as Error).message);

@@ -31,19 +31,33 @@ export interface NodeSide {
 /** `kept` when some were left out, else `all` itself: the listener's config keeps the only copy. */
 const keptOrSame = <T>(all: readonly T[], kept: readonly T[]) => (kept.length === all.length ? all : kept);
 
-/** HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates). */
+/**
+ * Backends arrays an apply found to hold distinct servers that are all allowed: the listeners of one backend
+ * set share one array, which is checked once (at 10,000 listeners of 100 servers, a million checks).
+ */
+export type CheckedBackends = WeakSet<SnapshotListener['backends']>;
+
+/**
+ * HTTP/HTTPS listeners are spread across the healthy L7 nodes with PROXY v2 (the L7 node terminates).
+ * `checked`: the apply's arrays already checked (an array with a denied backend is never added, so each of
+ * its listeners counts and logs the denial, as before).
+ */
 export function resolveListener(
   l: SnapshotListener,
   s: NodeSnapshot,
   allowed: (b: SnapshotListener['backends'][number]) => boolean,
   node: NodeSide,
+  checked: CheckedBackends = new WeakSet(),
 ): ResolvedListener {
   const acl = compileAcl(l.acl);
   if (!acl.ok) throw new Error(`acl: ${acl.reason}`);
-  const servers = new Set<string>();
-  for (const [j, b] of l.backends.entries()) {
-    if (servers.has(b.serverId)) throw new Error(`backends/${j}/serverId: duplicate ${b.serverId}`);
-    servers.add(b.serverId);
+  const known = checked.has(l.backends);
+  if (!known) {
+    const servers = new Set<string>();
+    for (const [j, b] of l.backends.entries()) {
+      if (servers.has(b.serverId)) throw new Error(`backends/${j}/serverId: duplicate ${b.serverId}`);
+      servers.add(b.serverId);
+    }
   }
   const l7 = isHttp(l);
   const backends: readonly BackendSpec[] = l7
@@ -54,7 +68,10 @@ export function resolveListener(
         weight: 100,
         healthy: n.healthy,
       }))
-    : keptOrSame(l.backends, l.backends.filter(allowed));
+    : known
+      ? l.backends
+      : keptOrSame(l.backends, l.backends.filter(allowed));
+  if (!l7 && backends === l.backends) checked.add(l.backends);
   return {
     config: l,
     backends,
