@@ -6,7 +6,9 @@
 //   npm run build && node bench/node-join.mjs          (LISTENERS=3000 BACKENDS=50: the L4 snapshot of LBS=300)
 // Knobs: LISTENERS, BACKENDS, GROUP (listeners sharing their servers, as a server group's do: 5 is the shape of
 // bench/scale.mjs; default 1, every listener its own), SETS (1, the default: the snapshot names each group's
-// backends once, as the API sends it to a node that reads backend sets; 0: every listener spells them out), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
+// backends once, as the API sends it to a node that reads backend sets; 0: every listener spells them out), SYNC
+// (1: session sync on, through REDIS_URL or the local Redis, under a prefix of this run's own that is deleted at the
+// end; each listener then loads its peers' entries as it starts, as in bench/scale.mjs; default 0, off), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
 // writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,12 +18,16 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { bulkListener, largeL4Snapshot } from '@slb/test-support/large-snapshot';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { WebSocketServer } from 'ws';
 
 const LISTENERS = Number(process.env.LISTENERS ?? 3000);
 const BACKENDS = Number(process.env.BACKENDS ?? 50);
 const GROUP = Number(process.env.GROUP ?? 1);
 const SETS = process.env.SETS !== '0';
+const SYNC = process.env.SYNC === '1';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SYNC_PREFIX = `bench-node-join-${process.pid}:sync`;
 const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
 const PORT_BASE = Number(process.env.PORT_BASE ?? 20000);
 const LOG_DIR = process.env.LOG_DIR;
@@ -93,7 +99,8 @@ const child = spawn(
       SLB_NODE_ADDRESS: ADDRESS,
       SLB_STATE_DIR: dir,
       SLB_METRICS_PORT: '0',
-      SLB_SESSION_SYNC_REDIS_URL: 'off',
+      SLB_SESSION_SYNC_REDIS_URL: SYNC ? REDIS_URL : 'off',
+      SLB_SESSION_SYNC_PREFIX: SYNC_PREFIX,
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -172,6 +179,7 @@ try {
       listeners: LISTENERS + 1,
       backends: LISTENERS * BACKENDS + 1,
       backendSets: SETS,
+      sessionSync: SYNC,
       snapshotMB: +(text.length / 1e6).toFixed(1),
       sendToAckMs: Math.round(ackMs),
       applyMs: applied?.applyMs,
@@ -195,5 +203,6 @@ try {
   wss.close();
   echo.close();
   rmSync(dir, { recursive: true, force: true });
+  if (SYNC) await deleteRedisKeys(REDIS_URL, [`${SYNC_PREFIX}*`]);
 }
 process.exit(0);
