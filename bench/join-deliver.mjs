@@ -93,12 +93,23 @@ const delivery = new ConfigDelivery({
 });
 delivery.sessionSyncPrefix = 'bench';
 
-/** A first snapshot to a new node of this kind: the ms spent in ConfigDelivery and the bytes sent. */
-function join(kind) {
+/**
+ * A first snapshot to a new node of this kind: the ms spent in ConfigDelivery and the bytes sent. `l4-sets` is
+ * an L4 node that says `backendSets` in its hello (each group's backends sent once); `l4` one that does not.
+ */
+function join(variant) {
+  const kind = variant === 'l7' ? 'l7' : 'l4';
   let bytes = 0;
   const ws = { OPEN: 1, readyState: 1, send: (text) => (bytes += Buffer.byteLength(text)) };
   const who = { nodeId: `${kind}-a`, kind, address: kind === 'l4' ? '127.77.0.11' : '127.77.0.21' };
-  const hello = { type: 'hello', ...who, capacity: 100, appliedVersion: 0, reusePort: MODE === 'active-active' };
+  const hello = {
+    type: 'hello',
+    ...who,
+    capacity: 100,
+    appliedVersion: 0,
+    reusePort: MODE === 'active-active',
+    backendSets: variant === 'l4-sets',
+  };
   const session = newSession(ws, who, hello, Date.now());
   started = performance.now();
   if (kind === 'l4') delivery.pushL4(session, fleet, l7Pool);
@@ -112,7 +123,7 @@ console.log(
     .map((x) => x.toFixed(2))
     .join(' ')} (${process.env.DIST ?? 'apps/api/dist'})`,
 );
-for (const kind of ['l4', 'l7']) {
+for (const kind of ['l4', 'l4-sets', 'l7']) {
   const runs = Array.from({ length: RUNS }, () => join(kind));
   const mb = (runs[0].bytes / 1e6).toFixed(1);
   const ms = runs.map((r) => r.ms.toFixed(0)).join(', ');
