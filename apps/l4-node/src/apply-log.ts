@@ -25,7 +25,10 @@ export class ApplyLog {
   }
 
   listener(fields: object, msg: string): void {
-    if (!this.quiet) return this.logger.info(fields, msg);
+    if (!this.quiet) {
+      this.logger.info(fields, msg);
+      return;
+    }
     this.counts.set(msg, (this.counts.get(msg) ?? 0) + 1);
     this.logger.debug(fields, msg);
   }
