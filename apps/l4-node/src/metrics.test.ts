@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { L4Metrics } from './metrics.js';
+import { ConntrackGauge, L4Metrics } from './metrics.js';
 
 describe('L4Metrics.forBackend', () => {
   it('makes no series for a backend until it is used, then exactly those used', async () => {
@@ -37,5 +37,21 @@ describe('retiring series', () => {
     expect(await m.registry.metrics()).toMatch(/slb_l4_acl_denied_total\{listener="lsn-1"\} 2/);
     incoming.retire();
     expect(await m.registry.metrics()).not.toContain('lsn-1');
+  });
+});
+
+describe('ConntrackGauge', () => {
+  it('sets the series when the size changed, and only then', async () => {
+    const m = new L4Metrics({ defaultMetrics: false });
+    let sets = 0;
+    const set = m.conntrackEntries.set.bind(m.conntrackEntries);
+    m.conntrackEntries.set = ((...args: Parameters<typeof set>) => {
+      sets++;
+      return set(...args);
+    }) as typeof set;
+    const gauge = new ConntrackGauge(m, 'lsn-1');
+    for (const size of [0, 0, 0, 3, 3, 0]) gauge.report(size);
+    expect(sets).toBe(3);
+    expect(await m.registry.metrics()).toMatch(/slb_l4_conntrack_entries\{listener="lsn-1"\} 0/);
   });
 });

@@ -300,3 +300,23 @@ export class L4Metrics {
     return true;
   }
 }
+
+/**
+ * A listener's `slb_l4_conntrack_entries` series, set only when its size changed. Every listener sets it at
+ * every sweep (each second), and each set looks its labels up: at 10,000 idle listeners that lookup was the
+ * node's main cost at rest.
+ */
+export class ConntrackGauge {
+  private last = -1;
+
+  constructor(
+    private readonly metrics: L4Metrics,
+    private readonly listenerId: string,
+  ) {}
+
+  report(size: number): void {
+    if (size === this.last) return;
+    this.last = size;
+    this.metrics.conntrackEntries.set({ listener: this.listenerId }, size);
+  }
+}

@@ -7,7 +7,7 @@ import { BackendPool, type BackendSpec, type BackendState, poolSettings } from '
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
-import type { L4Metrics, ListenerMetrics } from './metrics.js';
+import { ConntrackGauge, type L4Metrics, type ListenerMetrics } from './metrics.js';
 import { RawServer, type RawSocket } from './raw-tcp.js';
 import { type SessionHost, TcpSession } from './tcp-session.js';
 
@@ -57,6 +57,7 @@ export const DEFAULT_MAX_CONNECT_ATTEMPTS = 3;
 export class TcpListener implements SessionHost {
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
+  private readonly conntrackGauge: ConntrackGauge;
   readonly conntrack = new ConnTrackTable<string>();
   readonly sessions = new Set<TcpSession>();
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
@@ -77,6 +78,7 @@ export class TcpListener implements SessionHost {
     readonly deps: ListenerDeps,
   ) {
     this.lm = deps.metrics.forListener(resolved.config.id, resolved.config.protocol === 'tcp');
+    this.conntrackGauge = new ConntrackGauge(deps.metrics, resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);
@@ -172,7 +174,7 @@ export class TcpListener implements SessionHost {
     this.conntrack.sweep(now);
     this.pool.sweep(now);
     for (const s of this.sessions) s.tick(now, this.idleTimeoutMs);
-    this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
+    this.conntrackGauge.report(this.conntrack.size);
   }
 
   private onConnection(client: RawSocket, bound: { addr: string | undefined; port: number }): void {

@@ -6,7 +6,7 @@ import { BackendPool, type BackendState, poolSettings, type TrackedConn } from '
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
-import type { ListenerMetrics } from './metrics.js';
+import { ConntrackGauge, type ListenerMetrics } from './metrics.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
 
 /** Datagrams held per new flow while its upstream socket connects; more are dropped. */
@@ -159,6 +159,7 @@ function ipv4ToInt(s: string): number {
 export class UdpListener {
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
+  private readonly conntrackGauge: ConntrackGauge;
   conntrack: ConnTrackTable<UdpFlow>;
   readonly sync: ListenerSync;
   private readonly sockets: dgram.Socket[] = [];
@@ -177,6 +178,7 @@ export class UdpListener {
     readonly deps: ListenerDeps,
   ) {
     this.lm = deps.metrics.forListener(resolved.config.id);
+    this.conntrackGauge = new ConntrackGauge(deps.metrics, resolved.config.id);
     this.pool = new BackendPool(resolved.config.id, deps.metrics, this.lm);
     const limits = deps.limits ?? DEFAULT_NODE_LIMITS;
     this.clients = clientCountsFor(limits);
@@ -267,7 +269,7 @@ export class UdpListener {
       this.pool.sweep(now);
       this.sync.sweep(now);
       for (const [, flow] of this.conntrack.values()) flow.flushBytes();
-      this.deps.metrics.conntrackEntries.set({ listener: this.id }, this.conntrack.size);
+      this.conntrackGauge.report(this.conntrack.size);
     }, 1000);
     this.sweepTimer.unref();
   }
