@@ -8,7 +8,8 @@
 // bench/scale.mjs; default 1, every listener its own), SETS (1, the default: the snapshot names each group's
 // backends once, as the API sends it to a node that reads backend sets; 0: every listener spells them out), SYNC
 // (1: session sync on, through REDIS_URL or the local Redis, under a prefix of this run's own that is deleted at the
-// end; each listener then loads its peers' entries as it starts, as in bench/scale.mjs; default 0, off), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
+// end; each listener then loads its peers' entries as it starts, as in bench/scale.mjs; default 0, off), IDLE_S
+// (5: seconds the node's CPU at rest is measured over, after the apply), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
 // writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -34,6 +35,12 @@ const LOG_DIR = process.env.LOG_DIR;
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'slb-node-join-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const IDLE_S = Number(process.env.IDLE_S ?? 5);
+/** utime + stime of a process, seconds (USER_HZ is 100 on Linux). */
+const cpuSeconds = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
 const rssMiB = (pid) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
 
 // The existing listener's backend: echoes every byte.
@@ -164,6 +171,11 @@ try {
   const nodeLagMaxMs = Math.round(gauge(scraped, 'nodejs_eventloop_lag_max_seconds') * 1000);
   // What the applied config holds, before the removal below: RSS, and the V8 heap in use and outside it.
   const rssAppliedMiB = Math.round(rssMiB(child.pid));
+  // What holding the fleet costs the node at rest (its timers, sweeps, heartbeats): CPU over IDLE_S seconds
+  // with only the echo traffic, on one listener of 10,001.
+  const cpuBefore = cpuSeconds(child.pid);
+  await sleep(IDLE_S * 1000);
+  const idleCpuPct = +(((cpuSeconds(child.pid) - cpuBefore) / IDLE_S) * 100).toFixed(1);
   const mib = (name) => Math.round(gauge(scraped, name) / 1048576);
   const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
@@ -188,6 +200,7 @@ try {
       maxHeartbeatGapMs: Math.round(Math.max(...gaps(beats))),
       heartbeatsSayingApplying: beats.filter((h) => h.applying !== undefined).length,
       maxEchoRttMs: Math.round(Math.max(...rtts.filter((r) => r.at >= t0 && r.at <= t1).map((r) => r.ms))),
+      idleCpuPct,
       rssBeforeMiB: Math.round(rssBefore),
       rssAppliedMiB,
       heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
