@@ -204,6 +204,7 @@ try {
       rssBeforeMiB: Math.round(rssBefore),
       rssAppliedMiB,
       heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
+      heapTotalMiB: mib('nodejs_heap_size_total_bytes'),
       externalMiB: mib('nodejs_external_memory_bytes'),
       rssAfterMiB: Math.round(rssMiB(child.pid)),
       perBackendKiB: +(((rssMiB(child.pid) - rssBefore) * 1024) / (LISTENERS * BACKENDS)).toFixed(2),
