@@ -317,6 +317,11 @@ describe('control channel with real processes', () => {
       const file = JSON.parse(readFileSync(join(dir, `node-${binder}`, 'last-known-good.json'), 'utf8'));
       return file.version >= saved!.appliedConfigVersion ? true : undefined;
     });
+    // The node says it reads backend sets, so the API sent its listener's backends as one, and the node
+    // saved them so: the restart below serves from that file.
+    const file = JSON.parse(readFileSync(join(dir, `node-${binder}`, 'last-known-good.json'), 'utf8'));
+    expect(file.listeners).toEqual([expect.objectContaining({ backendSet: file.backendSets[0].id })]);
+    expect(file.backendSets[0].backends.map((b: { port: number }) => b.port).sort()).toEqual([...backendPorts].sort());
     await api.stop('SIGKILL');
     await Promise.all([nodes.get(binder)!.stop('SIGKILL'), nodes.get(other)!.stop('SIGKILL')]);
     await expect(ask(vip, frontendPort, 300)).rejects.toThrow();
