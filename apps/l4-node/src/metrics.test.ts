@@ -40,6 +40,25 @@ describe('retiring series', () => {
   });
 });
 
+describe('L4Metrics.forListener', () => {
+  it('counts each counter under its labels, refusals also as the listener’s drops, and nothing once retired', async () => {
+    const m = new L4Metrics({ defaultMetrics: false });
+    const lm = m.forListener('lsn-1');
+    lm.retries.inc();
+    lm.aclDenied.inc();
+    lm.refusedClientLimit.inc(2);
+    lm.noBackend.inc();
+    const text = await m.registry.metrics();
+    expect(text).toMatch(/slb_l4_connect_retries_total\{listener="lsn-1"\} 1/);
+    expect(text).toMatch(/slb_l4_acl_denied_total\{listener="lsn-1"\} 1/);
+    expect(text).toMatch(/slb_l4_refused_total\{listener="lsn-1",reason="client_limit"\} 2/);
+    expect(m.traffic.reports()).toEqual([expect.objectContaining({ id: 'lsn-1', drops: 4 })]);
+    lm.retire();
+    lm.aclDenied.inc();
+    expect(await m.registry.metrics()).not.toContain('lsn-1');
+  });
+});
+
 describe('ConntrackGauge', () => {
   it('sets the series when the size changed, and only then', async () => {
     const m = new L4Metrics({ defaultMetrics: false });

@@ -48,6 +48,25 @@ export interface ListenerMetrics {
   retire(): void;
 }
 
+/**
+ * One counter of one listener. prom-client's `labels()` child is an object, a bound function and its
+ * arguments, and counting through it hashes the labels all the same: eleven per listener, made when the
+ * listener was, they were a sixth of the heap of a node holding 10,000 mostly idle listeners.
+ */
+class ListenerCount {
+  constructor(
+    private readonly metric: Counter<string>,
+    private readonly labels: Partial<Record<string, string>>,
+    /** A refusal also counts as its listener's drops. */
+    private readonly drops: { drops: number } | undefined,
+  ) {}
+
+  inc(by = 1): void {
+    this.metric.inc(this.labels, by);
+    if (this.drops !== undefined) this.drops.drops += by;
+  }
+}
+
 /** What a retired holder updates: nothing, so a late update cannot bring a removed series back. */
 const DISCARD = { inc: () => {}, dec: () => {}, set: () => {} } as unknown as Counter.Internal & CountSeries;
 
@@ -223,14 +242,8 @@ export class L4Metrics {
     const l = { listener };
     this.hold(listener);
     const traffic = this.traffic.hold(listener, false, reported);
-    /** A refusal: its counter and the listener's drops. */
-    const drop = (c: Counter.Internal): Counter.Internal =>
-      ({
-        inc: (by = 1) => {
-          c.inc(by);
-          traffic.drops += by;
-        },
-      }) as Counter.Internal;
+    const count = (c: Counter<string>, labels: Partial<Record<string, string>> = l, drops = false) =>
+      new ListenerCount(c, labels, drops ? traffic : undefined) as unknown as Counter.Internal;
     const counters = {
       retries: this.retries,
       failOpen: this.failOpen,
@@ -246,15 +259,15 @@ export class L4Metrics {
         Counter.Internal
       >;
     let retired = false;
-    const live = children((c) => c.labels(l));
+    const live = children((c) => count(c));
     const m: ListenerMetrics = {
       ...live,
-      aclDenied: drop(live.aclDenied),
-      noBackend: drop(live.noBackend),
-      refusedListenerLimit: drop(this.refused.labels({ listener, reason: 'listener_limit' })),
-      refusedClientLimit: drop(this.refused.labels({ listener, reason: 'client_limit' })),
-      refusedTenantLimit: drop(this.refused.labels({ listener, reason: 'tenant_limit' })),
-      refusedNodeLimit: drop(this.refused.labels({ listener, reason: 'node_limit' })),
+      aclDenied: count(this.aclDenied, l, true),
+      noBackend: count(this.noBackend, l, true),
+      refusedListenerLimit: count(this.refused, { listener, reason: 'listener_limit' }, true),
+      refusedClientLimit: count(this.refused, { listener, reason: 'client_limit' }, true),
+      refusedTenantLimit: count(this.refused, { listener, reason: 'tenant_limit' }, true),
+      refusedNodeLimit: count(this.refused, { listener, reason: 'node_limit' }, true),
       retire: () => {
         if (retired) return;
         retired = true;
