@@ -99,26 +99,23 @@ describe('backend sets (WireNodeSnapshot)', () => {
     { id: 's0', backends: [server(1), server(2)] },
     { id: 's1', backends: [{ ...server(3), port: 70_000 }] },
   ];
-
-  it('gives each listener its set, one array for all that name it, and fails only those it cannot', async () => {
-    const message = {
+  /** A first snapshot of these listeners, carrying `sets`. */
+  const snapshotOf = (listeners: unknown[]) =>
+    ({
       type: 'snapshot',
       kind: 'l4',
-      snapshot: {
-        version: 4,
-        generatedAt: at,
-        listeners: [
-          naming('a', 80, 's0'),
-          naming('b', 81, 's1'),
-          naming('c', 82, 's0'),
-          naming('d', 83, 's7'),
-          { ...naming('e', 84, 's0'), backends: [] },
-          listener('f', 85),
-        ],
-        l7Nodes: [],
-        backendSets: sets,
-      },
-    } as ConfigMessage;
+      snapshot: { version: 4, generatedAt: at, listeners, l7Nodes: [], backendSets: sets },
+    }) as ConfigMessage;
+
+  it('gives each listener its set, one array for all that name it, and fails only those it cannot', async () => {
+    const message = snapshotOf([
+      naming('a', 80, 's0'),
+      naming('b', 81, 's1'),
+      naming('c', 82, 's0'),
+      naming('d', 83, 's7'),
+      { ...naming('e', 84, 's0'), backends: [] },
+      listener('f', 85),
+    ]);
     const made = await nextConfig(null, message);
     if (!made.inStep) throw new Error('out of step');
     expect(made.next).not.toHaveProperty('backendSets');
@@ -136,22 +133,12 @@ describe('backend sets (WireNodeSnapshot)', () => {
   });
 
   it('still checks the own fields of a listener whose set was good', async () => {
-    const message = {
-      type: 'snapshot',
-      kind: 'l4',
-      snapshot: {
-        version: 4,
-        generatedAt: at,
-        listeners: [
-          { ...naming('a', 80, 's0'), port: 0 },
-          { ...naming('b', 81, 's0'), extra: 1 },
-          { ...naming('c', 82, 's0'), bindAddresses: ['127.0.0.1', '127.0.0.1'] },
-          naming('d', 83, 's0'),
-        ],
-        l7Nodes: [],
-        backendSets: sets,
-      },
-    } as ConfigMessage;
+    const message = snapshotOf([
+      { ...naming('a', 80, 's0'), port: 0 },
+      { ...naming('b', 81, 's0'), extra: 1 },
+      { ...naming('c', 82, 's0'), bindAddresses: ['127.0.0.1', '127.0.0.1'] },
+      naming('d', 83, 's0'),
+    ]);
     const made = await nextConfig(null, message);
     if (!made.inStep) throw new Error('out of step');
     expect(made.next.listeners.map((l) => l.id)).toEqual([id('d')]);
