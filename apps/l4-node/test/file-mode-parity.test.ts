@@ -106,9 +106,11 @@ async function runScript(node: (typeof nodes)[number], dir: string): Promise<Scr
     child.kill('SIGTERM');
     const [code] = await exited;
     // In the order logged: pino writes asynchronously, and at exit it writes what is still buffered ahead of
-    // a write in flight, so 'stopped' can reach the pipe before 'shutting down'.
+    // a write in flight, so 'stopped' can reach the pipe before 'shutting down'. Both in one millisecond
+    // (a stop with nothing to drain), the time cannot tell them apart: 'stopped' is a node's last line.
     const logged = lines.filter((l) => typeof l.msg === 'string' && HARNESS.test(l.msg));
-    return { lines: logged.sort((a, b) => Number(a.time) - Number(b.time)), code, reloads };
+    const last = (l: Line) => (l.msg === 'stopped' ? 1 : 0);
+    return { lines: logged.sort((a, b) => Number(a.time) - Number(b.time) || last(a) - last(b)), code, reloads };
   } finally {
     child.kill('SIGKILL');
   }
