@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { type ListenerFailure, MAX_SERVERS_PER_GROUP, SnapshotBackend } from '@slb/model';
+import { type ListenerFailure, MAX_LISTENERS_PER_NODE, MAX_SERVERS_PER_GROUP, SnapshotBackend } from '@slb/model';
 
 // An L4 listener may name a backend set of its message instead of spelling out its backends (model:
 // SnapshotListenerRef). Here the names become the sets' arrays, one array shared by every listener that
@@ -9,6 +9,7 @@ import { type ListenerFailure, MAX_SERVERS_PER_GROUP, SnapshotBackend } from '@s
 /** A set as the envelope lets it through: its backends are checked here, per set, not with the envelope. */
 export const LooseBackendSets = Type.Array(
   Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }), backends: Type.Array(Type.Unknown()) }),
+  { maxItems: MAX_LISTENERS_PER_NODE },
 );
 
 const checkLooseSets = TypeCompiler.Compile(LooseBackendSets);

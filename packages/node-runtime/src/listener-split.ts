@@ -58,7 +58,7 @@ export type EnvelopeMessage = Static<typeof Envelope>;
 const listenerCheck = { l4: TypeCompiler.Compile(SnapshotListener), l7: TypeCompiler.Compile(L7Listener) };
 /**
  * An L4 listener whose backends came from a set, checked once for every listener naming it. Its addresses'
- * uniqueness is checked apart (uniqueSet): TypeBox's `uniqueItems` hashes every item byte by byte, and
+ * uniqueness is checked apart (ownFieldsProblem): TypeBox's `uniqueItems` hashes every item byte by byte, and
  * at 10,000 listeners that hashing was most of the check.
  */
 const checkOwnFields = TypeCompiler.Compile(

@@ -149,6 +149,22 @@ describe('backend sets (WireNodeSnapshot)', () => {
     ]);
   });
 
+  it('resolves no set for an L7 node: its listener naming one is refused by the L7 schema', async () => {
+    const message = {
+      type: 'delta',
+      kind: 'l7',
+      fromVersion: 3,
+      version: 4,
+      generatedAt: at,
+      upsert: [{ id: id('x'), backendSet: 's0' }],
+      remove: [],
+    } as ConfigMessage;
+    const made = await nextConfig(current, message);
+    if (!made.inStep) throw new Error('out of step');
+    expect(made.refused).toEqual([{ listenerId: id('x'), reason: expect.not.stringContaining('backendSet: no set') }]);
+    expect(made.change?.upsert).toEqual([]);
+  });
+
   it('resolves a delta’s upserts against the sets it carries', async () => {
     const message = {
       type: 'delta',

@@ -55,12 +55,16 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
   return { inStep: true, next, change: { upsert, remove: message.remove, l7NodesChanged }, refused: failed };
 }
 
-/** A message's listeners, their backend sets resolved, checked one by one; sets only come to L4 nodes. */
+/**
+ * A message's listeners, their backend sets resolved, checked one by one. Sets are an L4 form only: an L7
+ * listener naming one is checked as it came, and its schema refuses the field.
+ */
 async function checkListeners(
   kind: 'l4' | 'l7',
   items: { id: string }[],
   sets: UncheckedBackendSets | undefined,
 ): Promise<{ valid: { id: string }[]; failed: ListenerFailure[] }> {
+  if (kind === 'l7') return splitListeners<{ id: string }>(kind, items);
   const resolved = resolveBackendSets(items, sets);
   const { valid, failed } = await splitListeners<{ id: string }>(kind, resolved.items, new Slicer(), resolved.resolved);
   return { valid, failed: resolved.failed.length === 0 ? failed : [...resolved.failed, ...failed] };
