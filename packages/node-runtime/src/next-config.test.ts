@@ -158,7 +158,7 @@ describe('backend sets (WireNodeSnapshot)', () => {
       generatedAt: at,
       upsert: [{ id: id('x'), backendSet: 's0' }],
       remove: [],
-    } as ConfigMessage;
+    } as unknown as ConfigMessage; // an L7 listener with an L4-only field: not a well-typed message
     const made = await nextConfig(current, message);
     if (!made.inStep) throw new Error('out of step');
     expect(made.refused).toEqual([{ listenerId: id('x'), reason: expect.not.stringContaining('backendSet: no set') }]);
