@@ -158,6 +158,7 @@ try {
     address: ADDRESS,
     portBase: PORT_BASE,
     group: GROUP,
+    sessionSync: SYNC,
     first: [echoListener],
   });
   const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: SETS ? withBackendSets(big) : big });

@@ -6,6 +6,8 @@ interface BulkOptions {
   backends: number;
   /** Listeners in a row that share their servers, as one server group's do. Default 1. */
   group?: number;
+  /** The listener's `sessionSync` switch. Default false. */
+  sessionSync?: boolean;
 }
 /** One TCP or UDP listener (every third is UDP) on `address`:`port` with `backends` servers nobody serves (see `group`). */
 export function bulkListener(n: number, options: BulkOptions): SnapshotListener;
@@ -19,4 +21,6 @@ export function largeL4Snapshot(options: {
   first?: SnapshotListener[];
   /** See BulkOptions.group. */
   group?: number;
+  /** See BulkOptions.sessionSync. */
+  sessionSync?: boolean;
 }): NodeSnapshot;
