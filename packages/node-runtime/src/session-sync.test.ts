@@ -132,6 +132,47 @@ describe('SessionSync (real Redis)', () => {
     expect(await metric(d.registry, 'slb_session_sync_redis_up')).toBe(0);
   });
 
+  it('loads the scopes attached together in a few transactions; a scope that cannot be read fails alone', async () => {
+    const a = make('node-a');
+    const scopes = Array.from({ length: 300 }, (_, i) => ({ tenantId: 'tnt-b', listenerId: `lsn-batch-${i}` }));
+    const channels = scopes.map((sc) => a.s.attach(sc, new Table()));
+    await Promise.all(channels.map((c) => c.ready));
+    for (const [i, c] of channels.entries()) c.publish('persist', `10.0.${i >> 8}.${i & 255}`, `srv-${i}`, 60_000);
+    await vi.waitUntil(async () => (await admin.exists(a.s.keys(scopes[299]!).hash)) === 1 && a.s.pending === 0, POLL);
+    const bad = { tenantId: 'tnt-b', listenerId: 'lsn-batch-bad' };
+    await admin.set(a.s.keys(bad).hash, 'not a hash');
+
+    const lines: { scopes: number; entries: number; failed: number; listeners: string[] }[] = [];
+    const logger = {
+      ...silent,
+      info: (o: object, msg: string) => msg.endsWith('entries loaded') && lines.push(o as never),
+    };
+    const registry = new Registry();
+    const b = new SessionSync({
+      url: REDIS_URL,
+      prefix,
+      nodeId: 'node-b',
+      logger,
+      registry,
+      loadTimeoutMs: 1_000,
+    });
+    syncs.push(b);
+    const tables = scopes.map(() => new Table());
+    const ready = [...scopes.map((sc, i) => b.attach(sc, tables[i]!).ready), b.attach(bad, new Table()).ready];
+    const got = await Promise.all(ready);
+    expect(got.slice(0, 300).every((r) => r)).toBe(true);
+    expect(got[300]).toBe(false);
+    for (const [i, t] of tables.entries())
+      expect(t.got.get(`persist|10.0.${i >> 8}.${i & 255}`)?.serverId).toBe(`srv-${i}`);
+    // Two transactions of at most 256 scopes, not one per scope; each line counts what it loaded.
+    expect(lines.length).toBeLessThanOrEqual(2);
+    expect(lines.reduce((n, l) => n + l.scopes, 0)).toBe(300);
+    expect(lines.reduce((n, l) => n + l.entries, 0)).toBe(300);
+    expect(lines.reduce((n, l) => n + l.failed, 0)).toBe(1);
+    expect(lines.every((l) => l.listeners.length <= 10 && !l.listeners.includes('lsn-batch-bad'))).toBe(true);
+    expect(await metric(registry, 'slb_session_sync_applied_total')).toBe(300);
+  });
+
   it('retries only a scope whose load failed, without reloading the others or resyncing', async () => {
     const logs: string[] = [];
     const registry = new Registry();

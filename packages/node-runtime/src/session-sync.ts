@@ -21,6 +21,16 @@ export type { SyncChannel, SyncScope, SyncTarget } from './sync-scope.js';
  * blocks forwarding: while Redis is down entries are counted as unpublished, and when it returns every
  * scope is reloaded and the node's live tables are republished in full.
  */
+/** Scopes loaded in one transaction, at most. */
+const LOAD_BATCH = 256;
+/** Listeners a load's log line names; the rest are counted (each is named at debug). */
+const LOGGED_LISTENERS = 10;
+
+interface QueuedLoad {
+  readonly s: Scope;
+  done(err?: Error): void;
+}
+
 export class SessionSync {
   readonly metrics: SyncMetrics;
   readonly now: () => number;
@@ -39,6 +49,7 @@ export class SessionSync {
   private readonly publisher: SyncPublisher;
   private readonly scopes = new Map<string, Scope>();
   private readonly byStream = new Map<string, Scope>();
+  private readonly loadQueue: QueuedLoad[] = [];
   private timers: NodeJS.Timeout[] = [];
   private started = false;
   private closed = false;
@@ -221,51 +232,107 @@ export class SessionSync {
     });
   }
 
-  /** Loads every scope, then (after an outage) republishes the local tables in full. */
+  /**
+   * Loads every scope (in batches, side by side), then (after an outage) republishes each loaded scope's
+   * local tables in full. A scope that failed to load is retried by the retry timer.
+   */
   private async resyncAll(republish: boolean): Promise<void> {
     if (this.resyncing !== undefined) await this.resyncing;
-    for (const s of [...this.scopes.values()]) {
-      try {
-        await this.loadOnce(s);
-        if (republish) {
-          const now = this.now();
-          for (const e of s.target.dump(now)) {
-            this.enqueue(s, [e.kind, e.key, e.serverId, Math.max(1, Math.round(e.remainingMs)), now]);
-          }
+    let failed = 0;
+    let firstErr: unknown;
+    await Promise.all(
+      [...this.scopes.values()].map(async (s) => {
+        try {
+          await this.loadOnce(s);
+        } catch (err) {
+          failed++;
+          firstErr ??= err;
+          return;
         }
-      } catch (err) {
-        this.log.warn({ err, listener: s.scope.listenerId }, 'session sync: resync failed, will retry on reconnect');
-        return;
-      }
-    }
+        if (!republish || !s.attached) return;
+        const now = this.now();
+        for (const e of s.target.dump(now)) {
+          this.enqueue(s, [e.kind, e.key, e.serverId, Math.max(1, Math.round(e.remainingMs)), now]);
+        }
+      }),
+    );
+    if (failed > 0)
+      this.log.warn({ err: firstErr, failed }, 'session sync: resync failed for some listeners, retrying');
     if (republish) this.metrics.resyncs.inc();
   }
 
   /**
-   * Reads the stream's last id and the hash in one transaction, applies the live entries, and follows the
-   * stream from that id.
+   * Loads a scope with the others asked for in the same turn of the event loop (see `loadQueued`); a retry
+   * while one is in flight shares it.
    */
   private loadOnce(s: Scope): Promise<void> {
-    s.loading ??= this.load(s).finally(() => {
+    s.loading ??= new Promise<void>((resolve, reject) => {
+      this.loadQueue.push({ s, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (this.loadQueue.length === 1) setImmediate(() => this.loadQueued());
+    }).finally(() => {
       s.loading = undefined;
     });
     return s.loading;
   }
 
-  private async load(s: Scope): Promise<void> {
+  /**
+   * One transaction per LOAD_BATCH scopes, not per scope: a node joining with thousands of listeners
+   * otherwise wrote thousands of transactions, one socket write and one log line each.
+   */
+  private loadQueued(): void {
+    while (this.loadQueue.length > 0) void this.loadBatch(this.loadQueue.splice(0, LOAD_BATCH));
+  }
+
+  /**
+   * Reads each scope's last stream id and its hash in one transaction, applies the live entries, and
+   * follows each stream from that id. A scope whose reads fail (a key of the wrong type) fails alone.
+   */
+  private async loadBatch(batch: QueuedLoad[]): Promise<void> {
     const started = this.now();
-    const res = await this.cmd.multi().xrevrange(s.stream, '+', '-', 'COUNT', 1).hgetall(s.hash).exec();
-    const failed = res === null ? new Error('transaction aborted') : (res[0]?.[0] ?? res[1]?.[0]);
-    if (failed || res === null) throw failed ?? new Error('transaction aborted');
-    if (!s.attached) return;
-    const last = res[0]![1] as [string, string[]][];
-    const { applied, malformed } = applyStored(res[1]![1] as Record<string, string>, this.origin, s.target, this.now());
-    s.m.applied.inc(applied);
-    if (malformed > 0) s.m.malformed.inc(malformed);
-    s.lastId = last[0]?.[0] ?? '0-0';
-    s.following = true;
+    const live = batch.filter((q) => q.s.attached);
+    for (const q of batch) if (!q.s.attached) q.done();
+    if (live.length === 0) return;
+    const tx = this.cmd.multi();
+    for (const { s } of live) tx.xrevrange(s.stream, '+', '-', 'COUNT', 1).hgetall(s.hash);
+    let res: [Error | null, unknown][] | null;
+    try {
+      res = await tx.exec();
+      if (res === null) throw new Error('transaction aborted');
+    } catch (err) {
+      for (const q of live) q.done(err as Error);
+      return;
+    }
+    const now = this.now();
+    const total = { entries: 0, malformed: 0, failed: 0 };
+    const loaded: string[] = [];
+    for (const [i, { s, done }] of live.entries()) {
+      const [lastErr, last] = res[2 * i]!;
+      const [hashErr, hash] = res[2 * i + 1]!;
+      const failed = lastErr ?? hashErr;
+      if (failed !== null) {
+        total.failed++;
+        done(failed);
+        continue;
+      }
+      if (s.attached) {
+        const { applied, malformed } = applyStored(hash as Record<string, string>, this.origin, s.target, now);
+        if (applied > 0) s.m.applied.inc(applied);
+        if (malformed > 0) s.m.malformed.inc(malformed);
+        s.lastId = (last as [string, string[]][])[0]?.[0] ?? '0-0';
+        s.following = true;
+        total.entries += applied;
+        total.malformed += malformed;
+        loaded.push(s.scope.listenerId);
+        this.log.debug(
+          { listener: s.scope.listenerId, entries: applied, malformed, from: s.lastId },
+          'session sync: scope loaded',
+        );
+      }
+      done();
+    }
+    if (loaded.length === 0) return;
     this.log.info(
-      { listener: s.scope.listenerId, entries: applied, malformed, ms: this.now() - started, from: s.lastId },
+      { scopes: loaded.length, ...total, ms: this.now() - started, listeners: loaded.slice(0, LOGGED_LISTENERS) },
       'session sync: entries loaded',
     );
   }
@@ -299,7 +366,6 @@ export class SessionSync {
         const s = this.byStream.get(stream);
         if (s === undefined || !s.following) continue;
         for (const [id, fields] of messages) {
-          s.lastId = id;
           s.lastId = id;
           const got = applyStreamMessage(fields, this.origin, s.target, now, (ms) =>
             this.metrics.lag.observe(Math.max(0, ms) / 1000),
