@@ -62,14 +62,27 @@ export class SyncMetrics {
     });
   }
 
+  /** A scope's counters: one label object and five small holders, not five bound functions and their arguments. */
   forScope(listener: string) {
     const l = { listener };
     return {
-      published: this.published.labels(l),
-      applied: this.applied.labels(l),
-      coalesced: this.coalesced.labels(l),
-      unpublished: this.unpublished.labels(l),
-      malformed: this.malformed.labels(l),
+      published: new ScopeCount(this.published, l),
+      applied: new ScopeCount(this.applied, l),
+      coalesced: new ScopeCount(this.coalesced, l),
+      unpublished: new ScopeCount(this.unpublished, l),
+      malformed: new ScopeCount(this.malformed, l),
     };
+  }
+}
+
+/** What prom-client's `labels()` gives, without the bound function each one is. */
+class ScopeCount {
+  constructor(
+    private readonly counter: Counter<'listener'>,
+    private readonly labels: { listener: string },
+  ) {}
+
+  inc(by = 1): void {
+    this.counter.inc(this.labels, by);
   }
 }

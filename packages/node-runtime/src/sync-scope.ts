@@ -67,9 +67,10 @@ export class Scope implements SyncChannel, ScopeKeys {
   keyTtlMs = 0;
   /** Latest expiry this node published here: until then its cleanup has something to remove. */
   cleanupUntil = 0;
-  // Two generations of recently published keys: O(1) coalescing without a per-entry timer.
-  private recent = new Map<string, { sid: string; at: number }>();
-  private older = new Map<string, { sid: string; at: number }>();
+  // Two generations of recently published keys: O(1) coalescing without a per-entry timer. Made by the first
+  // publish: most scopes of a node with thousands of listeners never publish.
+  private recent: Map<string, { sid: string; at: number }> | undefined;
+  private older: Map<string, { sid: string; at: number }> | undefined;
   readonly m: ReturnType<SyncMetrics['forScope']>;
 
   constructor(
@@ -89,18 +90,19 @@ export class Scope implements SyncChannel, ScopeKeys {
     if (!this.attached) return;
     const now = this.sync.now();
     const field = hashField(kind, key);
-    const prev = this.recent.get(field) ?? this.older.get(field);
+    const prev = this.recent?.get(field) ?? this.older?.get(field);
     if (prev !== undefined && prev.sid === serverId && now - prev.at < Math.min(this.sync.refreshMs, remainingMs / 4)) {
       this.m.coalesced.inc();
       return;
     }
+    this.recent ??= new Map();
     this.recent.set(field, { sid: serverId, at: now });
     this.sync.enqueue(this, [kind, key, serverId, Math.max(1, Math.round(remainingMs)), now]);
   }
 
   rotate(): void {
     this.older = this.recent;
-    this.recent = new Map();
+    this.recent = undefined;
   }
 
   detach(): void {
