@@ -6,6 +6,8 @@
 // 2. component: one SessionSync publishing at increasing rates, one applying in another process; exact lag.
 //
 // usage: node bench/session-sync.mjs [STEP_SECONDS=2]   Prints one JSON line per step.
+// IDLE_SCOPES=N: the component receiver also follows N listeners that publish nothing (a node hosting a fleet);
+// each step then says the receiver's CPU and Redis's, per second. ONLY=component skips the end-to-end part.
 import { fork, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -19,6 +21,7 @@ import { freePort } from './free-port.mjs';
 const root = fileURLToPath(new URL('../', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const STEP_S = Number(process.argv[2] ?? 2);
+const IDLE_SCOPES = Number(process.env.IDLE_SCOPES ?? 0);
 const { Redis } = await import(join(root, 'node_modules/ioredis/built/index.js'));
 const { SessionSync } = await import(join(root, 'packages/node-runtime/dist/index.js'));
 const { Registry } = await import(join(root, 'node_modules/prom-client/index.js'));
@@ -46,11 +49,15 @@ if (process.env.BENCH_RECEIVER) {
       sizes: () => ({}),
     },
   );
-  await ch.ready;
+  // Listeners with nothing to sync beside the busy one, as on a node hosting a fleet.
+  const idle = Array.from({ length: IDLE_SCOPES }, (_, i) =>
+    sync.attach({ tenantId: 't', listenerId: `idle-${i}` }, { apply: () => true, dump: () => [], sizes: () => ({}) }),
+  );
+  await Promise.all([ch.ready, ...idle.map((c) => c.ready)]);
   process.send({ ready: true });
   process.on('message', async (m) => {
     if (m === 'take') {
-      process.send({ lags });
+      process.send({ lags, cpuMs: process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000 });
       lags = [];
     } else if (m === 'exit') {
       await sync.close();
@@ -228,8 +235,20 @@ async function component(prefix) {
   const sync = new SessionSync({ url: REDIS_URL, prefix, nodeId: 'pub', logger: silent, registry: new Registry() });
   const ch = sync.attach({ tenantId: 't', listenerId: 'l' }, { apply: () => true, dump: () => [], sizes: () => ({}) });
   await ch.ready;
+  const redis = new Redis(REDIS_URL);
+  /** Redis's CPU seconds so far (user + sys), from INFO. */
+  const redisCpu = async () => {
+    const info = await redis.info('cpu');
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+  };
+  const receiverCpuMs = async () => {
+    recv.send('take');
+    const [m] = await once(recv, 'message');
+    return m.cpuMs;
+  };
   let seq = 0;
-  for (const rate of [20_000, 50_000, 100_000]) {
+  for (const rate of [1_000, 20_000, 50_000, 100_000]) {
+    const cpu0 = { recv: await receiverCpuMs(), redis: await redisCpu() };
     const t0 = performance.now();
     let sent = 0;
     while (performance.now() - t0 < STEP_S * 1000) {
@@ -252,26 +271,36 @@ async function component(prefix) {
       lags = lags.concat(m.lags);
     }
     lags.sort((a, b) => a - b);
+    const spent = (performance.now() - t0) / 1000;
+    const recvCpu = (m) => m.cpuMs - cpu0.recv;
+    recv.send('take');
+    const [last] = await once(recv, 'message');
+    lags = lags.concat(last.lags).sort((a, b) => a - b);
+    const redisCpuS = (await redisCpu()) - cpu0.redis;
     console.log(
       JSON.stringify({
         test: 'component SessionSync → SessionSync (separate processes)',
+        idle_scopes: IDLE_SCOPES,
         target_entries_per_s: rate,
         published_per_s: Math.round(sent / elapsed),
         applied: lags.length,
         applied_per_s: Math.round(lags.length / elapsed),
         lag_p50_ms: quantile(lags, 0.5),
         lag_p99_ms: quantile(lags, 0.99),
+        receiver_cpu_pct: +(recvCpu(last) / 10 / spent).toFixed(1),
+        redis_cpu_pct: +((redisCpuS * 100) / spent).toFixed(1),
       }),
     );
   }
   await sync.close();
+  await redis.quit();
   recv.send('exit');
 }
 
 async function main() {
   const prefix = `bench-${randomUUID()}`;
   try {
-    await endToEnd(`${prefix}-e2e`);
+    if (process.env.ONLY !== 'component') await endToEnd(`${prefix}-e2e`);
     await component(`${prefix}-c`);
   } finally {
     const r = new Redis(REDIS_URL);

@@ -40,11 +40,13 @@ export interface SessionSyncOptions {
   readonly streamMaxLen?: number;
   /** How long `attach` waits for the current entries before the caller serves anyway, ms. Default 2 000. */
   readonly loadTimeoutMs?: number;
-  /**
-   * XREAD BLOCK time; also how soon a newly attached scope joins the read, ms. Default 1000: an idle read
-   * over thousands of streams is not free, and entries are delivered as soon as they arrive regardless.
-   */
+  /** How long the read of the activity stream blocks, ms. Default 1000. */
   readonly blockMs?: number;
+  /**
+   * Every scope's stream is read this often as well, ms: entries of a node that writes no activity notices
+   * (an older version), and notices trimmed before this node read them, arrive within it. Default 5 000.
+   */
+  readonly sweepMs?: number;
   /** Expired entries are removed from Redis this often, ms. Default 5 000. */
   readonly cleanupIntervalMs?: number;
   /** Wall clock, ms. Entries carry it, so nodes' clocks should agree (NTP) to well under a timeout. */

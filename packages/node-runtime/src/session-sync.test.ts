@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { SessionSync, type SyncEntry, type SyncTarget } from './session-sync.js';
+import { activityKey } from './sync-scope.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
@@ -117,8 +118,47 @@ describe('SessionSync (real Redis)', () => {
         ['persist', 'k2', 'srv-ok', 60_000, Date.now()],
       ]),
     );
+    // A notice no reader can use, then the one a publisher writes after its batch.
+    await admin.xadd(activityKey(prefix), '*', 's', '{not a list');
+    await admin.xadd(activityKey(prefix), '*', 's', JSON.stringify(['tnt-1:lsn-1']));
     await vi.waitUntil(() => tb.got.has('persist|k2'), POLL);
     expect(await metric(b.registry, 'slb_session_sync_malformed_total')).toBe(3);
+  });
+
+  it('reads only the streams the activity notices name, and every stream at each sweep', async () => {
+    const a = make('node-a');
+    const registry = new Registry();
+    const b = new SessionSync({ url: REDIS_URL, prefix, nodeId: 'node-b', logger: silent, registry, sweepMs: 1_500 });
+    syncs.push(b);
+    const idle = Array.from({ length: 1_000 }, (_, i) => ({ tenantId: 'tnt-s', listenerId: `lsn-idle-${i}` }));
+    const busy = { tenantId: 'tnt-s', listenerId: 'lsn-busy' };
+    const tb = new Table();
+    const idleTables = idle.map(() => new Table());
+    await Promise.all([b.attach(busy, tb).ready, ...idle.map((sc, i) => b.attach(sc, idleTables[i]!).ready)]);
+    const ca = a.s.attach(busy, new Table());
+    await ca.ready;
+    const reads = () => metric(registry, 'slb_session_sync_stream_reads_total');
+    // The first sweep and the reads after loading are done by the time the loop waits on the notices.
+    await vi.waitUntil(async () => (await reads()) >= 1_001, POLL);
+    const before = await reads();
+    for (let i = 0; i < 20; i++) {
+      ca.publish('persist', `10.1.0.${i}`, 'srv-a', 60_000);
+      await vi.waitUntil(() => tb.got.has(`persist|10.1.0.${i}`), POLL);
+    }
+    // Twenty wake-ups read the busy stream each, not the 1,001 streams followed (a sweep may add one round).
+    expect((await reads()) - before).toBeLessThan(20 + 1_001 + 1);
+    expect((await reads()) - before).toBeGreaterThanOrEqual(20);
+
+    // A node that writes no notices (an older version) still reaches this one, by the sweep.
+    await admin.xadd(
+      b.keys(idle[7]!).stream,
+      '*',
+      'o',
+      'old#1',
+      'd',
+      JSON.stringify([['persist', 'k-old', 'srv-old', 60_000, Date.now()]]),
+    );
+    await vi.waitUntil(() => idleTables[7]!.got.has('persist|k-old'), POLL);
   });
 
   it('without a reachable Redis: serves after the load timeout, counts what it could not publish', async () => {

@@ -2,11 +2,20 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { SessionSyncOptions, SyncLogger } from './session-sync-options.js';
 import { applyStored, applyStreamMessage } from './sync-apply.js';
-import type { WireEntry } from './sync-message.js';
+import { decodeActivity, type WireEntry } from './sync-message.js';
 import { SyncMetrics } from './sync-metrics.js';
 import { SyncPublisher } from './sync-publisher.js';
 import { cleanupExpired, syncConnections } from './sync-redis.js';
-import { Scope, type ScopeKeys, type SyncChannel, type SyncScope, type SyncTarget, scopeKeys } from './sync-scope.js';
+import {
+  activityKey,
+  Scope,
+  type ScopeKeys,
+  type SyncChannel,
+  type SyncScope,
+  type SyncTarget,
+  scopeId,
+  scopeKeys,
+} from './sync-scope.js';
 
 export type { SessionSyncOptions, SyncLogger } from './session-sync-options.js';
 export type { SyncEntry, SyncKind } from './sync-message.js';
@@ -20,7 +29,18 @@ export type { SyncChannel, SyncScope, SyncTarget } from './sync-scope.js';
  * harmless because applying an entry is idempotent. Publishing is batched per scope, pipelined and never
  * blocks forwarding: while Redis is down entries are counted as unpublished, and when it returns every
  * scope is reloaded and the node's live tables are republished in full.
+ *
+ * Following is driven by one more stream per deployment, the activity stream: each flush ends with a notice
+ * naming the scopes it wrote to. A node blocks on that stream alone and then reads only the streams named,
+ * so an entry costs the same on a node following 10 scopes as on one following 10,000 (a blocking read over
+ * every stream sent and watched them all at each wake-up). Every `sweepMs` all streams are read as well:
+ * that catches the entries of a node that writes no notices (an older version) and notices trimmed before
+ * a slow reader saw them.
  */
+/** Streams one read of due scopes names, at most. */
+const READ_STREAMS = 500;
+/** Messages read per stream at once; a stream that gave this many stays due. */
+const READ_COUNT = 1000;
 /** Scopes loaded in one transaction, at most. */
 const LOAD_BATCH = 256;
 /** Listeners a load's log line names; the rest are counted (each is named at debug). */
@@ -42,6 +62,7 @@ export class SessionSync {
   private prefixWarned = false;
   private readonly loadTimeoutMs: number;
   private readonly blockMs: number;
+  private readonly sweepMs: number;
   private readonly cleanupIntervalMs: number;
   private readonly log: SyncLogger;
   private readonly cmd: Redis;
@@ -50,6 +71,14 @@ export class SessionSync {
   private readonly scopes = new Map<string, Scope>();
   private readonly byStream = new Map<string, Scope>();
   private readonly loadQueue: QueuedLoad[] = [];
+  /** Scopes to read without waiting: named by a notice, just loaded, or left with more to read. */
+  private readonly due = new Set<Scope>();
+  /** The rest of a sweep, read after the due ones. */
+  private readonly sweeping = new Set<Scope>();
+  /** This node's place in the activity stream: taken before any scope loads (at connect, at a prefix change). */
+  private activityId: string | undefined;
+  private takingCursor = false;
+  private sweptAt = 0;
   private timers: NodeJS.Timeout[] = [];
   private started = false;
   private closed = false;
@@ -67,12 +96,13 @@ export class SessionSync {
     this.refreshMs = options.refreshMs ?? 5_000;
     this.loadTimeoutMs = options.loadTimeoutMs ?? 2_000;
     this.blockMs = options.blockMs ?? 1000;
+    this.sweepMs = options.sweepMs ?? 5_000;
     this.cleanupIntervalMs = options.cleanupIntervalMs ?? 5_000;
     this.metrics = new SyncMetrics(options.registry, () => this.scopes.values());
     const redis = syncConnections(options.url, this.origin);
     this.cmd = redis.cmd;
     this.reader = redis.reader;
-    this.publisher = new SyncPublisher(this.cmd, () => this.scopes.values(), {
+    this.publisher = new SyncPublisher(this.cmd, {
       origin: this.origin,
       now: this.now,
       log: this.log,
@@ -81,6 +111,7 @@ export class SessionSync {
       maxInFlight: options.maxInFlight ?? 4,
       maxPending: options.maxPending ?? 200_000,
       streamMaxLen: options.streamMaxLen ?? 10_000,
+      activityKey: () => activityKey(this.prefix),
     });
     for (const r of [this.cmd, this.reader]) r.on('error', () => undefined); // state changes are logged below
     this.cmd.on('ready', () => this.onReady());
@@ -105,6 +136,7 @@ export class SessionSync {
       return;
     }
     this.prefix = prefix;
+    if (this.cmd.status === 'ready') this.takeActivityCursor();
   }
 
   /** The key prefix in use. */
@@ -119,7 +151,7 @@ export class SessionSync {
    * bounded either way.
    */
   attach(scope: SyncScope, target: SyncTarget): SyncChannel {
-    const id = `${scope.tenantId}:${scope.listenerId}`;
+    const id = scopeId(scope);
     this.scopes.get(id)?.detach();
     const s = new Scope(this, scope, target, this.prefix);
     this.scopes.set(id, s);
@@ -166,8 +198,9 @@ export class SessionSync {
     s.attached = false;
     s.following = false;
     this.publisher.forget(s);
-    const id = `${s.scope.tenantId}:${s.scope.listenerId}`;
-    if (this.scopes.get(id) === s) this.scopes.delete(id);
+    this.due.delete(s);
+    this.sweeping.delete(s);
+    if (this.scopes.get(s.id) === s) this.scopes.delete(s.id);
     if (this.byStream.get(s.stream) === s) this.byStream.delete(s.stream);
   }
 
@@ -189,7 +222,9 @@ export class SessionSync {
     // only the scopes not loaded and not loading. (Treating it as a reconnect reloaded and republished every
     // scope, thousands on a big node, each time one new listener was still loading.)
     const retry = setInterval(() => {
-      if (this.cmd.status !== 'ready' || this.resyncing !== undefined) return;
+      if (this.cmd.status !== 'ready') return;
+      if (this.activityId === undefined) this.takeActivityCursor();
+      if (this.resyncing !== undefined) return;
       for (const s of this.scopes.values()) {
         if (!s.following && s.loading === undefined) this.loadOnce(s).catch(() => undefined);
       }
@@ -227,6 +262,7 @@ export class SessionSync {
       { resync: again },
       again ? 'session sync: Redis is back, resyncing' : 'session sync: Redis connected',
     );
+    this.takeActivityCursor(); // sent before the loads below, on the same connection
     this.resyncing = this.resyncAll(again).finally(() => {
       this.resyncing = undefined;
     });
@@ -320,6 +356,8 @@ export class SessionSync {
         if (malformed > 0) s.m.malformed.inc(malformed);
         s.lastId = (last as [string, string[]][])[0]?.[0] ?? '0-0';
         s.following = true;
+        // A notice naming it may have been read while it loaded, and passed over.
+        this.due.add(s);
         total.entries += applied;
         total.malformed += malformed;
         loaded.push(s.scope.listenerId);
@@ -337,43 +375,120 @@ export class SessionSync {
     );
   }
 
-  /** The follow loop: one blocking XREAD over every loaded scope, on its own connection. */
+  /**
+   * Takes this node's place in the activity stream: its last id. Every scope already following is read once
+   * then, as notices before that place are not read.
+   */
+  private takeActivityCursor(): void {
+    if (this.takingCursor) return;
+    this.takingCursor = true;
+    this.activityId = undefined;
+    const key = activityKey(this.prefix);
+    this.cmd
+      .xrevrange(key, '+', '-', 'COUNT', 1)
+      .then(
+        (last) => {
+          if (key !== activityKey(this.prefix)) return;
+          this.activityId = last[0]?.[0] ?? '0-0';
+          for (const s of this.scopes.values()) if (s.following) this.due.add(s);
+        },
+        () => undefined, // taken again by the retry timer
+      )
+      .finally(() => {
+        this.takingCursor = false;
+      });
+  }
+
+  /** The follow loop, on its own connection: the due scopes' streams, else a blocking read of the notices. */
   private async follow(): Promise<void> {
     while (!this.closed) {
-      const scopes = [...this.scopes.values()].filter((s) => s.following);
-      if (this.reader.status !== 'ready' || scopes.length === 0) {
+      if (this.reader.status !== 'ready' || this.activityId === undefined) {
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
-      let res: [string, [string, string[]][]][] | null;
+      if (this.now() - this.sweptAt >= this.sweepMs) {
+        this.sweptAt = this.now();
+        for (const s of this.scopes.values()) if (s.following) this.sweeping.add(s);
+      }
       try {
-        res = (await this.reader.xread(
-          'COUNT',
-          1000,
-          'BLOCK',
-          this.blockMs,
-          'STREAMS',
-          ...scopes.map((s) => s.stream),
-          ...scopes.map((s) => s.lastId),
-        )) as [string, [string, string[]][]][] | null;
+        if (this.due.size > 0) await this.readStreams(this.due);
+        else if (this.sweeping.size === 0) await this.readActivity(this.activityId, this.blockFor());
+        // Between two parts of a sweep, the notices: a stream they name is read before the sweep goes on.
+        else if (!(await this.readActivity(this.activityId, 0))) await this.readStreams(this.sweeping);
       } catch {
         await new Promise((r) => setTimeout(r, 50));
-        continue;
       }
-      if (res === null) continue;
-      const now = this.now();
-      for (const [stream, messages] of res) {
-        const s = this.byStream.get(stream);
-        if (s === undefined || !s.following) continue;
-        for (const [id, fields] of messages) {
-          s.lastId = id;
-          const got = applyStreamMessage(fields, this.origin, s.target, now, (ms) =>
-            this.metrics.lag.observe(Math.max(0, ms) / 1000),
-          );
-          if (got.malformed > 0) s.m.malformed.inc(got.malformed);
-          if (got.applied > 0) s.m.applied.inc(got.applied);
+    }
+  }
+
+  /** How long a wait for notices may block: blockMs, or until the next sweep. */
+  private blockFor(): number {
+    return Math.max(1, Math.min(this.blockMs, this.sweptAt + this.sweepMs - this.now()));
+  }
+
+  /**
+   * Reads the notices after `from`, waiting up to `blockMs` for one (0: not at all), and makes the scopes
+   * they name due. True if it made any due.
+   */
+  private async readActivity(from: string, blockMs: number): Promise<boolean> {
+    const key = activityKey(this.prefix);
+    const res =
+      blockMs > 0
+        ? await this.reader.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, from)
+        : await this.reader.xread('COUNT', 1000, 'STREAMS', key, from);
+    if (res === null || this.activityId !== from) return false; // the place was taken again meanwhile
+    for (const [, messages] of res) {
+      for (const [id, fields] of messages) {
+        this.activityId = id;
+        for (const named of decodeActivity(fields)) {
+          const s = this.scopes.get(named);
+          if (s?.following) this.due.add(s);
         }
       }
+    }
+    return this.due.size > 0;
+  }
+
+  /**
+   * Reads up to READ_STREAMS streams of `from` (the due scopes or the sweep) at once, without waiting; one
+   * with more to read becomes due.
+   */
+  private async readStreams(from: Set<Scope>): Promise<void> {
+    const scopes: Scope[] = [];
+    for (const s of from) {
+      from.delete(s);
+      if (s.following) scopes.push(s);
+      if (scopes.length === READ_STREAMS) break;
+    }
+    if (scopes.length === 0) return;
+    this.metrics.streamReads.inc(scopes.length);
+    let res: [string, [string, string[]][]][] | null;
+    try {
+      res = (await this.reader.xread(
+        'COUNT',
+        READ_COUNT,
+        'STREAMS',
+        ...scopes.map((s) => s.stream),
+        ...scopes.map((s) => s.lastId),
+      )) as [string, [string, string[]][]][] | null;
+    } catch (err) {
+      for (const s of scopes) from.add(s);
+      throw err;
+    }
+    if (res === null) return;
+    const now = this.now();
+    for (const [stream, messages] of res) {
+      const s = this.byStream.get(stream);
+      if (s === undefined || !s.following) continue;
+      for (const [id, fields] of messages) {
+        s.lastId = id;
+        const got = applyStreamMessage(fields, this.origin, s.target, now, (ms) =>
+          this.metrics.lag.observe(Math.max(0, ms) / 1000),
+        );
+        if (got.malformed > 0) s.m.malformed.inc(got.malformed);
+        if (got.applied > 0) s.m.applied.inc(got.applied);
+      }
+      if (messages.length === READ_COUNT) this.due.add(s);
     }
   }
 

@@ -34,6 +34,27 @@ export type StoredEntry = Static<typeof StoredEntry>;
 export const STREAM_FIELD_ORIGIN = 'o';
 export const STREAM_FIELD_DATA = 'd';
 
+/**
+ * The deployment's activity stream (see SessionSync): each message's `s` field is a JSON array of the scope
+ * ids ({@link scopeId}) one flush wrote to, so a reader reads those streams and not every one it follows.
+ */
+export const ACTIVITY_FIELD = 's';
+const activityCheck = TypeCompiler.Compile(Type.Array(Type.String({ maxLength: 400 }), { maxItems: 100_000 }));
+
+/** The scope ids an activity message names; none when it is malformed (the sweep still reads every stream). */
+export function decodeActivity(fields: string[]): string[] {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] !== ACTIVITY_FIELD) continue;
+    try {
+      const ids: unknown = JSON.parse(fields[i + 1]!);
+      return activityCheck.Check(ids) ? ids : [];
+    } catch {
+      return [];
+    }
+  }
+  return [];
+}
+
 const wireCheck = TypeCompiler.Compile(WireEntry);
 const storedCheck = TypeCompiler.Compile(StoredEntry);
 

@@ -17,6 +17,7 @@ export class SyncMetrics {
   private readonly unpublished: Counter<'listener'>;
   private readonly malformed: Counter<'listener'>;
   readonly resyncs: Counter;
+  readonly streamReads: Counter;
   readonly lag: Histogram;
   readonly redisUp: Gauge;
 
@@ -38,6 +39,11 @@ export class SyncMetrics {
     this.resyncs = new Counter({
       name: 'slb_session_sync_resyncs_total',
       help: 'Full resyncs (reload from Redis and republish of the local tables) after Redis was away',
+      registers,
+    });
+    this.streamReads = new Counter({
+      name: 'slb_session_sync_stream_reads_total',
+      help: "Scopes' streams read: those named by activity notices, and every one at each sweep",
       registers,
     });
     this.lag = new Histogram({

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { SyncLogger } from './session-sync-options.js';
-import { hashField, STREAM_FIELD_DATA, STREAM_FIELD_ORIGIN, type WireEntry } from './sync-message.js';
+import { ACTIVITY_FIELD, hashField, STREAM_FIELD_DATA, STREAM_FIELD_ORIGIN, type WireEntry } from './sync-message.js';
 import type { Scope } from './sync-scope.js';
 
 export interface SyncPublisherOptions {
@@ -14,7 +14,14 @@ export interface SyncPublisherOptions {
   readonly maxInFlight: number;
   readonly maxPending: number;
   readonly streamMaxLen: number;
+  /** The deployment's activity stream (see SessionSync), named at each flush: the prefix can still change. */
+  readonly activityKey: () => string;
 }
+
+/** Approximate length of the activity stream: notices a reader that fell this far behind finds by its sweep. */
+const ACTIVITY_MAXLEN = 100_000;
+/** The activity stream outlives the last writer by an hour. */
+const ACTIVITY_TTL_MS = 3_600_000;
 
 /**
  * The publishing half of session sync: entries wait per scope, are written in batches (one pipeline for
@@ -23,6 +30,8 @@ export interface SyncPublisherOptions {
  */
 export class SyncPublisher {
   private pendingCount = 0;
+  /** Scopes with entries waiting: a flush visits these, not every scope of a node with thousands. */
+  private readonly waiting = new Set<Scope>();
   private inFlight = 0;
   private flushTimer: NodeJS.Timeout | undefined;
   private flushSoon = false;
@@ -30,7 +39,6 @@ export class SyncPublisher {
 
   constructor(
     private readonly cmd: Redis,
-    private readonly scopes: () => Iterable<Scope>,
     private readonly o: SyncPublisherOptions,
   ) {}
 
@@ -45,6 +53,7 @@ export class SyncPublisher {
       return;
     }
     s.pending.push(w);
+    this.waiting.add(s);
     this.pendingCount++;
     if (s.pending.length >= this.o.maxBatch) this.scheduleFlush(true);
     else this.scheduleFlush(false);
@@ -54,6 +63,7 @@ export class SyncPublisher {
   forget(s: Scope): void {
     this.pendingCount -= s.pending.length;
     s.pending = [];
+    this.waiting.delete(s);
   }
 
   /** Stops scheduling writes (a flush already running completes). */
@@ -83,7 +93,7 @@ export class SyncPublisher {
   async flush(): Promise<void> {
     if (this.pendingCount === 0) return;
     if (this.cmd.status !== 'ready') {
-      for (const s of this.scopes()) this.dropPending(s);
+      for (const s of this.waiting) this.dropPending(s);
       return;
     }
     if (this.inFlight >= this.o.maxInFlight) {
@@ -92,9 +102,9 @@ export class SyncPublisher {
     }
     const p = this.cmd.pipeline();
     const sent: { s: Scope; n: number }[] = [];
-    for (const s of this.scopes()) {
-      if (s.pending.length === 0) continue;
+    for (const s of this.waiting) {
       const batch = s.pending.splice(0, this.o.maxBatch);
+      if (s.pending.length === 0) this.waiting.delete(s);
       this.pendingCount -= batch.length;
       sent.push({ s, n: batch.length });
       const hashArgs: string[] = [];
@@ -128,6 +138,10 @@ export class SyncPublisher {
       p.pexpire(s.hash, ttl);
       p.pexpire(s.expiry, ttl);
     }
+    // After the scopes' writes, in the same pipeline: a reader that sees the notice finds what it names.
+    const activity = this.o.activityKey();
+    p.xadd(activity, 'MAXLEN', '~', ACTIVITY_MAXLEN, '*', ACTIVITY_FIELD, JSON.stringify(sent.map(({ s }) => s.id)));
+    p.pexpire(activity, ACTIVITY_TTL_MS);
     this.inFlight++;
     try {
       const res = await p.exec();
@@ -148,5 +162,6 @@ export class SyncPublisher {
     s.m.unpublished.inc(s.pending.length);
     this.pendingCount -= s.pending.length;
     s.pending = [];
+    this.waiting.delete(s);
   }
 }

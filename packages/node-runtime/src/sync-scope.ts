@@ -27,6 +27,16 @@ export interface SyncChannel {
   detach(): void;
 }
 
+/** A scope's name within a deployment: its key in a node's table of scopes and in activity notices. */
+export function scopeId(scope: SyncScope): string {
+  return `${scope.tenantId}:${scope.listenerId}`;
+}
+
+/** The deployment's activity stream under `prefix` (see SessionSync). */
+export function activityKey(prefix: string): string {
+  return `${prefix}:activity`;
+}
+
 /** A scope's three Redis keys (see SessionSync). */
 export interface ScopeKeys {
   readonly stream: string;
@@ -51,6 +61,7 @@ export interface ScopeHost {
 
 /** One attached scope: its keys, its place in the stream, and what it has waiting to be published. */
 export class Scope implements SyncChannel, ScopeKeys {
+  readonly id: string;
   readonly stream: string;
   readonly hash: string;
   readonly expiry: string;
@@ -79,6 +90,7 @@ export class Scope implements SyncChannel, ScopeKeys {
     readonly target: SyncTarget,
     prefix: string,
   ) {
+    this.id = scopeId(scope);
     const keys = scopeKeys(prefix, scope);
     this.stream = keys.stream;
     this.hash = keys.hash;
