@@ -149,6 +149,12 @@ describe('SessionSync (real Redis)', () => {
     expect((await reads()) - before).toBeLessThan(20 + 1_001 + 1);
     expect((await reads()) - before).toBeGreaterThanOrEqual(20);
 
+    // One flush to more scopes than a notice names: it says "all", and every one arrives.
+    const many = idle.slice(0, 300).map((sc) => a.s.attach(sc, new Table()));
+    await Promise.all(many.map((c) => c.ready));
+    for (const c of many) c.publish('persist', '10.2.0.1', 'srv-many', 60_000);
+    await vi.waitUntil(() => idleTables.slice(0, 300).every((t) => t.got.has('persist|10.2.0.1')), POLL);
+
     // A node that writes no notices (an older version) still reaches this one, by the sweep.
     await admin.xadd(
       b.keys(idle[7]!).stream,

@@ -440,10 +440,9 @@ export class SessionSync {
     for (const [, messages] of res) {
       for (const [id, fields] of messages) {
         this.activityId = id;
-        for (const named of decodeActivity(fields)) {
-          const s = this.scopes.get(named);
-          if (s?.following) this.due.add(s);
-        }
+        const named = decodeActivity(fields);
+        const scopes = named === '*' ? this.scopes.values() : named.map((id) => this.scopes.get(id));
+        for (const s of scopes) if (s?.following) this.due.add(s);
       }
     }
     return this.due.size > 0;

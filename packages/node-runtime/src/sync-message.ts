@@ -36,13 +36,26 @@ export const STREAM_FIELD_DATA = 'd';
 
 /**
  * The deployment's activity stream (see SessionSync): each message's `s` field is a JSON array of the scope
- * ids ({@link scopeId}) one flush wrote to, so a reader reads those streams and not every one it follows.
+ * ids ({@link scopeId}) one flush wrote to, so a reader reads those streams and not every one it follows;
+ * or, for a flush that wrote to more than {@link ACTIVITY_MAX_NAMED}, `"*"`: read them all.
  */
 export const ACTIVITY_FIELD = 's';
-const activityCheck = TypeCompiler.Compile(Type.Array(Type.String({ maxLength: 400 }), { maxItems: 100_000 }));
+/** Scopes a notice names at most, so the stream's size stays bounded whatever a flush wrote. */
+export const ACTIVITY_MAX_NAMED = 256;
+const activityCheck = TypeCompiler.Compile(
+  Type.Union([Type.Array(Type.String({ maxLength: 400 }), { maxItems: ACTIVITY_MAX_NAMED }), Type.Literal('*')]),
+);
 
-/** The scope ids an activity message names; none when it is malformed (the sweep still reads every stream). */
-export function decodeActivity(fields: string[]): string[] {
+/** The notice's value for the scopes a flush wrote to. */
+export function encodeActivity(ids: string[]): string {
+  return JSON.stringify(ids.length > ACTIVITY_MAX_NAMED ? '*' : ids);
+}
+
+/**
+ * The scope ids an activity message names, or '*' for every scope; none when it is malformed (the sweep
+ * still reads every stream).
+ */
+export function decodeActivity(fields: string[]): string[] | '*' {
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i] !== ACTIVITY_FIELD) continue;
     try {

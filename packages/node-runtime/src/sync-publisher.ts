@@ -1,6 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { SyncLogger } from './session-sync-options.js';
-import { ACTIVITY_FIELD, hashField, STREAM_FIELD_DATA, STREAM_FIELD_ORIGIN, type WireEntry } from './sync-message.js';
+import {
+  ACTIVITY_FIELD,
+  encodeActivity,
+  hashField,
+  STREAM_FIELD_DATA,
+  STREAM_FIELD_ORIGIN,
+  type WireEntry,
+} from './sync-message.js';
 import type { Scope } from './sync-scope.js';
 
 export interface SyncPublisherOptions {
@@ -18,8 +25,11 @@ export interface SyncPublisherOptions {
   readonly activityKey: () => string;
 }
 
-/** Approximate length of the activity stream: notices a reader that fell this far behind finds by its sweep. */
-const ACTIVITY_MAXLEN = 100_000;
+/**
+ * Approximate length of the activity stream (with ACTIVITY_MAX_NAMED, at most a few tens of MB): a reader
+ * that falls further behind misses notices, and its sweep reads what they named.
+ */
+const ACTIVITY_MAXLEN = 5_000;
 /** The activity stream outlives the last writer by an hour. */
 const ACTIVITY_TTL_MS = 3_600_000;
 
@@ -140,7 +150,7 @@ export class SyncPublisher {
     }
     // After the scopes' writes, in the same pipeline: a reader that sees the notice finds what it names.
     const activity = this.o.activityKey();
-    p.xadd(activity, 'MAXLEN', '~', ACTIVITY_MAXLEN, '*', ACTIVITY_FIELD, JSON.stringify(sent.map(({ s }) => s.id)));
+    p.xadd(activity, 'MAXLEN', '~', ACTIVITY_MAXLEN, '*', ACTIVITY_FIELD, encodeActivity(sent.map(({ s }) => s.id)));
     p.pexpire(activity, ACTIVITY_TTL_MS);
     this.inFlight++;
     try {
