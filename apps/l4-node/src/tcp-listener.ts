@@ -9,6 +9,7 @@ import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
 import { ConntrackGauge, type L4Metrics, type ListenerMetrics } from './metrics.js';
 import { RawServer, type RawSocket } from './raw-tcp.js';
+import { listenerSweeper } from './sweeper.js';
 import { type SessionHost, TcpSession } from './tcp-session.js';
 
 export interface ListenerDeps {
@@ -63,7 +64,7 @@ export class TcpListener implements SessionHost {
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
   readonly sync: ListenerSync;
   private readonly servers: RawServer[] = [];
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private stopSweep: (() => void) | undefined;
   cfg!: ResolvedListener;
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_S * 1000;
   maxAttempts = DEFAULT_MAX_CONNECT_ATTEMPTS;
@@ -127,8 +128,8 @@ export class TcpListener implements SessionHost {
       bound.port = a.port;
       bound.addr = net.isIP(host) !== 0 && !WILDCARDS.has(a.address) ? a.address : undefined;
     }
-    this.sweepTimer = setInterval(() => this.sweep(), 1000);
-    this.sweepTimer.unref();
+    this.stopSweep?.(); // a start after a failed one adds no second sweep
+    this.stopSweep = listenerSweeper.add(() => this.sweep());
   }
 
   /** Client connections still open (shutdown waits for 0). */
@@ -159,7 +160,7 @@ export class TcpListener implements SessionHost {
     for (const s of this.servers) s.close();
     this.fds.give(this.servers.length);
     this.servers.length = 0;
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.stopSweep?.();
     this.sync.stop();
     this.pool.drainAll(drainTimeoutMs);
     const cut = (): void => {

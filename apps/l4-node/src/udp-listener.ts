@@ -7,6 +7,7 @@ import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS } from './conne
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync, peerFlowKey } from './listener-sync.js';
 import { ConntrackGauge, type ListenerMetrics } from './metrics.js';
+import { listenerSweeper } from './sweeper.js';
 import type { ListenerDeps, ResolvedListener } from './tcp-listener.js';
 
 /** Datagrams held per new flow while its upstream socket connects; more are dropped. */
@@ -163,7 +164,7 @@ export class UdpListener {
   conntrack: ConnTrackTable<UdpFlow>;
   readonly sync: ListenerSync;
   private readonly sockets: dgram.Socket[] = [];
-  private sweepTimer: NodeJS.Timeout | undefined;
+  private stopSweep: (() => void) | undefined;
   cfg!: ResolvedListener;
   /** Concurrent flows (each holds a socket, i.e. a file descriptor); new ones beyond it are refused. */
   maxFlows = DEFAULT_LISTENER_MAX_CONNECTIONS;
@@ -263,15 +264,15 @@ export class UdpListener {
       const dstAddr = host;
       socket.on('message', (msg, rinfo) => this.onMessage(socket, index, dstAddr, msg, rinfo));
     }
-    this.sweepTimer = setInterval(() => {
+    this.stopSweep?.(); // a start after a failed one adds no second sweep
+    this.stopSweep = listenerSweeper.add(() => {
       const now = this.deps.now();
       this.conntrack.sweep(now);
       this.pool.sweep(now);
       this.sync.sweep(now);
       for (const [, flow] of this.conntrack.values()) flow.flushBytes();
       this.conntrackGauge.report(this.conntrack.size);
-    }, 1000);
-    this.sweepTimer.unref();
+    });
   }
 
   /** Flows still open. */
@@ -288,7 +289,7 @@ export class UdpListener {
    * receive from nor answer its client, so there is nothing left to drain.
    */
   stop(_drainTimeoutMs = 0): void {
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.stopSweep?.();
     this.sync.stop();
     this.pool.drainAll(0);
     for (const [key] of [...this.conntrack.values()]) this.conntrack.delete(key);
