@@ -178,7 +178,7 @@ describe('SessionSync (real Redis)', () => {
     expect(await metric(d.registry, 'slb_session_sync_redis_up')).toBe(0);
   });
 
-  it('loads the scopes attached together in a few transactions; a scope that cannot be read fails alone', async () => {
+  it('loads the scopes attached together in a few scripts; a scope that cannot be read fails alone', async () => {
     const a = make('node-a');
     const scopes = Array.from({ length: 300 }, (_, i) => ({ tenantId: 'tnt-b', listenerId: `lsn-batch-${i}` }));
     const channels = scopes.map((sc) => a.s.attach(sc, new Table()));
@@ -210,13 +210,17 @@ describe('SessionSync (real Redis)', () => {
     expect(got[300]).toBe(false);
     for (const [i, t] of tables.entries())
       expect(t.got.get(`persist|10.0.${i >> 8}.${i & 255}`)?.serverId).toBe(`srv-${i}`);
-    // Two transactions of at most 256 scopes, not one per scope; each line counts what it loaded.
+    // Two scripts of at most 256 scopes, not one transaction per scope; each line counts what it loaded.
     expect(lines.length).toBeLessThanOrEqual(2);
     expect(lines.reduce((n, l) => n + l.scopes, 0)).toBe(300);
     expect(lines.reduce((n, l) => n + l.entries, 0)).toBe(300);
     expect(lines.reduce((n, l) => n + l.failed, 0)).toBe(1);
     expect(lines.every((l) => l.listeners.length <= 10 && !l.listeners.includes('lsn-batch-bad'))).toBe(true);
     expect(await metric(registry, 'slb_session_sync_applied_total')).toBe(300);
+    // A series per table holding something: the bad scope's empty table has none.
+    const sizes = await registry.getSingleMetric('slb_session_sync_table_entries')?.get();
+    expect(sizes?.values).toHaveLength(300);
+    expect(sizes?.values.some((v) => v.labels.listener === 'lsn-batch-bad')).toBe(false);
   });
 
   it('retries only a scope whose load failed, without reloading the others or resyncing', async () => {

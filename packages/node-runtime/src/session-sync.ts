@@ -5,7 +5,7 @@ import { applyStored, applyStreamMessage } from './sync-apply.js';
 import { decodeActivity, type WireEntry } from './sync-message.js';
 import { SyncMetrics } from './sync-metrics.js';
 import { SyncPublisher } from './sync-publisher.js';
-import { cleanupExpired, syncConnections } from './sync-redis.js';
+import { cleanupExpired, type LoadedScope, loadScopes, syncConnections } from './sync-redis.js';
 import {
   activityKey,
   Scope,
@@ -41,7 +41,7 @@ export type { SyncChannel, SyncScope, SyncTarget } from './sync-scope.js';
 const READ_STREAMS = 500;
 /** Messages read per stream at once; a stream that gave this many stays due. */
 const READ_COUNT = 1000;
-/** Scopes loaded in one transaction, at most. */
+/** Scopes loaded by one script, at most. */
 const LOAD_BATCH = 256;
 /** Listeners a load's log line names; the rest are counted (each is named at debug). */
 const LOGGED_LISTENERS = 10;
@@ -312,28 +312,28 @@ export class SessionSync {
   }
 
   /**
-   * One transaction per LOAD_BATCH scopes, not per scope: a node joining with thousands of listeners
-   * otherwise wrote thousands of transactions, one socket write and one log line each.
+   * One script per LOAD_BATCH scopes, not a transaction per scope: a node joining with thousands of
+   * listeners otherwise wrote thousands of transactions, one socket write and one log line each.
    */
   private loadQueued(): void {
     while (this.loadQueue.length > 0) void this.loadBatch(this.loadQueue.splice(0, LOAD_BATCH));
   }
 
   /**
-   * Reads each scope's last stream id and its hash in one transaction, applies the live entries, and
-   * follows each stream from that id. A scope whose reads fail (a key of the wrong type) fails alone.
+   * Reads each scope's last stream id and its hash in one script, applies the live entries, and follows
+   * each stream from that id. A scope whose reads fail (a key of the wrong type) fails alone.
    */
   private async loadBatch(batch: QueuedLoad[]): Promise<void> {
     const started = this.now();
     const live = batch.filter((q) => q.s.attached);
     for (const q of batch) if (!q.s.attached) q.done();
     if (live.length === 0) return;
-    const tx = this.cmd.multi();
-    for (const { s } of live) tx.xrevrange(s.stream, '+', '-', 'COUNT', 1).hgetall(s.hash);
-    let res: [Error | null, unknown][] | null;
+    let res: LoadedScope[];
     try {
-      res = await tx.exec();
-      if (res === null) throw new Error('transaction aborted');
+      res = await loadScopes(
+        this.cmd,
+        live.map((q) => q.s),
+      );
     } catch (err) {
       for (const q of live) q.done(err as Error);
       return;
@@ -342,19 +342,17 @@ export class SessionSync {
     const total = { entries: 0, malformed: 0, failed: 0 };
     const loaded: string[] = [];
     for (const [i, { s, done }] of live.entries()) {
-      const [lastErr, last] = res[2 * i]!;
-      const [hashErr, hash] = res[2 * i + 1]!;
-      const failed = lastErr ?? hashErr;
-      if (failed !== null) {
+      const r = res[i]!;
+      if (!r.ok) {
         total.failed++;
-        done(failed);
+        done(r.err);
         continue;
       }
       if (s.attached) {
-        const { applied, malformed } = applyStored(hash as Record<string, string>, this.origin, s.target, now);
+        const { applied, malformed } = applyStored(r.values, this.origin, s.target, now);
         if (applied > 0) s.m.applied.inc(applied);
         if (malformed > 0) s.m.malformed.inc(malformed);
-        s.lastId = (last as [string, string[]][])[0]?.[0] ?? '0-0';
+        s.lastId = r.lastId;
         s.following = true;
         // A notice naming it may have been read while it loaded, and passed over.
         this.due.add(s);
@@ -413,8 +411,10 @@ export class SessionSync {
       try {
         if (this.due.size > 0) await this.readStreams(this.due);
         else if (this.sweeping.size === 0) await this.readActivity(this.activityId, this.blockFor());
-        // Between two parts of a sweep, the notices: a stream they name is read before the sweep goes on.
-        else if (!(await this.readActivity(this.activityId, 0))) await this.readStreams(this.sweeping);
+        // Between two parts of a sweep, the notices: a stream they name is read before the sweep goes on. A
+        // notice read that fails (the key holds something else) does not stop the sweep.
+        else if (!(await this.readActivity(this.activityId, 0).catch(() => false)))
+          await this.readStreams(this.sweeping);
       } catch {
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -441,7 +441,7 @@ export class SessionSync {
       for (const [id, fields] of messages) {
         this.activityId = id;
         const named = decodeActivity(fields);
-        const scopes = named === '*' ? this.scopes.values() : named.map((id) => this.scopes.get(id));
+        const scopes = named === '*' ? this.scopes.values() : named.map((sid) => this.scopes.get(sid));
         for (const s of scopes) if (s?.following) this.due.add(s);
       }
     }

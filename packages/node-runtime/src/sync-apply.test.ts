@@ -55,7 +55,7 @@ describe("a scope's stored entries", () => {
       'flow|c': JSON.stringify(['me#1', 'flow', 'c', 'srv-3', 30_000, now]),
       'flow|d': 'not json',
     };
-    expect(applyStored(stored, 'me#1', t, now)).toEqual({ applied: 2, malformed: 1 });
+    expect(applyStored(Object.values(stored), 'me#1', t, now)).toEqual({ applied: 2, malformed: 1 });
     expect(t.got.map((e) => e.key)).toEqual(['a', 'b']);
   });
 });

@@ -18,11 +18,11 @@ export interface Applied {
   malformed: number;
 }
 
-/** Applies a scope's hash (the latest entry per kind and key), as read at load time. */
-export function applyStored(all: Record<string, string>, origin: string, target: SyncTarget, now: number): Applied {
+/** Applies a scope's hash (its values: the latest entry per kind and key), as read at load time. */
+export function applyStored(values: Iterable<string>, origin: string, target: SyncTarget, now: number): Applied {
   let applied = 0;
   let malformed = 0;
-  for (const text of Object.values(all)) {
+  for (const text of values) {
     const d = decodeStored(text);
     if (!d.ok) {
       malformed++;
