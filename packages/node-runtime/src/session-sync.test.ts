@@ -223,6 +223,34 @@ describe('SessionSync (real Redis)', () => {
     expect(sizes?.values.some((v) => v.labels.listener === 'lsn-batch-bad')).toBe(false);
   });
 
+  it('without Redis, many scopes wait on one timer and are served after the load timeout, in one log line', async () => {
+    const warned: { scopes: number; listeners: string[] }[] = [];
+    const logger = { ...silent, warn: (o: object, msg: string) => msg.endsWith('loaded') && warned.push(o as never) };
+    const d = new SessionSync({
+      url: 'redis://127.0.0.1:1',
+      prefix,
+      nodeId: 'node-d',
+      logger,
+      registry: new Registry(),
+      loadTimeoutMs: 300,
+    });
+    syncs.push(d);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const started = Date.now();
+    const ready = Array.from(
+      { length: 1_000 },
+      (_, i) => d.attach({ tenantId: 'tnt-d', listenerId: `lsn-d-${i}` }, new Table()).ready,
+    );
+    // The sync's own few timers, not one or two per scope.
+    expect(timers() - before).toBeLessThan(10);
+    expect(await Promise.all(ready)).toEqual(ready.map(() => false));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(warned.length).toBeLessThanOrEqual(2);
+    expect(warned.reduce((n, w) => n + w.scopes, 0)).toBe(1_000);
+    expect(warned[0]!.listeners).toHaveLength(10);
+  });
+
   it('retries only a scope whose load failed, without reloading the others or resyncing', async () => {
     const logs: string[] = [];
     const registry = new Registry();

@@ -41,6 +41,8 @@ export type { SyncChannel, SyncScope, SyncTarget } from './sync-scope.js';
 const READ_STREAMS = 500;
 /** Messages read per stream at once; a stream that gave this many stays due. */
 const READ_COUNT = 1000;
+/** How much later than its load timeout a scope may be served, so the scopes of one apply go in few rounds. */
+const READY_ROUND_MS = 100;
 /** Scopes loaded by one script, at most. */
 const LOAD_BATCH = 256;
 /** Listeners a load's log line names; the rest are counted (each is named at debug). */
@@ -78,6 +80,9 @@ export class SessionSync {
   /** This node's place in the activity stream: taken before any scope loads (at connect, at a prefix change). */
   private activityId: string | undefined;
   private takingCursor = false;
+  /** Scopes whose `ready` waits for their load, with when it stops waiting, in attach order. */
+  private readyBy: { s: Scope; by: number }[] = [];
+  private readyTimer: NodeJS.Timeout | undefined;
   private sweptAt = 0;
   private timers: NodeJS.Timeout[] = [];
   private started = false;
@@ -157,18 +162,10 @@ export class SessionSync {
     this.scopes.set(id, s);
     this.byStream.set(s.stream, s);
     this.start();
-    const loaded = this.cmd.status === 'ready' ? this.loadOnce(s) : this.waitLoaded(s);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((r) => {
-      timer = setTimeout(r, this.loadTimeoutMs);
-    });
-    s.ready = Promise.race([loaded.catch(() => undefined), timeout]).then(() => {
-      clearTimeout(timer);
-      if (!s.following && s.attached) {
-        this.log.warn({ listener: scope.listenerId }, 'session sync: serving before entries are loaded');
-      }
-      return s.following;
-    });
+    // Loaded now if Redis is up, else by the resync when it connects; served anyway after loadTimeoutMs.
+    if (this.cmd.status === 'ready') this.loadOnce(s).catch(() => undefined);
+    this.readyBy.push({ s, by: performance.now() + this.loadTimeoutMs });
+    this.scheduleReadyCheck();
     return s;
   }
 
@@ -179,6 +176,8 @@ export class SessionSync {
     this.closed = true;
     this.publisher.close();
     for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.readyTimer);
+    for (const { s } of this.readyBy.splice(0)) s.settle(s.following);
     this.cmd.disconnect();
     this.reader.disconnect();
     await this.readLoop;
@@ -197,6 +196,7 @@ export class SessionSync {
   detach(s: Scope): void {
     s.attached = false;
     s.following = false;
+    s.settle(false);
     this.publisher.forget(s);
     this.due.delete(s);
     this.sweeping.delete(s);
@@ -233,16 +233,37 @@ export class SessionSync {
     this.timers.push(rotate, cleanup, retry);
   }
 
-  private waitLoaded(s: Scope): Promise<void> {
-    return new Promise((resolve) => {
-      const check = setInterval(() => {
-        if (this.closed || s.following || !s.attached) {
-          clearInterval(check);
-          resolve();
-        }
-      }, 20);
-      check.unref();
-    });
+  /**
+   * Settles, as served before loading, the scopes whose load timeout passed: one timer for all of them (in
+   * attach order, so their deadlines are in order), not one each, and one log line per round of
+   * READY_ROUND_MS.
+   */
+  private scheduleReadyCheck(): void {
+    if (this.readyTimer !== undefined || this.readyBy.length === 0) return;
+    const wait = Math.max(0, this.readyBy[0]!.by - performance.now()) + READY_ROUND_MS;
+    this.readyTimer = setTimeout(() => {
+      this.readyTimer = undefined;
+      const now = performance.now();
+      let due = 0;
+      while (due < this.readyBy.length && this.readyBy[due]!.by <= now) due++;
+      this.serveUnloaded(this.readyBy.splice(0, due).map(({ s }) => s));
+      this.scheduleReadyCheck();
+    }, wait);
+  }
+
+  /** Settles the scopes still waiting as served before their entries were loaded, in one log line. */
+  private serveUnloaded(scopes: Scope[], err?: unknown): void {
+    const late: string[] = [];
+    for (const s of scopes) {
+      if (!s.waiting) continue;
+      if (s.attached && !this.closed) late.push(s.scope.listenerId);
+      s.settle(false);
+    }
+    if (late.length === 0) return;
+    this.log.warn(
+      { scopes: late.length, listeners: late.slice(0, LOGGED_LISTENERS), ...(err === undefined ? {} : { err }) },
+      'session sync: serving before entries are loaded',
+    );
   }
 
   private onDown(): void {
@@ -336,15 +357,21 @@ export class SessionSync {
       );
     } catch (err) {
       for (const q of live) q.done(err as Error);
+      this.serveUnloaded(
+        live.map((q) => q.s),
+        err,
+      );
       return;
     }
     const now = this.now();
     const total = { entries: 0, malformed: 0, failed: 0 };
     const loaded: string[] = [];
+    const failed: Scope[] = [];
     for (const [i, { s, done }] of live.entries()) {
       const r = res[i]!;
       if (!r.ok) {
         total.failed++;
+        failed.push(s);
         done(r.err);
         continue;
       }
@@ -354,6 +381,7 @@ export class SessionSync {
         if (malformed > 0) s.m.malformed.inc(malformed);
         s.lastId = r.lastId;
         s.following = true;
+        s.settle(true);
         // A notice naming it may have been read while it loaded, and passed over.
         this.due.add(s);
         total.entries += applied;
@@ -366,6 +394,8 @@ export class SessionSync {
       }
       done();
     }
+    // Retried by the retry timer; meanwhile served, as when Redis is slow.
+    this.serveUnloaded(failed);
     if (loaded.length === 0) return;
     this.log.info(
       { scopes: loaded.length, ...total, ms: this.now() - started, listeners: loaded.slice(0, LOGGED_LISTENERS) },

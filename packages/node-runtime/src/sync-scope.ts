@@ -73,7 +73,8 @@ export class Scope implements SyncChannel, ScopeKeys {
   /** The load in flight, so a retry never starts a second one. */
   loading: Promise<void> | undefined;
   attached = true;
-  ready: Promise<boolean> = Promise.resolve(false);
+  readonly ready: Promise<boolean>;
+  private settleReady: ((loaded: boolean) => void) | undefined;
   /** Longest entry timeout seen; the keys' TTL follows it. */
   keyTtlMs = 0;
   /** Latest expiry this node published here: until then its cleanup has something to remove. */
@@ -90,6 +91,9 @@ export class Scope implements SyncChannel, ScopeKeys {
     readonly target: SyncTarget,
     prefix: string,
   ) {
+    this.ready = new Promise((resolve) => {
+      this.settleReady = resolve;
+    });
     this.id = scopeId(scope);
     const keys = scopeKeys(prefix, scope);
     this.stream = keys.stream;
@@ -110,6 +114,17 @@ export class Scope implements SyncChannel, ScopeKeys {
     this.recent ??= new Map();
     this.recent.set(field, { sid: serverId, at: now });
     this.sync.enqueue(this, [kind, key, serverId, Math.max(1, Math.round(remainingMs)), now]);
+  }
+
+  /** Settles `ready` (the first call wins): loaded, or served without waiting any longer. */
+  settle(loaded: boolean): void {
+    this.settleReady?.(loaded);
+    this.settleReady = undefined;
+  }
+
+  /** Whether `ready` is still unsettled. */
+  get waiting(): boolean {
+    return this.settleReady !== undefined;
   }
 
   rotate(): void {
