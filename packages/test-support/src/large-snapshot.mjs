@@ -40,7 +40,9 @@ export function largeL4Snapshot({ version, listeners, backends, address, portBas
     generatedAt: new Date().toISOString(),
     listeners: [
       ...first,
-      ...Array.from({ length: listeners }, (_, n) => bulkListener(n, { address, port: portBase + n, backends, group, sessionSync })),
+      ...Array.from({ length: listeners }, (_, n) =>
+        bulkListener(n, { address, port: portBase + n, backends, group, sessionSync }),
+      ),
     ],
     l7Nodes: [],
   };
