@@ -228,25 +228,43 @@ function hasBareLf(buf: Buffer, from: number): boolean {
   return false;
 }
 
-/** A listener's fast connections: timeouts are swept twice a second rather than timed one by one. */
+/**
+ * A listener's fast connections: timeouts are swept twice a second rather than timed one by one. The sweep
+ * runs only while there are connections (it stops at the first tick that finds none), so a node's thousands
+ * of idle listeners hold no timer.
+ */
 export class FastConnections {
   private readonly conns = new Set<FastConnection>();
-  private readonly sweeper: NodeJS.Timeout;
+  private sweeper: NodeJS.Timeout | undefined;
 
-  constructor(sweepMs = 500) {
-    this.sweeper = setInterval(() => {
-      const now = performance.now();
-      for (const c of this.conns) c.tick(now);
-    }, sweepMs);
-    this.sweeper.unref();
-  }
+  constructor(private readonly sweepMs = 500) {}
 
   add(c: FastConnection): void {
     this.conns.add(c);
+    if (this.sweeper !== undefined) return;
+    this.sweeper = setInterval(() => {
+      if (this.conns.size === 0) {
+        this.stopSweeping();
+        return;
+      }
+      const now = performance.now();
+      for (const c of this.conns) c.tick(now);
+    }, this.sweepMs);
+    this.sweeper.unref();
   }
 
   delete(c: FastConnection): void {
     this.conns.delete(c);
+  }
+
+  /** Whether the sweep runs (for tests). */
+  get sweeping(): boolean {
+    return this.sweeper !== undefined;
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   closeIdle(): void {
@@ -254,7 +272,7 @@ export class FastConnections {
   }
 
   close(): void {
-    clearInterval(this.sweeper);
+    this.stopSweeping();
     for (const c of this.conns) c.socket.destroy();
     this.conns.clear();
   }
