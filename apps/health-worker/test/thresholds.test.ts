@@ -39,7 +39,8 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
   expect(await scheduler.sync()).toMatchObject({ total: 1, upserted: 1 });
 
   const row = () => t.db.select().from(serverHealth).all()[0];
-  await until('normal', () => row()?.status === 'normal');
+  // The worker reports a check after it records the transition, so the row can change first: wait for both.
+  await until('normal', () => row()?.status === 'normal' && reports.length >= 2);
   // The state starts abnormal (never checked); exactly the 2nd success flips it.
   expect(reports.map((r) => [r.ok, r.messages.length])).toEqual([
     [true, 0],
@@ -48,7 +49,7 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
   expect(reports[1]!.messages[0]).toMatchObject({ listenerId: l, serverId: s, status: 'normal' });
 
   await backend.stop();
-  await until('abnormal', () => row()?.status === 'abnormal');
+  await until('abnormal', () => row()?.status === 'abnormal' && reports.length >= 5);
   expect(reports.slice(2).map((r) => [r.ok, r.messages.length])).toEqual([
     [false, 0],
     [false, 0],
@@ -59,7 +60,7 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
   expect(row()).toMatchObject({ lastError: 'failed' });
 
   await backend.listen();
-  await until('normal again', () => row()?.status === 'normal');
+  await until('normal again', () => row()?.status === 'normal' && reports.length >= 7);
   expect(reports.slice(5).map((r) => [r.ok, r.messages.length])).toEqual([
     [true, 0],
     [true, 1],
