@@ -83,7 +83,8 @@ export class SessionSync {
   /** Scopes whose `ready` waits for their load, with when it stops waiting, in attach order. */
   private readyBy: { s: Scope; by: number }[] = [];
   private readyTimer: NodeJS.Timeout | undefined;
-  private sweptAt = 0;
+  /** When the last sweep began, on the monotonic clock (`now` is the entries' wall clock, and may be a test's). */
+  private sweptAt = Number.NEGATIVE_INFINITY;
   private timers: NodeJS.Timeout[] = [];
   private started = false;
   private closed = false;
@@ -434,8 +435,8 @@ export class SessionSync {
         await new Promise((r) => setTimeout(r, 20));
         continue;
       }
-      if (this.now() - this.sweptAt >= this.sweepMs) {
-        this.sweptAt = this.now();
+      if (performance.now() - this.sweptAt >= this.sweepMs) {
+        this.sweptAt = performance.now();
         for (const s of this.scopes.values()) if (s.following) this.sweeping.add(s);
       }
       try {
@@ -453,7 +454,7 @@ export class SessionSync {
 
   /** How long a wait for notices may block: blockMs, or until the next sweep. */
   private blockFor(): number {
-    return Math.max(1, Math.min(this.blockMs, this.sweptAt + this.sweepMs - this.now()));
+    return Math.max(1, Math.min(this.blockMs, this.sweptAt + this.sweepMs - performance.now()));
   }
 
   /**
