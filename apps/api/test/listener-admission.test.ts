@@ -48,3 +48,36 @@ it(`refuses the listener after the fleet's ${MAX_LISTENERS_PER_NODE}th, and take
   expect((await call(t.app, token, 'DELETE', `${base}/${last.body.id}`)).status).toBe(204);
   expect((await call(t.app, token, 'POST', base, { protocol: 'udp', port: 54, serverGroupId: sgId })).status).toBe(201);
 });
+
+it("reads the fleet's listener count from the row usage_counts keeps, not by counting the fleet", async () => {
+  // Its own app: the test above leaves the fleet full.
+  const fresh = await makeApp();
+  try {
+    const { token } = await newTenant(fresh.app);
+    const { lbId, sgId } = await newLoadBalancer(fresh.app, token);
+    const create = (port: number) =>
+      call(fresh.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
+        protocol: 'tcp',
+        port,
+        serverGroupId: sgId,
+      });
+    expect((await create(1999)).status).toBe(201);
+    const sqlite = fresh.app.store.sqlite;
+    const kept = () =>
+      (
+        sqlite.prepare("SELECT used FROM usage_counts WHERE scope = '*' AND name = 'listeners'").get() as {
+          used: number;
+        }
+      ).used;
+    const setKept = (n: number) =>
+      sqlite.prepare("UPDATE usage_counts SET used = ? WHERE scope = '*' AND name = 'listeners'").run(n);
+    const before = kept();
+    setKept(MAX_LISTENERS_PER_NODE);
+    expect((await create(2000)).status).toBe(409);
+    setKept(before);
+    expect((await create(2000)).status).toBe(201);
+    expect(kept()).toBe(before + 1);
+  } finally {
+    fresh.close();
+  }
+});

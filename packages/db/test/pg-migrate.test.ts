@@ -42,6 +42,7 @@ describe.skipIf(!reachable)('PostgreSQL migrations', () => {
         'tenant_quotas',
         'tenants',
         'tokens',
+        'usage_counts',
       ]);
       const partial = await db.execute<{ indexdef: string }>(
         sql`SELECT indexdef FROM pg_indexes WHERE indexname = 'listeners_l7_port_uq'`,

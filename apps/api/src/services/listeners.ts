@@ -8,7 +8,7 @@ import {
   transportOf,
   type UpdateListener,
 } from '@slb/model';
-import { and, asc, count, eq, inArray } from 'drizzle-orm';
+import { and, asc, eq, inArray } from 'drizzle-orm';
 import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { backendPortsOf } from './backend-policy.js';
@@ -17,6 +17,7 @@ import { allocateL7Port, servedByL7 } from './l7-ports.js';
 import type { LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
+import { fleetCount } from './usage-counts.js';
 
 export type ListenerRow = typeof listeners.$inferSelect;
 
@@ -155,8 +156,7 @@ export class ListenerService {
    * http/https listener, so the bound is the fleet's.
    */
   private checkFleetRoom(): void {
-    const row = this.db.select({ n: count() }).from(listeners).get();
-    if ((row?.n ?? 0) < MAX_LISTENERS_PER_NODE) return;
+    if (fleetCount(this.db, 'listeners') < MAX_LISTENERS_PER_NODE) return;
     throw new ApiError(
       'conflict',
       `the fleet already serves ${MAX_LISTENERS_PER_NODE} listeners, the most a node runs: delete one first`,

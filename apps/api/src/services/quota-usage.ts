@@ -1,18 +1,25 @@
 import type { Db } from '@slb/db';
 import { QUOTA_NAMES, type QuotaName } from '@slb/model';
 import { type SQL, sql } from 'drizzle-orm';
+import { keptCountQuery } from './usage-counts.js';
 
-// How much of each quota is in use. Each count is over an indexed column (tenant, LB, group, listener),
-// so the check a create makes costs one index range however large the fleet is.
+// How much of each quota is in use. A tenant-wide count is the one row usage_counts keeps: counting a
+// tenant's rows cost in proportion to its size, 0.7 ms a server create at 100,000 servers (issue #22). The
+// others count over an indexed parent (LB, group, listener), whose quota's ceiling bounds the range.
+
+const kept =
+  (name: QuotaName) =>
+  (tenantId: string): SQL =>
+    keptCountQuery(tenantId, name);
 
 /** The count a create is checked against: `parent` is the tenant, LB, group, listener or ACL the quota is per. */
 const COUNT: Record<QuotaName, (parent: string) => SQL> = {
-  loadBalancers: (p) => sql`SELECT count(*) AS n FROM load_balancers WHERE tenant_id = ${p}`,
+  loadBalancers: kept('loadBalancers'),
   listenersPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM listeners WHERE load_balancer_id = ${p}`,
-  listeners: (p) => sql`SELECT count(*) AS n FROM listeners WHERE tenant_id = ${p}`,
+  listeners: kept('listeners'),
   serverGroupsPerLoadBalancer: (p) => sql`SELECT count(*) AS n FROM server_groups WHERE load_balancer_id = ${p}`,
   serversPerServerGroup: (p) => sql`SELECT count(*) AS n FROM servers WHERE server_group_id = ${p}`,
-  servers: (p) => sql`SELECT count(*) AS n FROM servers WHERE tenant_id = ${p}`,
+  servers: kept('servers'),
   // Each (listener, group) pair once: a rule naming the listener's default group adds nothing.
   backends: (p) => sql`SELECT coalesce(sum(c.n), 0) AS n
     FROM (SELECT id AS lid, server_group_id AS gid FROM listeners WHERE tenant_id = ${p}
@@ -20,8 +27,8 @@ const COUNT: Record<QuotaName, (parent: string) => SQL> = {
     JOIN (SELECT server_group_id, count(*) AS n FROM servers WHERE tenant_id = ${p} GROUP BY server_group_id) c
       ON c.server_group_id = pairs.gid`,
   rulesPerListener: (p) => sql`SELECT count(*) AS n FROM rules WHERE listener_id = ${p}`,
-  certificates: (p) => sql`SELECT count(*) AS n FROM certificates WHERE tenant_id = ${p}`,
-  acls: (p) => sql`SELECT count(*) AS n FROM acls WHERE tenant_id = ${p}`,
+  certificates: kept('certificates'),
+  acls: kept('acls'),
   entriesPerAcl: (p) => sql`SELECT json_array_length(entries) AS n FROM acls WHERE id = ${p}`,
 };
 

@@ -21,3 +21,4 @@ export * from './tenant-backend-networks.js';
 export * from './tenant-quotas.js';
 export * from './tenants.js';
 export * from './tokens.js';
+export * from './usage-counts.js';

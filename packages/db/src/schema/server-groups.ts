@@ -34,7 +34,7 @@ export const servers = sqliteTable(
   },
   (t) => [
     uniqueIndex('servers_endpoint_uq').on(t.serverGroupId, t.address, t.port),
-    // The tenant-wide servers quota counts a tenant's servers on every add.
+    // The backends quota counts a tenant's servers by group (the servers quota reads usage_counts).
     index('servers_tenant_idx').on(t.tenantId),
   ],
 );

@@ -1,0 +1,159 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_MIGRATIONS_FOLDER, type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { populateEveryTable } from './pg-fixture.js';
+
+// usage_counts keeps the counts a create is checked against, so it reads one row instead of counting the
+// tenant's or the fleet's resources (issue #22). Triggers keep it; these tests hold it equal to a real count
+// after a migration over existing rows, inserts, deletes, L7 port changes and foreign-key cascades, on a
+// real SQLite file.
+
+/** The table each kept count counts, as migrations/0012 names them. */
+const COUNTED: Record<string, string> = {
+  loadBalancers: 'load_balancers',
+  listeners: 'listeners',
+  servers: 'servers',
+  certificates: 'certificates',
+  acls: 'acls',
+};
+
+let dir: string;
+let store: OpenDatabase;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'slb-tenant-usage-'));
+  store = openDatabase(join(dir, 'slb.db'));
+});
+
+afterEach(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const count = (query: string): number => (store.sqlite.prepare(query).get() as { n: number }).n;
+
+/** `scope/name` → count, from the resource tables themselves (zero counts left out). */
+function counted(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, table] of Object.entries(COUNTED)) {
+    const rows = store.sqlite
+      .prepare(`SELECT tenant_id AS t, count(*) AS n FROM ${table} GROUP BY tenant_id`)
+      .all() as { t: string; n: number }[];
+    for (const r of rows) out[`${r.t}/${name}`] = r.n;
+  }
+  const fleet = {
+    '*/listeners': count('SELECT count(*) AS n FROM listeners'),
+    '*/l7Ports': count('SELECT count(l7_port) AS n FROM listeners'),
+  };
+  for (const [key, n] of Object.entries(fleet)) if (n !== 0) out[key] = n;
+  return out;
+}
+
+/** `scope/name` → count, as usage_counts keeps it (zero counts left out). */
+function kept(): Record<string, number> {
+  const rows = store.sqlite.prepare('SELECT scope, name, used FROM usage_counts WHERE used <> 0').all() as {
+    scope: string;
+    name: string;
+    used: number;
+  }[];
+  return Object.fromEntries(rows.map((r) => [`${r.scope}/${r.name}`, r.used]));
+}
+
+/** A second server in the fixture's group, and a second tenant's LB: counts above one, and per tenant. */
+function addRows(): void {
+  store.sqlite.exec(`
+    INSERT INTO servers (id, tenant_id, server_group_id, address, port, weight, description, created_at, updated_at)
+      SELECT 'srv-extra', tenant_id, server_group_id, '192.0.2.200', port, weight, description, created_at, updated_at
+      FROM servers LIMIT 1;
+    INSERT INTO tenants (id, name, created_at, updated_at) SELECT 'ten-other', 'other', created_at, updated_at FROM tenants LIMIT 1;
+  `);
+  const lb = store.sqlite.prepare('SELECT * FROM load_balancers LIMIT 1').get() as Record<string, unknown>;
+  const columns = Object.keys(lb);
+  const values = { ...lb, id: 'lb-other', tenant_id: 'ten-other', name: 'other', address: null };
+  store.sqlite
+    .prepare(`INSERT INTO load_balancers (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`)
+    .run(values);
+}
+
+describe('usage_counts', () => {
+  it('is seeded from the rows a database held before the migration that made it', () => {
+    const older = join(dir, 'migrations');
+    cpSync(DEFAULT_MIGRATIONS_FOLDER, older, { recursive: true });
+    const journalPath = join(older, 'meta/_journal.json');
+    const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
+    const made = journal.entries.findIndex((e) => e.tag.endsWith('_usage_counts'));
+    expect(made).toBeGreaterThan(0);
+    writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, made) }));
+    runMigrations(store.db, store.sqlite, older);
+    populateEveryTable(store.db);
+    addRows();
+
+    expect(runMigrations(store.db, store.sqlite)).toBeGreaterThan(0);
+    const before = counted();
+    // Every tenant-wide count, the second tenant's LBs, and both of the fleet's.
+    expect(Object.keys(before).length).toBeGreaterThanOrEqual(Object.keys(COUNTED).length + 3);
+    expect(before['*/l7Ports']).toBeGreaterThan(0);
+    expect(kept()).toEqual(before);
+  });
+
+  it('follows inserts, deletes and the cascades of deleting a load balancer', () => {
+    runMigrations(store.db, store.sqlite);
+    populateEveryTable(store.db);
+    addRows();
+    const full = counted();
+    expect(kept()).toEqual(full);
+    expect(Object.values(full).some((n) => n > 1)).toBe(true);
+
+    store.sqlite.exec("DELETE FROM servers WHERE id = 'srv-extra'");
+    expect(kept()).toEqual(counted());
+    // Every LB of the fixture's tenant: its listeners, rules, groups and their servers go by cascade.
+    store.sqlite.exec("DELETE FROM load_balancers WHERE tenant_id <> 'ten-other'");
+    store.sqlite.exec('DELETE FROM certificates; DELETE FROM acls');
+    expect(kept()).toEqual({ 'ten-other/loadBalancers': 1 });
+    expect(counted()).toEqual({ 'ten-other/loadBalancers': 1 });
+  });
+
+  it('follows a listener taking or giving up its L7 port', () => {
+    runMigrations(store.db, store.sqlite);
+    populateEveryTable(store.db);
+    const ports = count('SELECT count(l7_port) AS n FROM listeners');
+    expect(ports).toBeGreaterThan(0);
+    store.sqlite.exec('UPDATE listeners SET l7_port = NULL');
+    expect(kept()['*/l7Ports']).toBeUndefined();
+    store.sqlite.exec('UPDATE listeners SET l7_port = 20000 + rowid');
+    expect(kept()['*/l7Ports']).toBe(count('SELECT count(*) AS n FROM listeners'));
+    // A port moving from one number to another is no change in count.
+    store.sqlite.exec('UPDATE listeners SET l7_port = l7_port + 100');
+    expect(kept()).toEqual(counted());
+  });
+
+  it('rolls back with the write that moved it', () => {
+    runMigrations(store.db, store.sqlite);
+    populateEveryTable(store.db);
+    const before = kept();
+    const failing = store.sqlite.transaction(() => {
+      store.sqlite.exec("DELETE FROM servers; DELETE FROM acls WHERE id = 'no-such-acl'");
+      throw new Error('the write fails after its deletes');
+    });
+    expect(() => failing()).toThrow('the write fails');
+    expect(kept()).toEqual(before);
+  });
+
+  it('has an insert and a delete trigger on every counted table', () => {
+    // A migration that rebuilds a table (drizzle-kit copies it into a new one) drops its triggers.
+    runMigrations(store.db, store.sqlite);
+    const triggers = store.sqlite
+      .prepare("SELECT name, tbl_name AS t FROM sqlite_master WHERE type = 'trigger'")
+      .all() as {
+      name: string;
+      t: string;
+    }[];
+    for (const table of Object.values(COUNTED)) {
+      expect(triggers).toContainEqual({ name: `${table}_usage_insert`, t: table });
+      expect(triggers).toContainEqual({ name: `${table}_usage_delete`, t: table });
+    }
+    expect(triggers).toContainEqual({ name: 'listeners_l7_port_usage', t: 'listeners' });
+  });
+});
