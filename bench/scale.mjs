@@ -8,8 +8,9 @@
 // Knobs: CONCURRENCY (24 requests in flight), SERVER_GROUPS (2 server groups per LB), HEALTH=on (health checks left
 // on; default off, so no health fleet takes part), EDGE=0 (skip the port-collision and over-limit probes),
 // SYNC=off (nodes without session sync), NODES_DURING_CREATE=0 (start the nodes only after the seeding),
-// PORT_BASE (first listener port, 10000), CONVERGE_TIMEOUT_S (per join/restart, 180), TIME_LIMIT_S (whole run,
-// default 1800), LOG_DIR (keep each process's log there). SERVER_GROUPS=1 puts 100 servers behind every listener:
+// REST_S (20: seconds at rest after the restarts, then the nodes' RSS again), PORT_BASE (first listener
+// port, 10000), CONVERGE_TIMEOUT_S (per join/restart, 180), TIME_LIMIT_S (whole run, default 1800), LOG_DIR
+// (keep each process's log there). SERVER_GROUPS=1 puts 100 servers behind every listener:
 // a ~76 MB L4 snapshot, which the L4 nodes of this build cannot hold (heap out of memory at 4 GB).
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ import {
   log,
   NODE_TOKEN,
   NODES_DURING_CREATE,
+  REST_S,
   redisEnv,
   root,
   SERVERS,
@@ -39,7 +41,7 @@ import { seed } from './scale/create.mjs';
 import { edgeProbes } from './scale/edge.mjs';
 import { nodes, startNode, waitLine, watchNodes } from './scale/fleet.mjs';
 import { freshJoins, restarts } from './scale/join-restart.mjs';
-import { children, probe, start, stop } from './scale/processes.mjs';
+import { children, probe, start, stop, usage } from './scale/processes.mjs';
 import { report } from './scale/report.mjs';
 
 const results = { joins: [], restarts: [], edge: {} };
@@ -105,6 +107,13 @@ try {
   await freshJoins(apiProc, results);
 
   await restarts(apiProc, results);
+
+  // ---- At rest: "RSS once settled" is read a second after a join, before V8 has given its garbage back.
+  if (REST_S > 0) {
+    await sleep(REST_S * 1000);
+    results.rested = nodes.map((p) => [p.name, usage(p.child.pid).rssMiB]);
+    log(`  after ${REST_S} s at rest: ${results.rested.map(([n, m]) => `${n} ${m.toFixed(0)} MiB`).join(', ')}`);
+  }
 
   // ---- Edge probes: a listener port another LB on the same node already uses, and one listener too many.
   if (EDGE) await edgeProbes(results);

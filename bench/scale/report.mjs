@@ -10,6 +10,7 @@ import {
   LBS,
   LISTENERS,
   NODES_DURING_CREATE,
+  REST_S,
   SERVERS,
   started,
 } from './config.mjs';
@@ -79,6 +80,9 @@ export function report(apiProc, results, loadAtStart) {
     rows.push(['10,001st listener in the fleet', `listener ${o.refused}`]);
   }
   if (results.edge.error) rows.push(['edge probes', `failed: ${results.edge.error}`]);
+  if (results.rested) {
+    rows.push([`nodes' RSS after ${REST_S} s at rest`, results.rested.map(([n, m]) => `${n} ${fmtMiB(m)}`).join(', ')]);
+  }
   rows.push(['load average (1/5/15 min)', `start ${loadAtStart}, end ${loadAtEnd}`]);
   rows.push(['bench process lag (max)', `${fmtMs(benchLag.max)} (probe latencies include it)`]);
   rows.push([
