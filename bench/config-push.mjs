@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deleteRedisKeys as deleteKeys } from '@slb/test-support/redis-keys';
 import { freePort } from './free-port.mjs';
+import { nodeArgs } from './node-args.mjs';
 
 const LBS = Number(process.env.LBS ?? 1000);
 const LISTENERS = Number(process.env.LISTENERS ?? 4);
@@ -26,11 +27,11 @@ const runId = `bench-config-push-${process.pid}-${Date.now()}`;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const children = [];
 
-function start(name, script, env) {
+function start(name, script, env, args = []) {
   // PROFILE_DIR=dir: every process writes a CPU profile there when the bench stops it, and window.json holds
   // the measured phase on the profiles' clock (µs).
   const prof = process.env.PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, script], {
+  const child = spawn(process.execPath, [...prof, ...args, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -111,31 +112,41 @@ try {
   const joinStart = Date.now();
   for (let n = 0; n < L4; n++) {
     nodes.push(
-      start(`l4-${n}`, join(root, 'apps/l4-node/dist/main.js'), {
-        SLB_API_URL: api,
-        SLB_NODE_TOKEN: NODE_TOKEN,
-        SLB_NODE_ID: `bench-l4-${n}`,
-        SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
-        ...(process.env.SYNC === 'off' ? { SLB_SESSION_SYNC_REDIS_URL: 'off' } : {}),
-        SLB_STATE_DIR: join(dir, `node-${n}`),
-        SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
-        SLB_METRICS_PORT: '0',
-        LOG_LEVEL: 'info',
-      }),
+      start(
+        `l4-${n}`,
+        join(root, 'apps/l4-node/dist/main.js'),
+        {
+          SLB_API_URL: api,
+          SLB_NODE_TOKEN: NODE_TOKEN,
+          SLB_NODE_ID: `bench-l4-${n}`,
+          SLB_NODE_ADDRESS: `127.0.0.${31 + n}`,
+          ...(process.env.SYNC === 'off' ? { SLB_SESSION_SYNC_REDIS_URL: 'off' } : {}),
+          SLB_STATE_DIR: join(dir, `node-${n}`),
+          SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
+          SLB_METRICS_PORT: '0',
+          LOG_LEVEL: 'info',
+        },
+        nodeArgs,
+      ),
     );
   }
   for (let n = 0; n < L7; n++) {
     nodes.push(
-      start(`l7-${n}`, join(root, 'apps/l7-node/dist/main.js'), {
-        SLB_API_URL: api,
-        SLB_NODE_TOKEN: NODE_TOKEN,
-        SLB_NODE_ID: `bench-l7-${n}`,
-        SLB_NODE_ADDRESS: `127.0.0.${41 + n}`,
-        SLB_STATE_DIR: join(dir, `node-l7-${n}`),
-        SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
-        SLB_METRICS_PORT: '0',
-        LOG_LEVEL: 'info',
-      }),
+      start(
+        `l7-${n}`,
+        join(root, 'apps/l7-node/dist/main.js'),
+        {
+          SLB_API_URL: api,
+          SLB_NODE_TOKEN: NODE_TOKEN,
+          SLB_NODE_ID: `bench-l7-${n}`,
+          SLB_NODE_ADDRESS: `127.0.0.${41 + n}`,
+          SLB_STATE_DIR: join(dir, `node-l7-${n}`),
+          SLB_SESSION_SYNC_PREFIX: `${runId}:sync`,
+          SLB_METRICS_PORT: '0',
+          LOG_LEVEL: 'info',
+        },
+        nodeArgs,
+      ),
     );
   }
   const converged = async (lbId, version) => {

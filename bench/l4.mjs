@@ -33,6 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bottleneck, compare, cpuMicrosPer, cpuPercent, parseCpuList, planPinning, verdict } from './bench-verdict.mjs';
 import { l4Snapshot } from './file-mode-snapshots.mjs';
+import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -50,7 +51,7 @@ let targetCores = 1;
 const work = mkdtempSync(join(tmpdir(), 'bench-l4-'));
 const children = [];
 
-function startNode(listeners, cpu, nodeFlags = []) {
+function startNode(listeners, cpu, nodeFlags = nodeArgs) {
   const file = join(work, `snapshot-${listeners[0][2]}.json`);
   writeFileSync(file, JSON.stringify(l4Snapshot(listeners)));
   const env = {

@@ -40,6 +40,7 @@ import {
   verdict,
 } from './bench-verdict.mjs';
 import { id, l7Snapshot } from './file-mode-snapshots.mjs';
+import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -78,7 +79,7 @@ function start(name, cpu, cmd, args, env = process.env) {
 function startL7(name, proxyPort, directPort, upstream, cpu, env = {}) {
   const file = join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(l7Snapshot(proxyPort, directPort, upstream)));
-  return start(name, cpu, process.execPath, [L7_MAIN, '--config', file], {
+  return start(name, cpu, process.execPath, [...nodeArgs, L7_MAIN, '--config', file], {
     ...process.env,
     LOG_LEVEL: process.env.L7_LOG_LEVEL ?? 'warn',
     SLB_METRICS_PORT: '0',
@@ -332,7 +333,7 @@ async function main() {
         ],
       }),
     );
-    const l4node = start('l4node', PROXY_CPU, process.execPath, [L4_MAIN, '--config', l4file], {
+    const l4node = start('l4node', PROXY_CPU, process.execPath, [...nodeArgs, L4_MAIN, '--config', l4file], {
       ...process.env,
       LOG_LEVEL: 'warn',
       SLB_METRICS_PORT: '0',

@@ -9,10 +9,12 @@
 // backends once, as the API sends it to a node that reads backend sets; 0: every listener spells them out), SYNC
 // (1: session sync on, through REDIS_URL or the local Redis, under a prefix of this run's own that is deleted at the
 // end; each listener then loads its peers' entries as it starts, as in bench/scale.mjs; default 0, off), IDLE_S
-// (5: seconds the node's CPU at rest is measured over, after the apply), ADDRESS (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node
-// writes a CPU profile into ./prof), LOG_DIR (keep the node's log there).
+// (5: seconds the node's CPU at rest is measured over, after the apply), RESTART=1 (the node is then killed and
+// started again on its saved file, and sent the same fleet: how long, and its RSS and V8 heap after), ADDRESS
+// (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node writes a CPU profile into ./prof),
+// LOG_DIR (keep the node's log there), NODE_ARGS (the node's Node.js flags: bench/node-args.mjs).
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,12 +23,14 @@ import { fileURLToPath } from 'node:url';
 import { bulkListener, largeL4Snapshot } from '@slb/test-support/large-snapshot';
 import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { WebSocketServer } from 'ws';
+import { nodeArgs } from './node-args.mjs';
 
 const LISTENERS = Number(process.env.LISTENERS ?? 3000);
 const BACKENDS = Number(process.env.BACKENDS ?? 50);
 const GROUP = Number(process.env.GROUP ?? 1);
 const SETS = process.env.SETS !== '0';
 const SYNC = process.env.SYNC === '1';
+const RESTART = process.env.RESTART === '1';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SYNC_PREFIX = `bench-node-join-${process.pid}:sync`;
 const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
@@ -84,48 +88,112 @@ wss.on('connection', (ws) => {
     const m = JSON.parse(d.toString());
     if (m.type === 'heartbeat') heartbeats.push({ at: performance.now(), applying: m.applying });
     if (m.type === 'ack') acks.set(m.version, performance.now());
-    if (m.type === 'hello')
-      send({
-        type: 'snapshot',
-        kind: 'l4',
-        snapshot: { version: 1, generatedAt: new Date().toISOString(), listeners: [echoListener], l7Nodes: [] },
-      });
+    if (m.type === 'hello') onHello();
   });
 });
 const send = (m) => channel.send(JSON.stringify(m));
 
-const child = spawn(
-  process.execPath,
-  [...(process.env.PROF === '1' ? ['--cpu-prof', '--cpu-prof-dir=prof'] : []), join(root, 'apps/l4-node/dist/main.js')],
-  {
-    env: {
-      ...process.env,
-      SLB_API_URL: `http://127.0.0.1:${wss.address().port}`,
-      SLB_NODE_TOKEN: 'node-join-bench-token',
-      SLB_NODE_ID: 'node-join-bench',
-      SLB_NODE_ADDRESS: ADDRESS,
-      SLB_STATE_DIR: dir,
-      SLB_METRICS_PORT: '0',
-      SLB_SESSION_SYNC_REDIS_URL: SYNC ? REDIS_URL : 'off',
-      SLB_SESSION_SYNC_PREFIX: SYNC_PREFIX,
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  },
-);
-const lines = [];
-for (const stream of [child.stdout, child.stderr])
-  createInterface({ input: stream }).on('line', (line) => {
-    if (LOG_DIR) appendFileSync(join(LOG_DIR, 'node-join.log'), `${line}\n`);
-    try {
-      lines.push(JSON.parse(line));
-    } catch {
-      lines.push({ msg: line });
-    }
+/** What the stand-in controller sends a node that says hello: the one-listener config, or (RESTART) the fleet. */
+let onHello = () =>
+  send({
+    type: 'snapshot',
+    kind: 'l4',
+    snapshot: { version: 1, generatedAt: new Date().toISOString(), listeners: [echoListener], l7Nodes: [] },
   });
+const startNode = () => {
+  const node = spawn(
+    process.execPath,
+    [
+      ...(process.env.PROF === '1' ? ['--cpu-prof', '--cpu-prof-dir=prof'] : []),
+      ...nodeArgs,
+      join(root, 'apps/l4-node/dist/main.js'),
+    ],
+    {
+      env: {
+        ...process.env,
+        SLB_API_URL: `http://127.0.0.1:${wss.address().port}`,
+        SLB_NODE_TOKEN: 'node-join-bench-token',
+        SLB_NODE_ID: 'node-join-bench',
+        SLB_NODE_ADDRESS: ADDRESS,
+        SLB_STATE_DIR: dir,
+        SLB_METRICS_PORT: '0',
+        SLB_SESSION_SYNC_REDIS_URL: SYNC ? REDIS_URL : 'off',
+        SLB_SESSION_SYNC_PREFIX: SYNC_PREFIX,
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  for (const stream of [node.stdout, node.stderr])
+    createInterface({ input: stream }).on('line', (line) => {
+      if (LOG_DIR) appendFileSync(join(LOG_DIR, 'node-join.log'), `${line}\n`);
+      try {
+        lines.push(JSON.parse(line));
+      } catch {
+        lines.push({ msg: line });
+      }
+    });
+  return node;
+};
+const lines = [];
+let child = startNode();
 const until = async (what, ok, ms = 120_000) => {
   for (const end = Date.now() + ms; !ok(); await sleep(10)) if (Date.now() > end) throw new Error(`no ${what}`);
 };
+
+/** The saved file's version, from its first bytes (the node writes `version` first). */
+function savedVersion() {
+  try {
+    const fd = openSync(join(dir, 'last-known-good.json'), 'r');
+    const buf = Buffer.alloc(32);
+    readSync(fd, buf, 0, 32, 0);
+    closeSync(fd);
+    return Number(/^\{"version":(\d+)/.exec(buf.toString('latin1'))?.[1]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * RESTART=1: the node killed once its file holds the fleet, as a crash, and started again on its state dir.
+ * It serves the saved file, then the controller sends the same fleet again (version 4), as the API does
+ * after a restart when nothing changed. Memory is read 3 s after the ack and again IDLE_S later.
+ */
+async function restartNode(big) {
+  await until('the fleet in the saved file', () => savedVersion() === 2);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const again = JSON.stringify({
+    type: 'snapshot',
+    kind: 'l4',
+    snapshot: { ...(SETS ? withBackendSets(big) : big), version: 4 },
+  });
+  onHello = () => channel.send(again);
+  const from = lines.length;
+  const startedAt = Date.now();
+  const t = performance.now();
+  child = startNode();
+  await until('ack of version 4', () => acks.has(4));
+  const resyncAckMs = Math.round(acks.get(4) - t);
+  const after = lines.slice(from);
+  const served = after.find((l) => l.msg === 'config applied' && l.version === 2);
+  await sleep(3000);
+  const port = after.find((l) => l.msg === 'metrics listening')?.metricsPort;
+  const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+  const mib = (name) => Math.round(Number(new RegExp(`^${name} (\\S+)`, 'm').exec(metrics)?.[1]) / 1048576);
+  const rssAckedMiB = Math.round(rssMiB(child.pid));
+  await sleep(IDLE_S * 1000);
+  return {
+    savedServedMs: served ? served.time - startedAt : null,
+    resyncAckMs,
+    resyncApplyMs: after.find((l) => l.msg === 'config applied' && l.version === 4)?.applyMs,
+    rssMiB: rssAckedMiB,
+    heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
+    heapTotalMiB: mib('nodejs_heap_size_total_bytes'),
+    externalMiB: mib('nodejs_external_memory_bytes'),
+    rssAtRestMiB: Math.round(rssMiB(child.pid)),
+  };
+}
 
 try {
   if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
@@ -134,6 +202,7 @@ try {
   const rtts = [];
   const sock = createConnection({ host: ADDRESS, port: PORT_BASE - 1 });
   await new Promise((r, j) => sock.once('connect', r).once('error', j));
+  sock.on('error', () => {}); // RESTART=1 kills the node under it
   let sentAt = 0;
   sock.on('data', () => {
     rtts.push({ at: sentAt, ms: performance.now() - sentAt });
@@ -181,6 +250,8 @@ try {
   const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
   const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);
+  const rssAfterMiB = Math.round(rssMiB(child.pid));
+  const restart = RESTART ? await restartNode(big) : undefined;
   // Every bulk listener removed again: what a node does when its LBs move away.
   const t2 = performance.now();
   send({ type: 'snapshot', kind: 'l4', snapshot: { ...big, version: 3, listeners: [echoListener] } });
@@ -207,8 +278,9 @@ try {
       heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
       heapTotalMiB: mib('nodejs_heap_size_total_bytes'),
       externalMiB: mib('nodejs_external_memory_bytes'),
-      rssAfterMiB: Math.round(rssMiB(child.pid)),
-      perBackendKiB: +(((rssMiB(child.pid) - rssBefore) * 1024) / (LISTENERS * BACKENDS)).toFixed(2),
+      rssAfterMiB,
+      perBackendKiB: +(((rssAfterMiB - rssBefore) * 1024) / (LISTENERS * BACKENDS)).toFixed(2),
+      restart,
       load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     }),
   );

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './free-port.mjs';
+import { nodeArgs } from './node-args.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -105,7 +106,7 @@ function histQuantile(before, after, name, q) {
 }
 
 function startNode(file, env) {
-  const child = spawn(process.execPath, [join(root, 'apps/l4-node/dist/main.js'), '--config', file], {
+  const child = spawn(process.execPath, [...nodeArgs, join(root, 'apps/l4-node/dist/main.js'), '--config', file], {
     env: { ...process.env, SLB_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'ignore'],
   });

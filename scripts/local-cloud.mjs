@@ -308,7 +308,12 @@ try {
 }
 for (const s of services.filter(isNode)) {
   const join = joinTokens.get(s.name);
-  supervise(s.name, process.execPath, [s.script], join ? { ...s.env, SLB_NODE_JOIN_TOKEN: join } : s.env);
+  supervise(
+    s.name,
+    process.execPath,
+    [...(s.args ?? []), s.script],
+    join ? { ...s.env, SLB_NODE_JOIN_TOKEN: join } : s.env,
+  );
 }
 
 const headers = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };

@@ -3,6 +3,7 @@
 export declare const L4_ADDRESSES: string[];
 export declare const L7_ADDRESSES: string[];
 export declare const HEALTH_WORKERS: number;
+export declare const NODE_PROCESS_ARGS: string[];
 
 export interface LocalCloudConfig {
   root: string;
@@ -25,6 +26,8 @@ export interface LocalCloudConfig {
 export interface LocalCloudService {
   name: string;
   kind: 'api' | 'health-worker' | 'l4-node' | 'l7-node';
+  /** Node.js flags before the script (NODE_PROCESS_ARGS for the forwarding nodes). */
+  args?: string[];
   script: string;
   env: Record<string, string>;
 }

@@ -1,6 +1,8 @@
 /** The L4 and L7 nodes: their start, what their logs say, when the fleet has converged, and the API's view of them. */
+
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { nodeArgs } from '../node-args.mjs';
 import { allLbs, api, auth } from './api-client.mjs';
 import {
   checkTime,
@@ -56,7 +58,7 @@ export async function savedSnapshotBytes(proc) {
 export const expectedListeners = (kind) => (kind === 'l4' ? LBS * LISTENERS : LBS * HTTP_PER_LB);
 export function startNode(kind, n) {
   const env = nodeEnv(kind, n);
-  const proc = start(`${kind}-${n}`, join(root, `apps/${kind}-node/dist/main.js`), env);
+  const proc = start(`${kind}-${n}`, join(root, `apps/${kind}-node/dist/main.js`), env, nodeArgs);
   Object.assign(proc, { kind, n, id: env.SLB_NODE_ID, stateDir: env.SLB_STATE_DIR });
   return proc;
 }

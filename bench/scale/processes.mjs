@@ -9,9 +9,9 @@ const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) |
 export const children = new Set();
 
 /** A child process with its output kept as lines (parsed when JSON: pino), whole lines even across chunks. */
-export function start(name, script, env) {
+export function start(name, script, env, args = []) {
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...args, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -118,9 +118,11 @@ describe('docker-compose.yml', () => {
     for (const s of topology) {
       const service = compose.services[s.name];
       expect(service, `compose service ${s.name}`).toBeDefined();
-      const [bin, script, ...args] = commandOf(service!);
+      const [bin, ...rest] = commandOf(service!);
+      const script = rest.pop();
       expect(bin, s.name).toBe('node');
-      expect(args, s.name).toEqual([]);
+      // The forwarding nodes' Node.js flags (NODE_PROCESS_ARGS), as `npm run local-cloud` passes them.
+      expect(rest, s.name).toEqual(s.args ?? []);
       expect(posix.resolve(service!.working_dir ?? IMAGE_ROOT, script!), s.name).toBe(s.script);
       expect(service!.deploy?.replicas ?? 1, s.name).toBe(1);
     }
@@ -333,7 +335,11 @@ describe('Dockerfile', () => {
     // Every command docker-compose.yml runs in this image is in it.
     for (const [name, service] of Object.entries(compose.services)) {
       if (service.build === undefined) continue;
-      const script = posix.resolve(service.working_dir ?? IMAGE_ROOT, commandOf(service)[1]!);
+      // The script follows node and its flags (the forwarding nodes' NODE_PROCESS_ARGS).
+      const script = posix.resolve(
+        service.working_dir ?? IMAGE_ROOT,
+        commandOf(service).find((a, i) => i > 0 && !a.startsWith('-'))!,
+      );
       const shipped = runtimeFiles.some((f) => script === f.dest || script.startsWith(`${f.dest}/`));
       expect(shipped, `${name}: ${script} is in the image`).toBe(true);
       expect(
