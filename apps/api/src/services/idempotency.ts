@@ -71,9 +71,10 @@ export class IdempotencyStore {
     const now = Date.now();
     if (now - this.lastPurge < 60_000) return;
     this.lastPurge = now;
-    this.db
-      .delete(idempotencyKeys)
-      .where(lt(idempotencyKeys.createdAt, new Date(now - RETENTION_MS).toISOString()))
-      .run();
+    purgeStatement(this.db, new Date(now - RETENTION_MS).toISOString()).run();
   }
 }
+
+/** Deletes the keys stored before `before` (RFC 3339): a range of idempotency_keys_created_idx. */
+export const purgeStatement = (db: Db, before: string) =>
+  db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, before));

@@ -1,4 +1,4 @@
-import { integer, json, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+import { index, integer, json, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 
 export const idempotencyKeys = pgTable(
   'idempotency_keys',
@@ -12,5 +12,5 @@ export const idempotencyKeys = pgTable(
     responseHeaders: json('response_headers').$type<Record<string, string>>().notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.key] })],
+  (t) => [primaryKey({ columns: [t.tenantId, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
 );
