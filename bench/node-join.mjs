@@ -137,6 +137,9 @@ const startNode = () => {
 };
 const lines = [];
 let child = startNode();
+/** A Prometheus gauge's value in a scrape of the node's metrics. */
+const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]);
+const gaugeMiB = (text, name) => Math.round(gauge(text, name) / 1048576);
 const until = async (what, ok, ms = 120_000) => {
   for (const end = Date.now() + ms; !ok(); await sleep(10)) if (Date.now() > end) throw new Error(`no ${what}`);
 };
@@ -176,11 +179,10 @@ async function restartNode(big) {
   await until('ack of version 4', () => acks.has(4));
   const resyncAckMs = Math.round(acks.get(4) - t);
   const after = lines.slice(from);
-  const served = after.find((l) => l.msg === 'config applied' && l.version === 2);
+  const served = after.find((l) => l.msg === 'serving the saved snapshot until the control plane answers');
   await sleep(3000);
   const port = after.find((l) => l.msg === 'metrics listening')?.metricsPort;
   const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
-  const mib = (name) => Math.round(Number(new RegExp(`^${name} (\\S+)`, 'm').exec(metrics)?.[1]) / 1048576);
   const rssAckedMiB = Math.round(rssMiB(child.pid));
   await sleep(IDLE_S * 1000);
   return {
@@ -188,9 +190,9 @@ async function restartNode(big) {
     resyncAckMs,
     resyncApplyMs: after.find((l) => l.msg === 'config applied' && l.version === 4)?.applyMs,
     rssMiB: rssAckedMiB,
-    heapUsedMiB: mib('nodejs_heap_size_used_bytes'),
-    heapTotalMiB: mib('nodejs_heap_size_total_bytes'),
-    externalMiB: mib('nodejs_external_memory_bytes'),
+    heapUsedMiB: gaugeMiB(metrics, 'nodejs_heap_size_used_bytes'),
+    heapTotalMiB: gaugeMiB(metrics, 'nodejs_heap_size_total_bytes'),
+    externalMiB: gaugeMiB(metrics, 'nodejs_external_memory_bytes'),
     rssAtRestMiB: Math.round(rssMiB(child.pid)),
   };
 }
@@ -218,7 +220,6 @@ try {
   // The node's own longest event-loop delay (prom-client's, reset at every scrape): scraped now to reset it.
   const metricsPort = lines.find((l) => l.msg === 'metrics listening')?.metricsPort;
   const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
-  const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1]);
   await scrape();
   const big = largeL4Snapshot({
     version: 2,
@@ -246,7 +247,7 @@ try {
   const cpuBefore = cpuSeconds(child.pid);
   await sleep(IDLE_S * 1000);
   const idleCpuPct = +(((cpuSeconds(child.pid) - cpuBefore) / IDLE_S) * 100).toFixed(1);
-  const mib = (name) => Math.round(gauge(scraped, name) / 1048576);
+  const mib = (name) => gaugeMiB(scraped, name);
   const gaps = (xs) => xs.slice(1).map((x, i) => x.at - xs[i].at);
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
   const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);

@@ -1,5 +1,4 @@
 /** The L4 and L7 nodes: their start, what their logs say, when the fleet has converged, and the API's view of them. */
-
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { nodeArgs } from '../node-args.mjs';

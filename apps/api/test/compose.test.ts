@@ -49,6 +49,12 @@ const interpolate = (value: unknown) =>
 const env = (s: Service): Record<string, string> =>
   Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, interpolate(v)]));
 const commandOf = (s: Service) => (typeof s.command === 'string' ? s.command.split(/\s+/) : (s.command ?? []));
+/** `node [flags] script [args]`: the flags are the forwarding nodes' NODE_PROCESS_ARGS. */
+const nodeCommand = (s: Service) => {
+  const [bin, ...rest] = commandOf(s);
+  const at = rest.findIndex((a) => !a.startsWith('-'));
+  return { bin, flags: rest.slice(0, at), script: rest[at], args: rest.slice(at + 1) };
+};
 const healthTest = (s: Service) =>
   typeof s.healthcheck?.test === 'string' ? s.healthcheck.test : (s.healthcheck?.test ?? []).join(' ');
 const ipv4 = (s: Service) =>
@@ -118,11 +124,11 @@ describe('docker-compose.yml', () => {
     for (const s of topology) {
       const service = compose.services[s.name];
       expect(service, `compose service ${s.name}`).toBeDefined();
-      const [bin, ...rest] = commandOf(service!);
-      const script = rest.pop();
+      const { bin, flags, script, args } = nodeCommand(service!);
       expect(bin, s.name).toBe('node');
       // The forwarding nodes' Node.js flags (NODE_PROCESS_ARGS), as `npm run local-cloud` passes them.
-      expect(rest, s.name).toEqual(s.args ?? []);
+      expect(flags, s.name).toEqual(s.args ?? []);
+      expect(args, s.name).toEqual([]);
       expect(posix.resolve(service!.working_dir ?? IMAGE_ROOT, script!), s.name).toBe(s.script);
       expect(service!.deploy?.replicas ?? 1, s.name).toBe(1);
     }
@@ -335,11 +341,7 @@ describe('Dockerfile', () => {
     // Every command docker-compose.yml runs in this image is in it.
     for (const [name, service] of Object.entries(compose.services)) {
       if (service.build === undefined) continue;
-      // The script follows node and its flags (the forwarding nodes' NODE_PROCESS_ARGS).
-      const script = posix.resolve(
-        service.working_dir ?? IMAGE_ROOT,
-        commandOf(service).find((a, i) => i > 0 && !a.startsWith('-'))!,
-      );
+      const script = posix.resolve(service.working_dir ?? IMAGE_ROOT, nodeCommand(service).script!);
       const shipped = runtimeFiles.some((f) => script === f.dest || script.startsWith(`${f.dest}/`));
       expect(shipped, `${name}: ${script} is in the image`).toBe(true);
       expect(

@@ -8,7 +8,7 @@ import { type SQL, sql } from 'drizzle-orm';
 export const keptCountQuery = (scope: string, name: string): SQL =>
   sql`SELECT used AS n FROM usage_counts WHERE scope = ${scope} AND name = ${name}`;
 
-export function keptCount(db: Db, scope: string, name: string): number {
+function keptCount(db: Db, scope: string, name: string): number {
   return db.get<{ n: number } | undefined>(keptCountQuery(scope, name))?.n ?? 0;
 }
 
