@@ -243,6 +243,47 @@ describe('control channel with real processes', () => {
     for (let i = 0; i < 8; i++) expect(await ask(vip, frontendPort)).toBe('b1');
   });
 
+  it('a node restarted while the API runs resumes its session: it is sent what changed while it was down', async () => {
+    const name = 'node-b';
+    const nodeId = ids.get(name)!;
+    const { data: node } = await admin().GET('/v1/nodes/{nodeId}', { params: { path: { nodeId } } });
+    await eventually(`${name} saved its config`, async () => {
+      const file = JSON.parse(readFileSync(join(dir, `node-${name}`, 'last-known-good.json'), 'utf8'));
+      return file.version >= node!.appliedConfigVersion ? true : undefined;
+    });
+    await nodes.get(name)!.stop('SIGKILL');
+    const port = await freePortOn([vip]);
+    const created = await admin().POST('/v1/load-balancers/{lbId}/listeners', {
+      params: { path: { lbId } },
+      body: { protocol: 'tcp', port, serverGroupId: sgId, scheduler: 'rr' },
+    });
+    expect(created.response.status).toBe(201);
+    const connectedBefore = api.output.filter((l) => l.includes('"node connected"')).length;
+    await startNode(name, NODE_ADDRESSES[name]!);
+    const hello = await eventually(`${name} says hello again`, async () =>
+      api.output
+        .filter((l) => l.includes('"node connected"'))
+        .slice(connectedBefore)
+        .find((l) => l.includes(nodeId)),
+    );
+    expect(JSON.parse(hello)).toMatchObject({ nodeId, resumed: true });
+    await eventually('both nodes converged on the new listener', async () => {
+      const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+      return data?.status === 'active' && data.nodes.length === 2 && data.nodes.every((n) => n.online && n.converged)
+        ? data
+        : undefined;
+    });
+    expect(await ask(vip, port)).toBe('b1'); // b2 has weight 0 (above)
+    // Back to one listener, as the tests below expect.
+    await admin().DELETE('/v1/load-balancers/{lbId}/listeners/{listenerId}', {
+      params: { path: { lbId, listenerId: created.data!.id } },
+    });
+    await eventually('the listener gone from both nodes', async () => {
+      const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
+      return data?.status === 'active' && data.nodes.every((n) => n.converged) ? data : undefined;
+    });
+  });
+
   it('a node with a wrong join token gets nothing and is refused in the log', async () => {
     const intruder = await startNode('node-x', '127.0.0.13', 'slbj_wrong-token-0123456789');
     await eventually('refusal logged', async () =>

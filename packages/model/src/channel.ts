@@ -2,7 +2,13 @@ import { type Static, Type } from '@sinclair/typebox';
 import { NodeId } from './common.js';
 import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
-import { SnapshotBackendSets, SnapshotL7Node, SnapshotWireListener, WireNodeSnapshot } from './snapshot.js';
+import {
+  SnapshotBackendSets,
+  SnapshotEpoch,
+  SnapshotL7Node,
+  SnapshotWireListener,
+  WireNodeSnapshot,
+} from './snapshot.js';
 import { MAX_TRAFFIC_LISTENERS_PER_BEAT, RESPONSE_CLASSES, UPSTREAM_TIME_BOUNDS_MS } from './traffic.js';
 
 // The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
@@ -40,6 +46,12 @@ export const HelloMessage = Type.Object(
       Type.Boolean({
         description:
           'this node reads L4 listeners that name a backend set of the same message (SnapshotListenerRef); without it the hub spells every listener out',
+      }),
+    ),
+    appliedEpoch: Type.Optional(
+      Type.Union([SnapshotEpoch, Type.Literal('')], {
+        description:
+          "the epoch of the config at appliedVersion ('' for none): said by a node that keeps the epoch its snapshots carry, so a controller that numbered that version itself can send only what changed since",
       }),
     ),
     boundVips: Type.Optional(

@@ -168,6 +168,16 @@ export const SnapshotL7Node = StrictObject(
 );
 export type SnapshotL7Node = Static<typeof SnapshotL7Node>;
 
+/**
+ * The controller process that numbered a config, in the first snapshot of a session to a node that keeps it
+ * (`appliedEpoch` in its hello). With the version, it names what a reconnecting node holds: the same process,
+ * seeing its own epoch and the version it sent last, answers with a delta instead of the whole config.
+ */
+export const SnapshotEpoch = Type.String({
+  pattern: '^[0-9a-f]{32}$',
+  description: 'the numbering controller process (random, 128 bits, hex); kept through deltas',
+});
+
 /** The deployment's session-sync key prefix, in both nodes' snapshots. */
 export const SnapshotSessionSyncPrefix = Type.String({
   minLength: 1,
@@ -193,6 +203,7 @@ export const NodeSnapshot = StrictObject(
     }),
     backendDeny: Type.Optional(SnapshotBackendDenyList),
     sessionSyncPrefix: Type.Optional(SnapshotSessionSyncPrefix),
+    epoch: Type.Optional(SnapshotEpoch),
   },
   { title: 'NodeSnapshot' },
 );

@@ -15,6 +15,8 @@ export interface ChannelLogger {
 export interface VersionedSnapshot {
   version: number;
   generatedAt: string;
+  /** The controller process that numbered the config (see SnapshotEpoch). */
+  epoch?: string;
   listeners: { id: string }[];
 }
 

@@ -15,7 +15,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
-import { peekSavedVersion, saveSnapshot, serializeSnapshot } from './state-file.js';
+import { peekSaved, saveSnapshot, serializeSnapshot } from './state-file.js';
 import { TrafficReporter } from './traffic-tally.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
@@ -82,6 +82,8 @@ const acked = (version: number) => () =>
 
 /** Many short waits in a row (hello, apply, ack); a fine poll keeps the file fast. */
 const POLL = { timeout: 5000, interval: 10 };
+/** A controller process's epoch (SnapshotEpoch). */
+const EPOCH = '0123456789abcdef0123456789abcdef';
 
 function makeClient(
   apply?: (s: NodeSnapshot) => Promise<void>,
@@ -381,13 +383,62 @@ describe('control channel client restart', () => {
   });
 });
 
+describe('control channel client resume', () => {
+  const lsn = 'lsn-00000000000000000003';
+  const typed = (type: string, version?: number) =>
+    received.filter(
+      (m) =>
+        (m as { type: string }).type === type &&
+        (version === undefined || (m as { version?: number }).version === version),
+    ) as { type: string; appliedVersion?: number; appliedEpoch?: string; failedListeners?: unknown[] }[];
+
+  it('names the epoch of what it holds in every hello, and takes a delta from its saved version as a resume', async () => {
+    await makeClient().start();
+    await vi.waitUntil(() => received.length > 0, POLL);
+    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 0, appliedEpoch: '' });
+    sendSnapshot({ ...snapshot(9, [listener(lsn, 1003)]), epoch: EPOCH });
+    await vi.waitUntil(acked(9), POLL);
+    await client!.flushed();
+    await client!.close();
+    received = [];
+    applied = [];
+
+    // Restarted: the saved apply cannot bind the listener. No snapshot will restate it, so the ack says so.
+    makeClient(undefined, {
+      apply: async (s) => {
+        applied.push(s);
+        return s.version === 9 ? [{ listenerId: lsn, reason: 'address in use' }] : undefined;
+      },
+    });
+    await client!.start();
+    await vi.waitUntil(() => received.length > 0, POLL);
+    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9, appliedEpoch: EPOCH });
+    sendDelta(9, 10, [], []);
+    await vi.waitUntil(acked(10), POLL);
+    expect(applied.map((a) => a.version)).toEqual([9, 10]);
+    expect(client!.current!.epoch).toBe(EPOCH);
+    expect(typed('ack', 10)[0]!.failedListeners).toEqual([{ listenerId: lsn, reason: 'address in use' }]);
+
+    // The channel alone drops: the hello names the version and epoch now applied.
+    server!.terminate();
+    await vi.waitUntil(() => typed('hello').length === 2, POLL);
+    expect(typed('hello')[1]).toMatchObject({ appliedVersion: 10, appliedEpoch: EPOCH });
+  });
+});
+
 describe('helpers', () => {
-  it('reads the saved version from the first bytes of the file, and nothing from a missing or foreign one', async () => {
-    expect(await peekSavedVersion(dir)).toBeNull();
+  it('reads the saved version and epoch from the first bytes of the file, and nothing from a missing or foreign one', async () => {
+    expect(await peekSaved(dir)).toBeNull();
     await saveSnapshot(dir, snapshot(1_796_000_123_456, [listener('lsn-00000000000000000001', 1000)]));
-    expect(await peekSavedVersion(dir)).toBe(1_796_000_123_456);
+    expect(await peekSaved(dir)).toEqual({ version: 1_796_000_123_456, epoch: '' });
+    // The epoch is written second wherever the snapshot holds it, after a long deny list too.
+    const deny = Array.from({ length: 50 }, (_, i) => ({ cidr: `10.0.${i}.0/24` }));
+    const withEpoch = { ...snapshot(7, [listener('lsn-00000000000000000001', 1000)]), backendDeny: deny, epoch: EPOCH };
+    await saveSnapshot(dir, withEpoch);
+    expect(await peekSaved(dir)).toEqual({ version: 7, epoch: EPOCH });
+    expect(JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'))).toEqual(withEpoch);
     writeFileSync(join(dir, 'last-known-good.json'), JSON.stringify({ listeners: [], version: 5 }));
-    expect(await peekSavedVersion(dir)).toBeNull();
+    expect(await peekSaved(dir)).toBeNull();
   });
 
   it('serialises a snapshot to the same JSON as JSON.stringify, reusing unchanged listeners', () => {

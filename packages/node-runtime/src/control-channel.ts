@@ -14,7 +14,7 @@ import { checkEnvelope } from './listener-split.js';
 import { nextConfig } from './next-config.js';
 import { type NodeCredential, resolveCredential, saveCredential } from './node-credential.js';
 import { SnapshotSaver } from './snapshot-saver.js';
-import { loadSavedSnapshot, peekSavedVersion } from './state-file.js';
+import { loadSavedSnapshot, peekSaved, type SavedHead } from './state-file.js';
 import { sealKeyOf } from './state-seal.js';
 
 export type {
@@ -113,7 +113,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     }
     this.sealKey = this.credential ? sealKeyOf(this.credential.credential) : undefined;
     this.options.identified?.(this.credential?.address ?? this.options.address);
-    this.savedVersion = await peekSavedVersion(this.options.stateDir);
+    this.saved = await peekSaved(this.options.stateDir);
     const applied = this.loadSaved();
     this.queue = applied;
     this.connect();
@@ -128,7 +128,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     }
     // Announced but unusable: the controller's delta from that version will be out of step, and the resync
     // asks for a full snapshot.
-    this.savedVersion = null;
+    this.saved = null;
     if ('reason' in saved) this.options.logger.info({ reason: saved.reason }, 'no saved snapshot in use');
   }
 
@@ -137,13 +137,15 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   /** Seals the private keys in the saved snapshot (state-seal.ts). */
   private sealKey: Buffer | undefined;
 
-  /** The saved snapshot's version while it is being applied: the hello announces it (see start()). */
-  private savedVersion: number | null = null;
+  /** The saved snapshot's version and epoch while it is being applied: the hello announces them (see start()). */
+  private saved: SavedHead | null = null;
 
   private async applySaved(snapshot: S): Promise<void> {
     try {
-      await this.options.apply(snapshot);
+      const failed = (await this.options.apply(snapshot)) || [];
       this.current = snapshot;
+      // A resumed session sends only what changed: these failures are restated by no snapshot.
+      this.failures.track(undefined, [], failed);
       this.options.logger.info(
         { version: snapshot.version },
         'serving the saved snapshot until the control plane answers',
@@ -156,7 +158,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         'the saved snapshot could not be applied; waiting for the control plane',
       );
     } finally {
-      this.savedVersion = null;
+      this.saved = null;
     }
   }
 
@@ -197,7 +199,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         kind: this.options.kind,
         address: this.credential?.address ?? this.options.address,
         capacity: this.options.capacity,
-        appliedVersion: this.current?.version ?? this.savedVersion ?? 0,
+        appliedVersion: this.current?.version ?? this.saved?.version ?? 0,
+        appliedEpoch: (this.current ? this.current.epoch : this.saved?.epoch) ?? '',
         ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
         // nextConfig resolves backend sets: an L4 node's snapshot then carries each server group's once.
         ...(this.options.kind === 'l4' ? { backendSets: true } : {}),

@@ -66,9 +66,18 @@ function tail(sets: SavedSets): string[] {
   return elements.length === 0 ? [']}'] : ['],"backendSets":[', elements.join(','), ']}'];
 }
 
+/**
+ * The snapshot's fields but its listeners, opening the listeners' array: `version` and `epoch` first, where
+ * peekSaved reads them.
+ */
+function head(rest: { version?: unknown; epoch?: unknown }): string {
+  const { version, epoch, ...others } = rest;
+  const json = JSON.stringify({ version, epoch, ...others });
+  return `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"listeners":[`;
+}
+
 function joinSnapshot(rest: object, parts: string[], sets: SavedSets): string {
-  const head = JSON.stringify(rest);
-  return `${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[${parts.join(',')}${tail(sets).join('')}`;
+  return `${head(rest)}${parts.join(',')}${tail(sets).join('')}`;
 }
 
 /**
@@ -114,8 +123,7 @@ async function writeSliced(
     return busyMs;
   }
   let busyMs = 0;
-  const head = JSON.stringify(rest);
-  let chunk = [`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"listeners":[`];
+  let chunk = [head(rest)];
   let chars = 0;
   const write = async (): Promise<void> => {
     const text = chunk.join('');
@@ -208,19 +216,26 @@ export async function loadSavedSnapshot<T>(
   }
 }
 
+/** What a saved snapshot's first bytes say: its version, and the epoch of the controller that numbered it. */
+export interface SavedHead {
+  version: number;
+  /** '' when the snapshot carries none (an older controller's, or one that did not send it). */
+  epoch: string;
+}
+
 /**
- * The saved snapshot's version, read from the first bytes of the file (serializeSnapshot writes `version`
- * first): known in a millisecond, where loading and validating a fleet-sized file takes seconds. Null when
- * there is no file or it does not start that way. Only a hint: the full load decides what is served.
+ * The saved snapshot's version and epoch, read from the first bytes of the file (serializeSnapshot writes
+ * them first): known in a millisecond, where loading and validating a fleet-sized file takes seconds. Null
+ * when there is no file or it does not start that way. Only a hint: the full load decides what is served.
  */
-export async function peekSavedVersion(dir: string): Promise<number | null> {
+export async function peekSaved(dir: string): Promise<SavedHead | null> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(join(dir, FILE), 'r');
-    const buf = Buffer.alloc(64);
+    const buf = Buffer.alloc(96);
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    const m = /^\{"version":(\d{1,15})[,}]/.exec(buf.toString('latin1', 0, bytesRead));
-    return m ? Number(m[1]) : null;
+    const m = /^\{"version":(\d{1,15})(?:,"epoch":"([0-9a-f]{32})")?[,}]/.exec(buf.toString('latin1', 0, bytesRead));
+    return m ? { version: Number(m[1]), epoch: m[2] ?? '' } : null;
   } catch {
     return null;
   } finally {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   BackendSetNames,
   type ControllerMessage,
@@ -26,6 +27,8 @@ export interface Fleet {
 }
 
 type L7Pool = NodeSnapshot['l7Nodes'];
+/** What a first snapshot carries besides listeners, the same for every node. */
+type SharedFields = Pick<NodeSnapshot, 'backendDeny' | 'sessionSyncPrefix'>;
 /**
  * A listener as this node should have it: its diff key (`json`) and, when sent, its config as JSON text
  * (the compiled listener's JSON with this node's fields added: built only for the listeners sent), its
@@ -44,6 +47,8 @@ export interface ConfigDeliveryOptions {
   now: () => number;
   /** Counts the LBs diffed; default: a counter nobody reads. */
   work?: ControlWork;
+  /** This process's epoch (SnapshotEpoch); default: random. */
+  epoch?: string;
 }
 
 /**
@@ -58,10 +63,28 @@ export class ConfigDelivery {
   sessionSyncPrefix: string | undefined;
 
   private readonly work: ControlWork;
+  /**
+   * Names this process in the first snapshot of each session: versions alone may repeat across processes
+   * (each starts from its clock), and a resume must know the node holds what this process sent.
+   */
+  readonly epoch: string;
 
   constructor(private readonly options: ConfigDeliveryOptions) {
     this.version = options.startVersion;
     this.work = options.work ?? { lbsCompiled: 0, lbsDiffed: 0 };
+    this.epoch = options.epoch ?? randomBytes(16).toString('hex');
+  }
+
+  /** What every first snapshot carries besides listeners, as JSON: a session resumes only while it is the same. */
+  sharedJson(): string {
+    return JSON.stringify(this.shared());
+  }
+
+  private shared(): SharedFields {
+    return {
+      backendDeny: this.backendDeny(),
+      ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
+    };
   }
 
   /** Diffs an L4 node's whole config against what it was sent. */
@@ -236,7 +259,8 @@ export class ConfigDelivery {
     const first = session.sentVersion === null;
     const l7Json = l7Pool === undefined ? null : JSON.stringify(l7Pool);
     const l7Changed = l7Json !== null && l7Json !== session.sentL7Nodes;
-    if (!first && upsert.length === 0 && remove.length === 0 && !l7Changed) {
+    // A resumed session is answered even with nothing changed: the node learns it is up to date.
+    if (!first && !session.resumed && upsert.length === 0 && remove.length === 0 && !l7Changed) {
       alreadyCarried(session, lbVersions);
       return;
     }
@@ -247,7 +271,8 @@ export class ConfigDelivery {
     // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
     // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
     const listeners = upsert.map((w) => w.text(sets));
-    const message = this.message(session, {
+    const shared = first ? this.shared() : undefined;
+    const message = this.message(session, shared, {
       version,
       generatedAt: new Date(this.options.now()).toISOString(),
       listeners: [],
@@ -271,6 +296,8 @@ export class ConfigDelivery {
       return;
     }
     session.sentVersion = version;
+    session.resumed = false;
+    if (shared !== undefined) session.sentShared = JSON.stringify(shared);
     for (const id of remove) session.sentJson.delete(id);
     for (const w of upsert) session.sentJson.set(w.id, w.json);
     if (l7Json !== null) session.sentL7Nodes = l7Json;
@@ -282,6 +309,7 @@ export class ConfigDelivery {
   /** The first snapshot for a node not sent anything yet, else a delta from what it was sent. */
   private message(
     session: Session,
+    shared: SharedFields | undefined,
     m: {
       version: number;
       generatedAt: string;
@@ -295,16 +323,15 @@ export class ConfigDelivery {
   ): ControllerMessage {
     const { version, generatedAt } = m;
     if (session.sentVersion === null) {
-      const shared = {
-        backendDeny: this.backendDeny(),
-        ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
-      };
+      // Second, after the version: a saved snapshot starts with both, and a restarted node reads them there.
+      const epoch = session.resumes ? { epoch: this.epoch } : {};
       return session.kind === 'l4'
         ? {
             type: 'snapshot',
             kind: 'l4',
             snapshot: {
               version,
+              ...epoch,
               generatedAt,
               listeners: m.listeners,
               l7Nodes: m.l7Pool ?? [],
@@ -317,6 +344,7 @@ export class ConfigDelivery {
             kind: 'l7',
             snapshot: {
               version,
+              ...epoch,
               generatedAt,
               listeners: m.listeners,
               l4Nodes: m.l4Addresses,

@@ -22,7 +22,7 @@ import type { NodeIdentity } from './node-credentials.js';
 import { NodeLiveness } from './node-liveness.js';
 import { parseNodeMessage } from './node-messages.js';
 import { helloIdentity, placementRows, recordVipMode, sendLegacyCredential, touchNodeRow } from './node-rows.js';
-import { newSession, resendSnapshot, type Session, vipNodeOf } from './node-session.js';
+import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNodeOf } from './node-session.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
 
@@ -271,11 +271,18 @@ export class ControlHub {
     if (!touchNodeRow(this.db, who, legacy)) return this.refuse(ws, 'this node is not registered');
     if (legacy) sendLegacyCredential(this.db, ws, who.nodeId, this.log);
     const session = newSession(ws, who, hello, this.clock.now());
+    // A node back on this replica with what it was sent (a restart, a dropped channel) is sent what changed,
+    // not its whole config again: at fleet size, tens of MB to serialise here and to parse there.
+    const resumed =
+      previous !== undefined &&
+      previous.kind === who.kind &&
+      resumable(previous, hello, this.delivery.epoch, this.delivery.sharedJson());
+    if (previous && resumed) resumeFrom(session, previous);
     this.sessions.set(who.nodeId, session);
     this.rejoin.delete(who.nodeId);
     if (who.kind === 'l4') recordVipMode(this.db, who.nodeId, session.reusePort ? 'active-active' : 'active-standby');
     this.log.info(
-      { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion },
+      { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion, resumed },
       'node connected',
     );
     this.recompile();
@@ -359,7 +366,10 @@ export class ControlHub {
       // A write touches one LB of thousands: diff only that LB for each node (what made fleet-wide diffs
       // per write cost tens of ms at 1,000 LBs), unless the change can reach other LBs.
       const onlyChanged =
-        !fullDiff && session.sentVersion !== null && (session.kind === 'l7' || session.sentL7Nodes === l7Json);
+        !fullDiff &&
+        session.sentVersion !== null &&
+        !session.resumed &&
+        (session.kind === 'l7' || session.sentL7Nodes === l7Json);
       if (onlyChanged) this.delivery.pushChanged(session, fleet, touched);
       else if (session.kind === 'l4') this.delivery.pushL4(session, fleet, l7Pool);
       else this.delivery.pushL7(session, fleet);

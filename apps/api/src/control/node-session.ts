@@ -11,6 +11,15 @@ export interface Session {
   address: string;
   /** The version last sent, and each listener as sent (serialised before per-node fields), for deltas. */
   sentVersion: number | null;
+  /** What the first snapshot carried besides listeners (ConfigDelivery.sharedJson), once sent. */
+  sentShared: string | null;
+  /** The node keeps the epoch its snapshots carry (`appliedEpoch` in its hello): it can resume a session. */
+  resumes: boolean;
+  /**
+   * Carried on from the node's previous session (resumeFrom): its next config is a diff of the whole fleet
+   * (what changed while it was away), sent even when empty.
+   */
+  resumed: boolean;
   sentJson: Map<string, string>;
   sentL7Nodes: string | null;
   /** (L7) The L4 node addresses last sent (`l4Nodes`, the peers its PROXY ports accept), as JSON. */
@@ -63,6 +72,9 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     kind: who.kind,
     address: who.address,
     sentVersion: null,
+    sentShared: null,
+    resumes: hello.appliedEpoch !== undefined,
+    resumed: false,
     sentJson: new Map(),
     sentL7Nodes: null,
     sentL4Nodes: null,
@@ -81,6 +93,38 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     lastSeen: now,
     applying: null,
   };
+}
+
+/**
+ * The node reconnected holding exactly what `previous` was sent last: its hello names this process's epoch and
+ * that version. It reported no failing listener (a resume restates none), and the first snapshot's other
+ * fields are unchanged. Then nothing but the difference needs to travel.
+ */
+export function resumable(previous: Session, hello: HelloMessage, epoch: string, sharedJson: string): boolean {
+  return (
+    hello.appliedEpoch === epoch &&
+    previous.sentVersion !== null &&
+    hello.appliedVersion === previous.sentVersion &&
+    previous.sentShared === sharedJson &&
+    previous.failures.length === 0 &&
+    previous.failuresOmitted === 0
+  );
+}
+
+/** Carries a resumable session on: the node has applied everything `previous` sent (its hello says so). */
+export function resumeFrom(session: Session, previous: Session): void {
+  const version = previous.sentVersion!;
+  ackUpTo(previous, version);
+  session.sentVersion = version;
+  session.sentShared = previous.sentShared;
+  session.sentJson = previous.sentJson;
+  session.sentL7Nodes = previous.sentL7Nodes;
+  session.sentL4Nodes = previous.sentL4Nodes;
+  session.sentByLb = previous.sentByLb;
+  session.portOwner = previous.portOwner;
+  session.portsByLb = previous.portsByLb;
+  session.ackedLbVersions = previous.ackedLbVersions;
+  session.resumed = true;
 }
 
 /** The node's next config goes out as a full snapshot; versions in flight are still acked as before. */

@@ -1,0 +1,155 @@
+import { loadBalancers } from '@slb/db';
+import { createTestDb, type TestDb } from '@slb/test-support/test-db';
+import { eq } from 'drizzle-orm';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type WebSocket from 'ws';
+import { FakeSocket, silentLogger as logger, registered } from '../../test/hub-fakes.js';
+import { ManualClock } from './clock.js';
+import { ControlHub } from './hub.js';
+
+// A node that comes back to the replica that numbered its config (a restart on its saved file, a dropped
+// channel) is sent what changed while it was away, not its whole config again.
+
+interface Sent {
+  type: string;
+  version?: number;
+  fromVersion?: number;
+  upsert?: { id: string; port: number }[];
+  remove?: string[];
+  snapshot?: { version: number; epoch?: string; listeners: { id: string; port: number }[] };
+}
+
+const ID = 'l4-a';
+const ADDRESS = '127.0.0.11';
+
+let t: TestDb;
+let clock: ManualClock;
+let hub: ControlHub;
+
+beforeEach(() => {
+  t = createTestDb();
+  clock = new ManualClock();
+  hub = new ControlHub(t.db, logger, Date.now(), { clock });
+  registered(hub, ID, 'l4', ADDRESS);
+});
+afterEach(() => {
+  hub.close();
+  t.close();
+});
+
+/** The node dials and says hello; `epoch` undefined: a node that does not keep epochs. */
+function connect(appliedVersion: number, epoch: string | undefined, nodeId = ID): FakeSocket {
+  const ws = new FakeSocket();
+  if (nodeId !== ID) registered(hub, nodeId, 'l4', '127.0.0.12');
+  hub.attach(ws as unknown as WebSocket, { nodeId, kind: 'l4', address: nodeId === ID ? ADDRESS : '127.0.0.12' });
+  const hello = {
+    type: 'hello',
+    nodeId,
+    kind: 'l4',
+    address: nodeId === ID ? ADDRESS : '127.0.0.12',
+    capacity: 100,
+    appliedVersion,
+    ...(epoch === undefined ? {} : { appliedEpoch: epoch }),
+  };
+  ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+  return ws;
+}
+
+const sent = (ws: FakeSocket) => ws.sent as unknown as Sent[];
+const versionOf = (m: Sent) => (m.type === 'snapshot' ? m.snapshot!.version : m.version!);
+
+function ack(ws: FakeSocket, version: number, failedListeners: { listenerId: string; reason: string }[] = []): void {
+  const message = failedListeners.length === 0 ? { type: 'ack', version } : { type: 'ack', version, failedListeners };
+  ws.emit('message', Buffer.from(JSON.stringify(message)), false);
+}
+
+/** A listener added on the LB, its config version bumped, and the burst's recompile done. */
+function addListener(port: number): string {
+  const id = t.listener({ serverGroupId: t.group(), port });
+  t.db.update(loadBalancers).set({ configVersion: port }).where(eq(loadBalancers.id, t.lbId)).run();
+  hub.changed(t.lbId);
+  clock.flush();
+  return id;
+}
+
+/** The node's first session: its snapshot, acked; the epoch it carried. */
+function firstSession(): { ws: FakeSocket; version: number; epoch: string } {
+  const ws = connect(0, '');
+  const [first] = sent(ws);
+  expect(first!.type).toBe('snapshot');
+  const epoch = first!.snapshot!.epoch!;
+  expect(epoch).toMatch(/^[0-9a-f]{32}$/);
+  ack(ws, first!.snapshot!.version);
+  return { ws, version: first!.snapshot!.version, epoch };
+}
+
+describe('control hub: a node resumes its session', () => {
+  it('is sent a delta from the version it holds, carrying what changed while it was away', () => {
+    const first = addListener(80);
+    const { ws, version, epoch } = firstSession();
+    expect(sent(ws)[0]!.snapshot!.listeners.map((l) => l.id)).toEqual([first]);
+    ws.close();
+    const added = addListener(81);
+
+    const back = connect(version, epoch);
+    const [resume] = sent(back);
+    expect(resume).toMatchObject({ type: 'delta', fromVersion: version, remove: [] });
+    expect(resume!.upsert!.map((l) => [l.id, l.port])).toEqual([[added, 81]]);
+    expect(versionOf(resume!)).toBeGreaterThan(version);
+
+    // Nothing changed since: still answered, with an empty delta the node acks.
+    ack(back, versionOf(resume!));
+    back.close();
+    const again = connect(versionOf(resume!), epoch);
+    expect(sent(again)).toHaveLength(1);
+    expect(sent(again)[0]).toMatchObject({ type: 'delta', fromVersion: versionOf(resume!), upsert: [], remove: [] });
+
+    // Resumed, the session diffs writes as before: the next one is a delta of its LB alone.
+    ack(again, versionOf(sent(again)[0]!));
+    const third = addListener(82);
+    expect(sent(again).map((m) => m.type)).toEqual(['delta', 'delta']);
+    expect(sent(again)[1]!.upsert!.map((l) => l.id)).toEqual([third]);
+  });
+
+  it('gets its whole config when the hello names another epoch or version, or it reported failing listeners', () => {
+    const lsn = addListener(80);
+    const { ws, version, epoch } = firstSession();
+    ws.close();
+
+    // Another epoch: a version numbered by another controller process, however equal.
+    const other = connect(version, 'f'.repeat(32));
+    expect(sent(other).map((m) => m.type)).toEqual(['snapshot']);
+    const v2 = versionOf(sent(other)[0]!);
+    ack(other, v2);
+    other.close();
+
+    // An older version than the last sent (a save not yet written when the node stopped).
+    const older = connect(v2 - 1, epoch);
+    expect(sent(older).map((m) => m.type)).toEqual(['snapshot']);
+    const v3 = versionOf(sent(older)[0]!);
+    // The node could not build a listener: a resume would restate nothing, so it is sent everything again.
+    ack(older, v3, [{ listenerId: lsn, reason: 'address in use' }]);
+    older.close();
+
+    const failing = connect(v3, epoch);
+    expect(sent(failing).map((m) => m.type)).toEqual(['snapshot']);
+  });
+
+  it('sends no epoch to a node that does not keep one, and never resumes it', () => {
+    addListener(80);
+    const ws = connect(0, undefined);
+    const [snapshot] = sent(ws);
+    expect(snapshot!.type).toBe('snapshot');
+    expect(snapshot!.snapshot).not.toHaveProperty('epoch');
+    ack(ws, snapshot!.snapshot!.version);
+    ws.close();
+    expect(sent(connect(snapshot!.snapshot!.version, undefined)).map((m) => m.type)).toEqual(['snapshot']);
+  });
+
+  it('resumes only the node whose session it was: another node naming its epoch and version gets a snapshot', () => {
+    addListener(80);
+    const { ws, version, epoch } = firstSession();
+    ws.close();
+    expect(sent(connect(version, epoch, 'l4-b')).map((m) => m.type)).toEqual(['snapshot']);
+  });
+});
