@@ -172,6 +172,13 @@ export class L4Node {
     if (partial) for (const id of change.remove) this.failures.delete(id);
     const l7Changed =
       !partial && this.current !== undefined && JSON.stringify(this.current.l7Nodes) !== JSON.stringify(s.l7Nodes);
+    // A new deny set (a delta may carry one with every listener the same object) reaches every listener.
+    const denyChanged =
+      !partial &&
+      this.current !== undefined &&
+      JSON.stringify(this.current.backendDeny) !== JSON.stringify(s.backendDeny);
+    /** The listener must be resolved again though its config object is the one applied. */
+    const redo = (l: SnapshotListener) => denyChanged || (isHttp(l) && l7Changed);
     // In slices: building thousands of listeners held the event loop for seconds, so heartbeats went unsent
     // and the listeners already serving stalled. Nothing else changes listeners meanwhile (bind retries
     // wait in the same queue).
@@ -183,7 +190,7 @@ export class L4Node {
       const waiting = this.retrying.get(id);
       if (waiting !== undefined) {
         // Still waiting for its port with the config it failed with: a new config is tried at once instead.
-        if (next === undefined || next !== waiting.l || (isHttp(next) && l7Changed)) {
+        if (next === undefined || next !== waiting.l || redo(next)) {
           this.stopRetrying(id);
           lines.listener({ listener: id }, next ? 'bind retry replaced by the new config' : 'bind retry dropped');
         }
@@ -219,7 +226,7 @@ export class L4Node {
       // Kept above: the same config, still waiting for its bind.
       if (this.retrying.has(l.id)) continue;
       const existing = this.listeners.get(l.id);
-      if (existing !== undefined && this.applied.get(l.id) === l && !(isHttp(l) && l7Changed)) continue;
+      if (existing !== undefined && this.applied.get(l.id) === l && !redo(l)) continue;
       this.warnIfCannotShare(l);
       interner.intern(l);
       let resolved: ResolvedListener;

@@ -62,3 +62,35 @@ describe('L4 node: denied backends are never connected to', () => {
     expect(redis.connections()).toBe(0);
   }, 30_000);
 });
+
+describe('L4 node: a new deny set in a delta', () => {
+  const node = newNode();
+  let redis: Awaited<ReturnType<typeof idServer>>;
+  let good: Awaited<ReturnType<typeof idServer>>;
+  let port = 0;
+
+  beforeAll(async () => {
+    redis = await idServer('redis');
+    good = await idServer('good');
+    port = await freePort();
+  });
+  afterAll(async () => {
+    await node.close();
+    await redis.close();
+    await good.close();
+  });
+
+  it('reaches a listener whose config is the very object it already runs', async () => {
+    const l = listener(1, port, { scheduler: 'rr', backends: [backend(1, redis.port), backend(2, good.port)] });
+    const first = snapshot(1, [l]);
+    await node.apply(first);
+    const before = new Set<string>();
+    for (let i = 0; i < 4; i++) before.add(await whoAnswers(port));
+    expect(before).toEqual(new Set(['redis', 'good']));
+    // What the control channel makes of a delta with only `backendDeny`: the same listener objects, applied whole.
+    await node.apply({ ...first, version: 2, backendDeny: [{ cidr: '127.0.0.1/32', port: redis.port }] });
+    const seen = redis.connections();
+    for (let i = 0; i < 6; i++) expect(await whoAnswers(port)).toBe('good');
+    expect(redis.connections()).toBe(seen);
+  }, 30_000);
+});

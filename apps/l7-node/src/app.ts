@@ -170,6 +170,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     return new BackendGuard({ deny: snapshot.backendDeny, self: { addresses: [...addresses], ports } });
   }
   let guard = new BackendGuard();
+  /** The deny set the running listeners were built with, as JSON. */
+  let appliedDeny: string | undefined;
 
   /** Every listener of the applied config not served as sent, with why. */
   const failures = new Map<string, string>();
@@ -197,13 +199,17 @@ export function createL7App(options: L7AppOptions = {}): L7App {
     options.sync?.usePrefix(sent.sessionSyncPrefix); // before any listener of this snapshot attaches
     listenerOptions.proxySources.update(sent.l4Nodes);
     guard = guardOf(sent);
+    // A new deny set (a delta may carry one with every listener the same object) reaches every listener.
+    const denyJson = JSON.stringify(sent.backendDeny);
+    const denyChanged = denyJson !== appliedDeny;
+    appliedDeny = denyJson;
     const failed: ListenerFailure[] = [];
     const sentById = new Map(sent.listeners.map((l) => [l.id, l]));
     for (const id of failures.keys()) if (!sentById.has(id)) failures.delete(id);
     // A listener waiting for its port with the config it failed with keeps waiting; a new config is tried
     // at once instead, and a removed listener is given up.
     for (const [id, entry] of retrying) {
-      if (sentById.get(id) === entry.l) continue;
+      if (sentById.get(id) === entry.l && !denyChanged) continue;
       stopRetrying(id);
       logger.info({ listener: id }, sentById.has(id) ? 'bind retry replaced by the new config' : 'bind retry dropped');
     }
@@ -220,7 +226,8 @@ export function createL7App(options: L7AppOptions = {}): L7App {
         fail(failed, l.id, 'duplicate listener id');
         continue;
       }
-      if ((appliedConfigs.get(l.id) === l && listeners.has(l.id)) || retrying.get(l.id)?.l === l) {
+      const same = (appliedConfigs.get(l.id) === l && listeners.has(l.id)) || retrying.get(l.id)?.l === l;
+      if (same && !denyChanged) {
         wanted.set(l.id, l);
         continue;
       }

@@ -82,3 +82,40 @@ describe('L7 node: denied backends are never connected to', () => {
     expect(redisConnections).toBe(0);
   }, 30_000);
 });
+
+describe('L7 node: a new deny set in a delta', () => {
+  let app: L7App;
+  let a: TestBackend;
+  let b: TestBackend;
+  afterAll(async () => {
+    await app.close();
+    await a.close();
+    await b.close();
+  });
+
+  it('reaches a listener whose config is the very object it already runs', async () => {
+    a = await startBackend('a');
+    b = await startBackend('b');
+    const port = await refusedPort();
+    const url = `http://127.0.0.1:${port}`;
+    const answers = async (n: number) => {
+      const seen = new Set<string>();
+      for (let i = 0; i < n; i++) {
+        const res = await request(url, { headersTimeout: 5000, bodyTimeout: 5000 });
+        seen.add(JSON.parse(await res.body.text()).backend);
+      }
+      return seen;
+    };
+    app = createL7App({ drainMs: 200 });
+    const first = {
+      version: 1,
+      generatedAt: '2026-12-01T00:00:00Z',
+      listeners: [listener({ directPort: port, backends: [a.spec, b.spec] })],
+    };
+    await app.apply(first);
+    expect(await answers(8)).toEqual(new Set(['a', 'b']));
+    // What the control channel makes of a delta with only `backendDeny`: the same listener objects, applied whole.
+    await app.apply({ ...first, version: 2, backendDeny: [{ cidr: '127.0.0.1/32', port: b.spec.port }] });
+    expect(await answers(8)).toEqual(new Set(['a']));
+  }, 30_000);
+});

@@ -9,6 +9,7 @@ import {
   SnapshotWireListener,
   WireNodeSnapshot,
 } from './snapshot.js';
+import { SnapshotBackendDenyList } from './snapshot-deny.js';
 import { MAX_TRAFFIC_LISTENERS_PER_BEAT, RESPONSE_CLASSES, UPSTREAM_TIME_BOUNDS_MS } from './traffic.js';
 
 // The control channel: one WebSocket per node, the node dials out (SoftEther's members to their
@@ -52,6 +53,12 @@ export const HelloMessage = Type.Object(
       Type.Union([SnapshotEpoch, Type.Literal('')], {
         description:
           "the epoch of the config at appliedVersion ('' for none): said by a node that keeps the epoch its snapshots carry, so a controller that numbered that version itself can send only what changed since",
+      }),
+    ),
+    denyDeltas: Type.Optional(
+      Type.Boolean({
+        description:
+          'this node takes a changed backend deny set in a delta (and checks every listener again); without it the hub sends it a whole snapshot',
       }),
     ),
     boundVips: Type.Optional(
@@ -224,6 +231,8 @@ export const L4DeltaMessage = Type.Object(
     remove: Type.Array(Type.String({ maxLength: 64 })),
     l7Nodes: Type.Optional(Type.Array(SnapshotL7Node)),
     backendSets: Type.Optional(SnapshotBackendSets),
+    // The whole new deny set, only when it changed and only to a node that said `denyDeltas`.
+    backendDeny: Type.Optional(SnapshotBackendDenyList),
   },
   { additionalProperties: false },
 );
@@ -236,6 +245,8 @@ export const L7DeltaMessage = Type.Object(
     generatedAt: Type.String(),
     upsert: Type.Array(L7Listener),
     remove: Type.Array(Type.String({ maxLength: 64 })),
+    // The whole new deny set, only when it changed and only to a node that said `denyDeltas`.
+    backendDeny: Type.Optional(SnapshotBackendDenyList),
   },
   { additionalProperties: false },
 );

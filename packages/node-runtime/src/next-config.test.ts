@@ -47,6 +47,26 @@ describe('a full snapshot', () => {
 });
 
 describe('a delta', () => {
+  it('with a new deny set is applied whole: the same listener objects, every one looked at again', async () => {
+    const backendDeny = [{ cidr: '10.0.0.0/8' }];
+    const message = {
+      type: 'delta',
+      kind: 'l4',
+      fromVersion: 3,
+      version: 4,
+      generatedAt: at,
+      upsert: [],
+      remove: [],
+      backendDeny,
+    } as ConfigMessage;
+    const made = await nextConfig({ ...current, epoch: 'a'.repeat(32) } as NodeSnapshot, message);
+    expect(made.inStep).toBe(true);
+    if (!made.inStep) return;
+    expect(made.change).toBeUndefined();
+    expect(made.next).toMatchObject({ version: 4, backendDeny, epoch: 'a'.repeat(32) });
+    expect(made.next.listeners[0]).toBe(current.listeners[0]);
+  });
+
   it('applies to the config it was made from, naming what it touched', async () => {
     const message = {
       type: 'delta',

@@ -45,14 +45,18 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
   // An unreadable upsert is left out: the listener keeps what it had (or stays absent).
   const sets = 'backendSets' in message ? message.backendSets : undefined;
   const { valid: upsert, failed } = await checkListeners(message.kind, message.upsert, sets);
+  const backendDeny = message.backendDeny;
   const next = {
     ...current,
     version: message.version,
     generatedAt: message.generatedAt,
     listeners: applyListenerDelta(current.listeners, upsert, message.remove),
     ...(l7NodesChanged ? { l7Nodes } : {}),
+    ...(backendDeny === undefined ? {} : { backendDeny }),
   };
-  return { inStep: true, next, change: { upsert, remove: message.remove, l7NodesChanged }, refused: failed };
+  // A new deny set reaches every listener's backends: applied whole, as a snapshot is, from what is parsed.
+  const change = backendDeny === undefined ? { upsert, remove: message.remove, l7NodesChanged } : undefined;
+  return { inStep: true, next, change, refused: failed };
 }
 
 /**

@@ -75,16 +75,25 @@ export class ConfigDelivery {
     this.epoch = options.epoch ?? randomBytes(16).toString('hex');
   }
 
-  /** What every first snapshot carries besides listeners, as JSON: a session resumes only while it is the same. */
-  sharedJson(): string {
-    return JSON.stringify(this.shared());
-  }
+  /** The fields every first snapshot carries besides listeners, as last read (refreshShared), and as JSON. */
+  private sharedNow: { fields: SharedFields; json: string } | null = null;
 
-  private shared(): SharedFields {
-    return {
+  /**
+   * Reads the shared fields again (the deny set follows the nodes and the address pools): once per recompile.
+   * Returns them as JSON, which each session compares with what it was sent.
+   */
+  refreshShared(): string {
+    const fields = {
       backendDeny: this.backendDeny(),
       ...(this.sessionSyncPrefix ? { sessionSyncPrefix: this.sessionSyncPrefix } : {}),
     };
+    this.sharedNow = { fields, json: JSON.stringify(fields) };
+    return this.sharedNow.json;
+  }
+
+  private shared(): { fields: SharedFields; json: string } {
+    if (this.sharedNow === null) this.refreshShared();
+    return this.sharedNow!;
   }
 
   /** Diffs an L4 node's whole config against what it was sent. */
@@ -259,8 +268,11 @@ export class ConfigDelivery {
     const first = session.sentVersion === null;
     const l7Json = l7Pool === undefined ? null : JSON.stringify(l7Pool);
     const l7Changed = l7Json !== null && l7Json !== session.sentL7Nodes;
+    const shared = this.shared();
+    // A node that does not take the deny set in a delta is sent a snapshot instead (see ControlHub.recompile).
+    const denyChanged = !first && session.denyDeltas && session.sentShared !== shared.json;
     // A resumed session is answered even with nothing changed: the node learns it is up to date.
-    if (!first && !session.resumed && upsert.length === 0 && remove.length === 0 && !l7Changed) {
+    if (!first && !session.resumed && !denyChanged && upsert.length === 0 && remove.length === 0 && !l7Changed) {
       alreadyCarried(session, lbVersions);
       return;
     }
@@ -271,8 +283,7 @@ export class ConfigDelivery {
     // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
     // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
     const listeners = upsert.map((w) => w.text(sets));
-    const shared = first ? this.shared() : undefined;
-    const message = this.message(session, shared, {
+    const message = this.message(session, first ? shared.fields : undefined, {
       version,
       generatedAt: new Date(this.options.now()).toISOString(),
       listeners: [],
@@ -280,6 +291,7 @@ export class ConfigDelivery {
       l7Pool: first || l7Changed ? l7Pool : undefined,
       l4Addresses,
       backendSets: sets !== null && sets.size > 0,
+      backendDeny: denyChanged ? shared.fields.backendDeny : undefined,
     });
     let text = withListeners(JSON.stringify(message), first ? 'listeners' : 'upsert', listeners);
     if (sets !== null && sets.size > 0) text = withListeners(text, 'backendSets', [...sets.texts((json) => json)]);
@@ -297,7 +309,7 @@ export class ConfigDelivery {
     }
     session.sentVersion = version;
     session.resumed = false;
-    if (shared !== undefined) session.sentShared = JSON.stringify(shared);
+    if (first || denyChanged) session.sentShared = shared.json;
     for (const id of remove) session.sentJson.delete(id);
     for (const w of upsert) session.sentJson.set(w.id, w.json);
     if (l7Json !== null) session.sentL7Nodes = l7Json;
@@ -319,6 +331,8 @@ export class ConfigDelivery {
       l4Addresses: string[];
       /** The message carries backend sets (an empty array, for the sets' texts). */
       backendSets: boolean;
+      /** (A delta) the deny set, when it changed. */
+      backendDeny: SharedFields['backendDeny'];
     },
   ): ControllerMessage {
     const { version, generatedAt } = m;
@@ -353,9 +367,10 @@ export class ConfigDelivery {
           };
     }
     const fromVersion = session.sentVersion;
+    const deny = m.backendDeny === undefined ? {} : { backendDeny: m.backendDeny };
     if (session.kind === 'l7') {
       const upsert = m.listeners as L7NodeSnapshot['listeners'];
-      return { type: 'delta', kind: 'l7', fromVersion, version, generatedAt, upsert, remove: m.remove };
+      return { type: 'delta', kind: 'l7', fromVersion, version, generatedAt, upsert, remove: m.remove, ...deny };
     }
     return {
       type: 'delta',
@@ -367,6 +382,7 @@ export class ConfigDelivery {
       remove: m.remove,
       ...(m.l7Pool !== undefined ? { l7Nodes: m.l7Pool } : {}),
       ...(m.backendSets ? { backendSets: [] } : {}),
+      ...deny,
     };
   }
 }

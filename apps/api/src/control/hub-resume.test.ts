@@ -38,7 +38,7 @@ afterEach(() => {
 });
 
 /** The node dials and says hello; `epoch` undefined: a node that does not keep epochs. */
-function connect(appliedVersion: number, epoch: string | undefined, nodeId = ID): FakeSocket {
+function connect(appliedVersion: number, epoch: string | undefined, nodeId = ID, extra: object = {}): FakeSocket {
   const ws = new FakeSocket();
   if (nodeId !== ID) registered(hub, nodeId, 'l4', '127.0.0.12');
   hub.attach(ws as unknown as WebSocket, { nodeId, kind: 'l4', address: nodeId === ID ? ADDRESS : '127.0.0.12' });
@@ -50,6 +50,7 @@ function connect(appliedVersion: number, epoch: string | undefined, nodeId = ID)
     capacity: 100,
     appliedVersion,
     ...(epoch === undefined ? {} : { appliedEpoch: epoch }),
+    ...extra,
   };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
   return ws;
@@ -151,5 +152,62 @@ describe('control hub: a node resumes its session', () => {
     const { ws, version, epoch } = firstSession();
     ws.close();
     expect(sent(connect(version, epoch, 'l4-b')).map((m) => m.type)).toEqual(['snapshot']);
+  });
+});
+
+describe('control hub: a changed deny set', () => {
+  let deny = [{ cidr: '10.9.0.0/16' }];
+  beforeEach(() => {
+    deny = [{ cidr: '10.9.0.0/16' }];
+    hub.setBackendDeny(() => deny);
+  });
+
+  it('reaches a node that takes it in a delta as a delta, and any other node as a whole snapshot', () => {
+    addListener(80);
+    const deltas = connect(0, '', ID, { denyDeltas: true });
+    const whole = connect(0, '', 'l4-b');
+    for (const ws of [deltas, whole]) {
+      expect(sent(ws)[0]).toMatchObject({ type: 'snapshot', snapshot: { backendDeny: deny } });
+      ack(ws, versionOf(sent(ws).at(-1)!));
+    }
+    // A node registered (or an address pool added): its write recompiles.
+    deny = [...deny, { cidr: '127.0.0.99/32' }];
+    hub.changed();
+    clock.flush();
+    expect(sent(deltas)).toHaveLength(2);
+    expect(sent(deltas)[1]).toMatchObject({ type: 'delta', upsert: [], remove: [], backendDeny: deny });
+    expect(sent(whole)).toHaveLength(2);
+    expect(sent(whole)[1]).toMatchObject({ type: 'snapshot', snapshot: { backendDeny: deny } });
+    // Sent once.
+    hub.changed();
+    clock.flush();
+    expect([sent(deltas).length, sent(whole).length]).toEqual([2, 2]);
+  });
+
+  it('does not stop a node that takes it in a delta from resuming: the resume delta carries the new set', () => {
+    addListener(80);
+    const ws = connect(0, '', ID, { denyDeltas: true });
+    const [first] = sent(ws);
+    ack(ws, versionOf(first!));
+    ws.close();
+    deny = [...deny, { cidr: '127.0.0.99/32' }];
+    hub.changed();
+    clock.flush();
+    const back = connect(versionOf(first!), first!.snapshot!.epoch, ID, { denyDeltas: true });
+    expect(sent(back)).toHaveLength(1);
+    expect(sent(back)[0]).toMatchObject({
+      type: 'delta',
+      fromVersion: versionOf(first!),
+      upsert: [],
+      backendDeny: deny,
+    });
+  });
+
+  it('makes a node that does not take it in a delta come back to a whole snapshot', () => {
+    addListener(80);
+    const { ws, version, epoch } = firstSession();
+    ws.close();
+    deny = [...deny, { cidr: '127.0.0.99/32' }];
+    expect(sent(connect(version, epoch)).map((m) => m.type)).toEqual(['snapshot']);
   });
 });

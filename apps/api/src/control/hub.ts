@@ -276,7 +276,7 @@ export class ControlHub {
     const resumed =
       previous !== undefined &&
       previous.kind === who.kind &&
-      resumable(previous, hello, this.delivery.epoch, this.delivery.sharedJson());
+      resumable(previous, hello, this.delivery.epoch, this.delivery.refreshShared());
     if (previous && resumed) resumeFrom(session, previous);
     this.sessions.set(who.nodeId, session);
     this.rejoin.delete(who.nodeId);
@@ -352,6 +352,7 @@ export class ControlHub {
     // The L7 nodes' `l4Nodes`: every L4 node address, whether its channel is open or not.
     const l4Addresses = l4NodeAddresses(this.db);
     const l4Json = JSON.stringify(l4Addresses);
+    const sharedJson = this.delivery.refreshShared();
     const fleet: Fleet = {
       lbs: this.cache.lbs,
       compiled: this.cache.all,
@@ -363,6 +364,11 @@ export class ControlHub {
       if (session.ws.readyState !== session.ws.OPEN) continue;
       // Deltas carry listeners only: a changed L4 fleet reaches an L7 node as a whole new snapshot (rare).
       if (session.kind === 'l7' && session.sentL4Nodes !== l4Json) resendSnapshot(session);
+      // A node registered or an address pool added changed the deny set. A node that cannot take it in a delta
+      // gets everything again; before, it kept the old set until it reconnected.
+      if (!session.denyDeltas && session.sentShared !== null && session.sentShared !== sharedJson) {
+        resendSnapshot(session);
+      }
       // A write touches one LB of thousands: diff only that LB for each node (what made fleet-wide diffs
       // per write cost tens of ms at 1,000 LBs), unless the change can reach other LBs.
       const onlyChanged =

@@ -15,6 +15,8 @@ export interface Session {
   sentShared: string | null;
   /** The node keeps the epoch its snapshots carry (`appliedEpoch` in its hello): it can resume a session. */
   resumes: boolean;
+  /** The node takes a changed deny set in a delta (`denyDeltas` in its hello); else it is sent a snapshot. */
+  denyDeltas: boolean;
   /**
    * Carried on from the node's previous session (resumeFrom): its next config is a diff of the whole fleet
    * (what changed while it was away), sent even when empty.
@@ -74,6 +76,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     sentVersion: null,
     sentShared: null,
     resumes: hello.appliedEpoch !== undefined,
+    denyDeltas: hello.denyDeltas === true,
     resumed: false,
     sentJson: new Map(),
     sentL7Nodes: null,
@@ -98,14 +101,14 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
 /**
  * The node reconnected holding exactly what `previous` was sent last: its hello names this process's epoch and
  * that version. It reported no failing listener (a resume restates none), and the first snapshot's other
- * fields are unchanged. Then nothing but the difference needs to travel.
+ * fields are unchanged, or it takes a changed deny set in a delta. Then nothing but the difference travels.
  */
 export function resumable(previous: Session, hello: HelloMessage, epoch: string, sharedJson: string): boolean {
   return (
     hello.appliedEpoch === epoch &&
     previous.sentVersion !== null &&
     hello.appliedVersion === previous.sentVersion &&
-    previous.sentShared === sharedJson &&
+    (hello.denyDeltas === true || previous.sentShared === sharedJson) &&
     previous.failures.length === 0 &&
     previous.failuresOmitted === 0
   );
