@@ -120,6 +120,7 @@ export async function restarts(apiProc, results) {
   for (let k = 0; k < nodes.length; k++) {
     const old = nodes[k];
     const from = Date.now();
+    const apiFrom = apiProc.lines.length;
     const stopMs = await stop(old);
     const proc = startNode(old.kind, old.n);
     nodes[k] = proc;
@@ -136,6 +137,9 @@ export async function restarts(apiProc, results) {
       'the resync applied',
     );
     const u = usage(proc.child.pid);
+    // Only this node reconnects meanwhile: the API's line says whether it resumed its session (a delta) or
+    // was sent its whole config again.
+    const hello = await waitLine(apiProc, (l) => l.msg === 'node connected', apiFrom, 'the API hearing its hello');
     // The saved file is the old process's last applied config: its version names it.
     const savedListeners = controlApplies(old).findLast((l) => l.version === saved.version)?.listeners;
     const settled = await settle(`after the restart of ${proc.name}`, proc);
@@ -146,6 +150,7 @@ export async function restarts(apiProc, results) {
       savedMs: saved.time - proc.spawnedAt,
       resyncMs: applied.time - proc.spawnedAt,
       applyMs: applied.applyMs,
+      resumed: hello.resumed === true,
       rssMiB: u.rssMiB,
       hwmMiB: u.hwmMiB,
       cpuS: u.cpuS,
@@ -154,7 +159,7 @@ export async function restarts(apiProc, results) {
     };
     results.restarts.push(r);
     log(
-      `  restarted ${proc.name} (old one exited ${fmtMs(stopMs)} after SIGTERM): serving the saved snapshot (${savedListeners} listeners) +${fmtMs(r.savedMs)}, resync acked +${fmtMs(r.resyncMs)} (apply ${fmtMs(r.applyMs)}); fleet settled +${fmtMs(r.settledMs)}; ${describeAftermath(r)}`,
+      `  restarted ${proc.name} (old one exited ${fmtMs(stopMs)} after SIGTERM): serving the saved snapshot (${savedListeners} listeners) +${fmtMs(r.savedMs)}, resync (${r.resumed ? 'resumed: a delta' : 'whole config'}) acked +${fmtMs(r.resyncMs)} (apply ${fmtMs(r.applyMs)}); fleet settled +${fmtMs(r.settledMs)}; ${describeAftermath(r)}`,
     );
   }
 }
