@@ -120,7 +120,6 @@ export async function restarts(apiProc, results) {
   for (let k = 0; k < nodes.length; k++) {
     const old = nodes[k];
     const from = Date.now();
-    const apiFrom = apiProc.lines.length;
     const stopMs = await stop(old);
     const proc = startNode(old.kind, old.n);
     nodes[k] = proc;
@@ -137,9 +136,6 @@ export async function restarts(apiProc, results) {
       'the resync applied',
     );
     const u = usage(proc.child.pid);
-    // Only this node reconnects meanwhile: the API's line says whether it resumed its session (a delta) or
-    // was sent its whole config again.
-    const hello = await waitLine(apiProc, (l) => l.msg === 'node connected', apiFrom, 'the API hearing its hello');
     // The saved file is the old process's last applied config: its version names it.
     const savedListeners = controlApplies(old).findLast((l) => l.version === saved.version)?.listeners;
     const settled = await settle(`after the restart of ${proc.name}`, proc);
@@ -150,7 +146,8 @@ export async function restarts(apiProc, results) {
       savedMs: saved.time - proc.spawnedAt,
       resyncMs: applied.time - proc.spawnedAt,
       applyMs: applied.applyMs,
-      resumed: hello.resumed === true,
+      // A resumed session is answered with a delta; otherwise the whole config comes again.
+      resumed: applied.sent === 'delta',
       rssMiB: u.rssMiB,
       hwmMiB: u.hwmMiB,
       cpuS: u.cpuS,

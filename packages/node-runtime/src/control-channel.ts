@@ -330,7 +330,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         'listener refused; the others are applied',
       );
     }
-    await this.applyAndAck(next, change, refused);
+    await this.applyAndAck(next, change, refused, message.type);
   }
 
   /** The failures as a message carries them: those it has room to name, and how many it does not. */
@@ -382,6 +382,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     next: VersionedSnapshot,
     change: SnapshotChange | undefined,
     refused: readonly ListenerFailure[],
+    /** What the controller sent: a resumed session's first config is a delta. */
+    sent: 'snapshot' | 'delta',
   ): Promise<void> {
     const version = (next as { version: number }).version;
     const started = performance.now();
@@ -401,6 +403,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     this.options.logger.info(
       {
         version,
+        sent,
         listeners: (next as S).listeners.length,
         applyMs: Math.round((performance.now() - started) * 10) / 10,
       },
