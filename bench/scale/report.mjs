@@ -68,7 +68,7 @@ export function report(apiProc, results, loadAtStart) {
   for (const r of results.restarts) {
     rows.push([
       `${r.node} restart`,
-      `old process exited ${fmtMs(r.stopMs)} after SIGTERM; saved snapshot (${r.savedListeners} listeners) served ${fmtMs(r.savedMs)}, resync acked ${fmtMs(r.resyncMs)} (apply ${fmtMs(r.applyMs)}); RSS ${fmtMiB(r.rssMiB)} (peak ${fmtMiB(r.hwmMiB)}), ${r.cpuS.toFixed(1)} CPU s; fleet settled ${fmtMs(r.settledMs)}; ${describeAftermath(r)}`,
+      `old process exited ${fmtMs(r.stopMs)} after SIGTERM; saved snapshot (${r.savedListeners} listeners) served ${fmtMs(r.savedMs)}, resync (${r.resumed ? 'resumed: a delta' : 'whole config'}) acked ${fmtMs(r.resyncMs)} (apply ${fmtMs(r.applyMs)}); RSS ${fmtMiB(r.rssMiB)} (peak ${fmtMiB(r.hwmMiB)}), ${r.cpuS.toFixed(1)} CPU s; fleet settled ${fmtMs(r.settledMs)}; ${describeAftermath(r)}`,
     ]);
   }
   if (results.edge.duplicatePort) {
