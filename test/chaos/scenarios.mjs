@@ -6,7 +6,7 @@
 import { allDown, blackHole, flapping, slowBackend } from './scenarios/backend-faults.mjs';
 import { apiKill, apiMidWrite, redisKill, workerKill } from './scenarios/control-plane-kills.mjs';
 import { mainLoad, NONE_ALLOWED } from './scenarios/kit.mjs';
-import { backendKill, l4Kill, l7Kill } from './scenarios/node-kills.mjs';
+import { backendKill, l4Kill, l4Restart, l7Kill } from './scenarios/node-kills.mjs';
 import { sleep } from './util.mjs';
 
 /** No fault: the baseline every other scenario's load is compared with. */
@@ -21,6 +21,7 @@ export const SCENARIOS = [
   { id: 'steady', title: 'steady load, no fault', run: steady },
   { id: 'backend-kill', title: 'kill -9 one backend', run: backendKill },
   { id: 'l4-kill', title: 'kill -9 one L4 node', run: l4Kill },
+  { id: 'l4-restart', title: 'kill -9 one L4 node, started again at once', run: l4Restart },
   { id: 'l7-kill', title: 'kill -9 one L7 node', run: l7Kill },
   { id: 'worker-kill', title: 'kill -9 a health worker', run: workerKill },
   { id: 'api-kill', title: 'kill -9 the API', run: apiKill },

@@ -10,6 +10,7 @@ import {
   RESPONSE_CLASSES,
   UPSTREAM_TIME_BOUNDS_MS,
 } from '@slb/model';
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { reconnectDelay } from './backoff.js';
@@ -404,7 +405,9 @@ describe('control channel client resume', () => {
     applied = [];
 
     // Restarted: the saved apply cannot bind the listener. No snapshot will restate it, so the ack says so.
+    const registry = new Registry();
     makeClient(undefined, {
+      registry,
       apply: async (s) => {
         applied.push(s);
         return s.version === 9 ? [{ listenerId: lsn, reason: 'address in use' }] : undefined;
@@ -418,6 +421,8 @@ describe('control channel client resume', () => {
     expect(applied.map((a) => a.version)).toEqual([9, 10]);
     expect(client!.current!.epoch).toBe(EPOCH);
     expect(typed('ack', 10)[0]!.failedListeners).toEqual([{ listenerId: lsn, reason: 'address in use' }]);
+    const counted = (await registry.getSingleMetric('slb_control_configs_applied_total')!.get()).values;
+    expect(counted.map((v) => [v.labels.sent, v.value])).toEqual([['delta', 1]]);
 
     // The channel alone drops: the hello names the version and epoch now applied.
     server!.terminate();

@@ -5,7 +5,7 @@ import {
   type ListenerFailure,
   type NodeMessage,
 } from '@slb/model';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import WebSocket from 'ws';
 import { controlChannelUrl, loggableUrl, ReplicaRotation } from './api-urls.js';
 import type { ControlChannelOptions, SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
@@ -55,6 +55,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   private readonly replicas: ReplicaRotation;
   /** `slb_control_plane_replica`, when the node gave a registry. */
   private readonly replicaGauge: Gauge | undefined;
+  /** `slb_control_configs_applied_total`, when the node gave a registry. */
+  private readonly appliedCounter: Counter<'sent'> | undefined;
   private closed = false;
   private heartbeat: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -81,6 +83,14 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         registers: [options.registry],
       });
     this.replicaGauge?.set(-1);
+    this.appliedCounter =
+      options.registry &&
+      new Counter({
+        name: 'slb_control_configs_applied_total',
+        help: 'Configs from the control channel applied, by how they came (sent): a whole snapshot, or a delta (a resumed session starts with one)',
+        labelNames: ['sent'],
+        registers: [options.registry],
+      });
     this.saver = new SnapshotSaver({
       stateDir: options.stateDir,
       saveIntervalMs: options.saveIntervalMs,
@@ -144,7 +154,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
     try {
       const failed = (await this.options.apply(snapshot)) || [];
       this.current = snapshot;
-      // A resumed session sends only what changed: these failures are restated by no snapshot.
+      // A resumed session is sent only what changed, never a snapshot that would restate them: the acks name these.
       this.failures.track(undefined, [], failed);
       this.options.logger.info(
         { version: snapshot.version },
@@ -397,6 +407,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       return;
     }
     this.current = next as S;
+    this.appliedCounter?.inc({ sent });
     this.failures.track(change, refused, failed);
     this.send(this.ackMessage(version));
     this.saver.persist();

@@ -1,6 +1,6 @@
 // Scenarios that kill -9 a process of the data path: a backend, an L4 node, an L7 node.
 import { stopChild } from '../cloud.mjs';
-import { sleep, until } from '../util.mjs';
+import { metricSum, sleep, stablePort, until } from '../util.mjs';
 import { check, connects, inFlight, mainLoad } from './kit.mjs';
 
 /** kill -9 of a backend host, its restart on the same ports, and its return to rotation. */
@@ -106,6 +106,76 @@ export async function l4Kill(env) {
       `first answer to a connection made after the kill ${firstOk ? `${firstOk.end - killedAt} ms after it` : 'never'}`,
       `${failedNew.length} new connections after the kill failed, ${inFlightAtKill} in flight at the kill failed`,
       `${dead} back and serving again in ${backMs} ms`,
+    ],
+  };
+}
+
+/**
+ * kill -9 of an L4 node started again at once, a write made while it was down. Back within the API's offline
+ * threshold, it resumes its session: it serves its saved config, is sent what changed (a delta), and never
+ * its whole config again. Active-standby, the node that stands by is the one restarted.
+ */
+export async function l4Restart(env) {
+  const { cloud } = env;
+  const standby = (await cloud.vipMode()) === 'active-standby';
+  const l4Names = cloud.services.filter((s) => s.kind === 'l4-node').map((s) => s.name);
+  const active = await env.activeL4();
+  const node = standby ? l4Names.find((n) => !active.includes(n)) : 'l4-node-2';
+  if (!node) throw new Error(`no L4 node to restart (active: ${JSON.stringify(active)})`);
+  // A load balancer of the row's own: the write below must reach the nodes, and leave the others as they were.
+  const lb = await cloud.ok('POST', '/v1/load-balancers', { name: 'chaos-restart' });
+  const group = await cloud.ok('POST', `/v1/load-balancers/${lb.id}/server-groups`, {
+    name: 'restart',
+    servers: [{ address: '127.0.0.1', port: env.ports.b1.tcp }],
+  });
+  const load = mainLoad(env);
+  await sleep(1000);
+  const killedAt = Date.now();
+  await cloud.kill(node);
+  const deadAt = Date.now();
+  const listener = await cloud.ok('POST', `/v1/load-balancers/${lb.id}/listeners`, {
+    protocol: 'tcp',
+    port: await stablePort([lb.address]),
+    serverGroupId: group.id,
+    scheduler: 'rr',
+  });
+  await cloud.start(node);
+  const restartedAt = Date.now();
+  await env.recovered();
+  // The row's LB converged on every L4 node too: the restarted one applied the listener created while it was down.
+  const ids = await env.l4Ids();
+  await until(
+    `${lb.name} converged on ${l4Names.join(', ')}`,
+    async () => {
+      const s = await cloud.ok('GET', `/v1/load-balancers/${lb.id}`);
+      const converged = l4Names.every((n) => s.nodes.some((h) => h.nodeId === ids.get(n) && h.online && h.converged));
+      return s.status === 'active' && converged ? true : undefined;
+    },
+    15_000,
+    100,
+  );
+  const backMs = Date.now() - restartedAt;
+  const metrics = await cloud.metrics(node);
+  const snapshots = metricSum(metrics, 'slb_control_configs_applied_total', 'sent="snapshot"');
+  const deltas = metricSum(metrics, 'slb_control_configs_applied_total', 'sent="delta"');
+  await sleep(500);
+  const run = await load.stop();
+  await cloud.ok('DELETE', `/v1/load-balancers/${lb.id}/listeners/${listener.id}`);
+  await cloud.ok('DELETE', `/v1/load-balancers/${lb.id}/server-groups/${group.id}`);
+  await cloud.ok('DELETE', `/v1/load-balancers/${lb.id}`);
+  return {
+    runs: [run],
+    allowed: (r) => inFlight(r, killedAt, deadAt),
+    allowedRule: `connections in flight at the kill (they may have been on ${node})`,
+    checks: [
+      check(
+        snapshots === 0 && deltas >= 1,
+        `${node} resumed its session: ${deltas} deltas and ${snapshots} snapshots applied since its restart`,
+      ),
+    ],
+    notes: [
+      `killed ${node}${standby ? ' (standing by)' : ''}, started again at once; a listener created while it was down`,
+      `${node} back, and every L4 node converged, ${backMs} ms after its restart`,
     ],
   };
 }

@@ -11,7 +11,7 @@ export interface Session {
   address: string;
   /** The version last sent, and each listener as sent (serialised before per-node fields), for deltas. */
   sentVersion: number | null;
-  /** What the first snapshot carried besides listeners (ConfigDelivery.sharedJson), once sent. */
+  /** What the first snapshot (or a delta with a new deny set) carried besides listeners, as JSON (refreshShared). */
   sentShared: string | null;
   /** The node keeps the epoch its snapshots carry (`appliedEpoch` in its hello): it can resume a session. */
   resumes: boolean;
