@@ -275,9 +275,10 @@ describe('control channel with real processes', () => {
     });
     expect(await ask(vip, port)).toBe('b1'); // b2 has weight 0 (above)
     // Back to one listener, as the tests below expect.
-    await admin().DELETE('/v1/load-balancers/{lbId}/listeners/{listenerId}', {
-      params: { path: { lbId, listenerId: created.data!.id } },
+    const removed = await admin().DELETE('/v1/load-balancers/{lbId}/listeners/{lsnId}', {
+      params: { path: { lbId, lsnId: created.data!.id } },
     });
+    expect(removed.response.status).toBe(204);
     await eventually('the listener gone from both nodes', async () => {
       const { data } = await admin().GET('/v1/load-balancers/{lbId}', { params: { path: { lbId } } });
       return data?.status === 'active' && data.nodes.every((n) => n.converged) ? data : undefined;
