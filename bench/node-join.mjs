@@ -10,7 +10,8 @@
 // (1: session sync on, through REDIS_URL or the local Redis, under a prefix of this run's own that is deleted at the
 // end; each listener then loads its peers' entries as it starts, as in bench/scale.mjs; default 0, off), IDLE_S
 // (5: seconds the node's CPU at rest is measured over, after the apply), RESTART=1 (the node is then killed and
-// started again on its saved file, and sent the same fleet: how long, and its RSS and V8 heap after), ADDRESS
+// started again on its saved file, twice: resumed with an empty delta, then sent the whole fleet again; how long
+// each took, and the RSS and V8 heap after), ADDRESS
 // (127.78.0.1, where the listeners bind), PORT_BASE (20000), PROF=1 (the node writes a CPU profile into ./prof),
 // LOG_DIR (keep the node's log there), NODE_ARGS (the node's Node.js flags: bench/node-args.mjs).
 import { spawn } from 'node:child_process';
@@ -31,6 +32,8 @@ const GROUP = Number(process.env.GROUP ?? 1);
 const SETS = process.env.SETS !== '0';
 const SYNC = process.env.SYNC === '1';
 const RESTART = process.env.RESTART === '1';
+/** The stand-in controller's epoch (SnapshotEpoch). */
+const EPOCH = 'b'.repeat(32);
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SYNC_PREFIX = `bench-node-join-${process.pid}:sync`;
 const ADDRESS = process.env.ADDRESS ?? '127.78.0.1';
@@ -88,7 +91,7 @@ wss.on('connection', (ws) => {
     const m = JSON.parse(d.toString());
     if (m.type === 'heartbeat') heartbeats.push({ at: performance.now(), applying: m.applying });
     if (m.type === 'ack') acks.set(m.version, performance.now());
-    if (m.type === 'hello') onHello();
+    if (m.type === 'hello') onHello(m);
   });
 });
 const send = (m) => channel.send(JSON.stringify(m));
@@ -158,26 +161,33 @@ function savedVersion() {
 }
 
 /**
- * RESTART=1: the node killed once its file holds the fleet, as a crash, and started again on its state dir.
- * It serves the saved file, then the controller sends the same fleet again (version 4), as the API does
- * after a restart when nothing changed. Memory is read 3 s after the ack and again IDLE_S later.
+ * RESTART=1: the node killed once its file holds version `saved`, as a crash, and started again on its state
+ * dir. It serves the saved file, then the controller answers its hello with `version`: resumed, a delta with
+ * nothing in it (as the API answers a node back on it with what it was sent last, nothing having changed);
+ * else the same fleet again as a whole snapshot (as after an API restart, or from an API without resumes).
+ * Memory is read 3 s after the ack and again IDLE_S later.
  */
-async function restartNode(big) {
-  await until('the fleet in the saved file', () => savedVersion() === 2);
+async function restartNode(big, { saved, version, resume }) {
+  await until(`version ${saved} in the saved file`, () => savedVersion() === saved);
   child.kill('SIGKILL');
   await new Promise((r) => child.once('exit', r));
-  const again = JSON.stringify({
+  const whole = JSON.stringify({
     type: 'snapshot',
     kind: 'l4',
-    snapshot: { ...(SETS ? withBackendSets(big) : big), version: 4 },
+    snapshot: { ...(SETS ? withBackendSets(big) : big), version },
   });
-  onHello = () => channel.send(again);
+  const delta = { type: 'delta', kind: 'l4', fromVersion: saved, version, generatedAt: new Date().toISOString() };
+  let resumed = false;
+  onHello = (hello) => {
+    resumed = resume && hello.appliedEpoch === EPOCH && hello.appliedVersion === saved;
+    channel.send(resumed ? JSON.stringify({ ...delta, upsert: [], remove: [] }) : whole);
+  };
   const from = lines.length;
   const startedAt = Date.now();
   const t = performance.now();
   child = startNode();
-  await until('ack of version 4', () => acks.has(4));
-  const resyncAckMs = Math.round(acks.get(4) - t);
+  await until(`ack of version ${version}`, () => acks.has(version));
+  const resyncAckMs = Math.round(acks.get(version) - t);
   const after = lines.slice(from);
   const served = after.find((l) => l.msg === 'serving the saved snapshot until the control plane answers');
   await sleep(3000);
@@ -186,9 +196,10 @@ async function restartNode(big) {
   const rssAckedMiB = Math.round(rssMiB(child.pid));
   await sleep(IDLE_S * 1000);
   return {
+    resync: resumed ? 'resumed: an empty delta' : 'the whole fleet again',
     savedServedMs: served ? served.time - startedAt : null,
     resyncAckMs,
-    resyncApplyMs: after.find((l) => l.msg === 'config applied' && l.version === 4)?.applyMs,
+    resyncApplyMs: after.find((l) => l.msg === 'config applied' && l.version === version)?.applyMs,
     rssMiB: rssAckedMiB,
     heapUsedMiB: gaugeMiB(metrics, 'nodejs_heap_size_used_bytes'),
     heapTotalMiB: gaugeMiB(metrics, 'nodejs_heap_size_total_bytes'),
@@ -231,6 +242,8 @@ try {
     sessionSync: SYNC,
     first: [echoListener],
   });
+  // The epoch the API's first snapshot carries: the node saves it and names it in its hello after a restart.
+  big.epoch = EPOCH;
   const text = JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: SETS ? withBackendSets(big) : big });
   const t0 = performance.now();
   channel.send(text);
@@ -252,7 +265,13 @@ try {
   const beats = heartbeats.filter((h) => h.at >= t0 - 1000 && h.at <= t1);
   const applied = lines.find((l) => l.msg === 'config applied' && l.version === 2);
   const rssAfterMiB = Math.round(rssMiB(child.pid));
-  const restart = RESTART ? await restartNode(big) : undefined;
+  // Resumed first, then (saved again at version 4) given the whole fleet: the two answers a restart can get.
+  const restart = RESTART
+    ? [
+        await restartNode(big, { saved: 2, version: 4, resume: true }),
+        await restartNode(big, { saved: 4, version: 5, resume: false }),
+      ]
+    : undefined;
   // Every bulk listener removed again: what a node does when its LBs move away.
   const t2 = performance.now();
   send({ type: 'snapshot', kind: 'l4', snapshot: { ...big, version: 3, listeners: [echoListener] } });
