@@ -4,6 +4,7 @@ import { L7Listener, L7NodeSnapshot } from './l7-snapshot.js';
 import { MAX_LISTENERS_PER_NODE } from './limits.js';
 import {
   SnapshotBackendSets,
+  SnapshotDigest,
   SnapshotEpoch,
   SnapshotL7Node,
   SnapshotWireListener,
@@ -53,6 +54,12 @@ export const HelloMessage = Type.Object(
       Type.Union([SnapshotEpoch, Type.Literal('')], {
         description:
           "the epoch of the config at appliedVersion ('' for none): said by a node that keeps the epoch its snapshots carry, so a controller that numbered that version itself can send only what changed since",
+      }),
+    ),
+    appliedDigest: Type.Optional(
+      Type.Union([SnapshotDigest, Type.Literal('')], {
+        description:
+          "the digest of the config at appliedVersion ('' for none): a controller that would send this node exactly that config answers with an empty delta",
       }),
     ),
     denyDeltas: Type.Optional(
@@ -233,6 +240,8 @@ export const L4DeltaMessage = Type.Object(
     backendSets: Type.Optional(SnapshotBackendSets),
     // The whole new deny set, only when it changed and only to a node that said `denyDeltas`.
     backendDeny: Type.Optional(SnapshotBackendDenyList),
+    // The digest of the config this delta makes (to a node that keeps epochs).
+    digest: Type.Optional(SnapshotDigest),
   },
   { additionalProperties: false },
 );
@@ -247,6 +256,8 @@ export const L7DeltaMessage = Type.Object(
     remove: Type.Array(Type.String({ maxLength: 64 })),
     // The whole new deny set, only when it changed and only to a node that said `denyDeltas`.
     backendDeny: Type.Optional(SnapshotBackendDenyList),
+    // The digest of the config this delta makes (to a node that keeps epochs).
+    digest: Type.Optional(SnapshotDigest),
   },
   { additionalProperties: false },
 );

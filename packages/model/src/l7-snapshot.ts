@@ -11,7 +11,7 @@ import {
   MAX_SERVER_GROUPS_PER_L7_LISTENER,
   MAX_SERVERS_PER_GROUP,
 } from './limits.js';
-import { backendFields, SnapshotAcl, SnapshotEpoch, SnapshotSessionSyncPrefix } from './snapshot.js';
+import { backendFields, SnapshotAcl, SnapshotDigest, SnapshotEpoch, SnapshotSessionSyncPrefix } from './snapshot.js';
 import { SnapshotBackendDenyList } from './snapshot-deny.js';
 
 // The L7 node config snapshot: what an L7 (HTTP/HTTPS) forwarding node serves, compiled by the control
@@ -173,6 +173,7 @@ export const L7NodeSnapshot = StrictObject(
     backendDeny: Type.Optional(SnapshotBackendDenyList),
     sessionSyncPrefix: Type.Optional(SnapshotSessionSyncPrefix),
     epoch: Type.Optional(SnapshotEpoch),
+    digest: Type.Optional(SnapshotDigest),
   },
   { title: 'L7NodeSnapshot' },
 );

@@ -178,6 +178,17 @@ export const SnapshotEpoch = Type.String({
   description: 'the numbering controller process (random, 128 bits, hex); kept through deltas',
 });
 
+/**
+ * What a node holds, hashed by the controller that sent it (each listener as compiled, the deny set, the L7
+ * pool or the L4 nodes), in each config to a node that keeps epochs. Any controller process computes the
+ * same digest from the same fleet: one that finds a reconnecting node's digest equal to what it would send
+ * it answers with an empty delta instead of the whole config (after its own restart, or on another replica).
+ */
+export const SnapshotDigest = Type.String({
+  pattern: '^[0-9a-f]{32}$',
+  description: "the controller's hash of this config (hex); kept until the next config, dropped when one was refused",
+});
+
 /** The deployment's session-sync key prefix, in both nodes' snapshots. */
 export const SnapshotSessionSyncPrefix = Type.String({
   minLength: 1,
@@ -204,6 +215,7 @@ export const NodeSnapshot = StrictObject(
     backendDeny: Type.Optional(SnapshotBackendDenyList),
     sessionSyncPrefix: Type.Optional(SnapshotSessionSyncPrefix),
     epoch: Type.Optional(SnapshotEpoch),
+    digest: Type.Optional(SnapshotDigest),
   },
   { title: 'NodeSnapshot' },
 );

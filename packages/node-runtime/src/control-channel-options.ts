@@ -17,6 +17,8 @@ export interface VersionedSnapshot {
   generatedAt: string;
   /** The controller process that numbered the config (see SnapshotEpoch). */
   epoch?: string;
+  /** The controller's hash of the config (see SnapshotDigest). */
+  digest?: string;
   listeners: { id: string }[];
 }
 

@@ -85,6 +85,8 @@ const acked = (version: number) => () =>
 const POLL = { timeout: 5000, interval: 10 };
 /** A controller process's epoch (SnapshotEpoch). */
 const EPOCH = '0123456789abcdef0123456789abcdef';
+/** A controller's digest of a config (SnapshotDigest). */
+const DIGEST = 'fedcba9876543210fedcba9876543210';
 
 function makeClient(
   apply?: (s: NodeSnapshot) => Promise<void>,
@@ -396,8 +398,8 @@ describe('control channel client resume', () => {
   it('names the epoch of what it holds in every hello, and takes a delta from its saved version as a resume', async () => {
     await makeClient().start();
     await vi.waitUntil(() => received.length > 0, POLL);
-    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 0, appliedEpoch: '' });
-    sendSnapshot({ ...snapshot(9, [listener(lsn, 1003)]), epoch: EPOCH });
+    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 0, appliedEpoch: '', appliedDigest: '' });
+    sendSnapshot({ ...snapshot(9, [listener(lsn, 1003)]), epoch: EPOCH, digest: DIGEST });
     await vi.waitUntil(acked(9), POLL);
     await client!.flushed();
     await client!.close();
@@ -415,7 +417,7 @@ describe('control channel client resume', () => {
     });
     await client!.start();
     await vi.waitUntil(() => received.length > 0, POLL);
-    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9, appliedEpoch: EPOCH });
+    expect(received[0]).toMatchObject({ type: 'hello', appliedVersion: 9, appliedEpoch: EPOCH, appliedDigest: DIGEST });
     sendDelta(9, 10, [], []);
     await vi.waitUntil(acked(10), POLL);
     expect(applied.map((a) => a.version)).toEqual([9, 10]);
@@ -427,7 +429,8 @@ describe('control channel client resume', () => {
     // The channel alone drops: the hello names the version and epoch now applied.
     server!.terminate();
     await vi.waitUntil(() => typed('hello').length === 2, POLL);
-    expect(typed('hello')[1]).toMatchObject({ appliedVersion: 10, appliedEpoch: EPOCH });
+    // The delta carried no digest: the node no longer names one.
+    expect(typed('hello')[1]).toMatchObject({ appliedVersion: 10, appliedEpoch: EPOCH, appliedDigest: '' });
   });
 });
 
@@ -435,12 +438,17 @@ describe('helpers', () => {
   it('reads the saved version and epoch from the first bytes of the file, and nothing from a missing or foreign one', async () => {
     expect(await peekSaved(dir)).toBeNull();
     await saveSnapshot(dir, snapshot(1_796_000_123_456, [listener('lsn-00000000000000000001', 1000)]));
-    expect(await peekSaved(dir)).toEqual({ version: 1_796_000_123_456, epoch: '' });
+    expect(await peekSaved(dir)).toEqual({ version: 1_796_000_123_456, epoch: '', digest: '' });
     // The epoch is written second wherever the snapshot holds it, after a long deny list too.
     const deny = Array.from({ length: 50 }, (_, i) => ({ cidr: `10.0.${i}.0/24` }));
-    const withEpoch = { ...snapshot(7, [listener('lsn-00000000000000000001', 1000)]), backendDeny: deny, epoch: EPOCH };
+    const withEpoch = {
+      ...snapshot(7, [listener('lsn-00000000000000000001', 1000)]),
+      backendDeny: deny,
+      epoch: EPOCH,
+      digest: DIGEST,
+    };
     await saveSnapshot(dir, withEpoch);
-    expect(await peekSaved(dir)).toEqual({ version: 7, epoch: EPOCH });
+    expect(await peekSaved(dir)).toEqual({ version: 7, epoch: EPOCH, digest: DIGEST });
     expect(JSON.parse(readFileSync(join(dir, 'last-known-good.json'), 'utf8'))).toEqual(withEpoch);
     writeFileSync(join(dir, 'last-known-good.json'), JSON.stringify({ listeners: [], version: 5 }));
     expect(await peekSaved(dir)).toBeNull();

@@ -211,6 +211,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         capacity: this.options.capacity,
         appliedVersion: this.current?.version ?? this.saved?.version ?? 0,
         appliedEpoch: (this.current ? this.current.epoch : this.saved?.epoch) ?? '',
+        appliedDigest: (this.current ? this.current.digest : this.saved?.digest) ?? '',
         denyDeltas: true,
         ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
         // nextConfig resolves backend sets: an L4 node's snapshot then carries each server group's once.

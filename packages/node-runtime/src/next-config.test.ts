@@ -46,6 +46,43 @@ describe('a full snapshot', () => {
   });
 });
 
+describe('the digest a config carries', () => {
+  const D1 = '1'.repeat(32);
+  const D2 = '2'.repeat(32);
+  const delta = (upsert: unknown[], digest?: string) =>
+    ({
+      type: 'delta',
+      kind: 'l4',
+      fromVersion: 3,
+      version: 4,
+      generatedAt: at,
+      upsert,
+      remove: [],
+      ...(digest === undefined ? {} : { digest }),
+    }) as ConfigMessage;
+  const digestOf = async (base: NodeSnapshot, message: ConfigMessage) => {
+    const made = await nextConfig(base, message);
+    return made.inStep ? made.next.digest : 'out of step';
+  };
+
+  it("is the message's: kept from a snapshot, replaced by a delta's, gone with a delta that has none", async () => {
+    const snapshot = {
+      type: 'snapshot',
+      kind: 'l4',
+      snapshot: { version: 4, generatedAt: at, listeners: [listener('a', 80)], l7Nodes: [], digest: D1 },
+    } as ConfigMessage;
+    expect(await digestOf(current, snapshot)).toBe(D1);
+    const held = { ...current, digest: D1 } as NodeSnapshot;
+    expect(await digestOf(held, delta([listener('c', 83)], D2))).toBe(D2);
+    expect(await digestOf(held, delta([listener('c', 83)]))).toBeUndefined();
+  });
+
+  it('is dropped when a listener of the message was refused: the node does not hold what it names', async () => {
+    const held = { ...current, digest: D1 } as NodeSnapshot;
+    expect(await digestOf(held, delta([unreadable('d')], D2))).toBeUndefined();
+  });
+});
+
 describe('a delta', () => {
   it('with a new deny set is applied whole: the same listener objects, every one looked at again', async () => {
     const backendDeny = [{ cidr: '10.0.0.0/8' }];

@@ -37,7 +37,12 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
     const kept = new Map((current?.listeners ?? []).map((l) => [l.id, l]));
     const keep = failed.map((f) => kept.get(f.listenerId)).filter((l) => l !== undefined);
     const listeners = keep.length === 0 ? valid : sortById([...valid, ...keep]);
-    return { inStep: true, next: { ...snapshot, listeners }, change: undefined, refused: failed };
+    return {
+      inStep: true,
+      next: withDigest({ ...snapshot, listeners }, snapshot.digest, failed),
+      change: undefined,
+      refused: failed,
+    };
   }
   if (!current || current.version !== message.fromVersion) return { inStep: false };
   const l7Nodes = 'l7Nodes' in message ? message.l7Nodes : undefined;
@@ -46,17 +51,30 @@ export async function nextConfig(current: VersionedSnapshot | null, message: Con
   const sets = 'backendSets' in message ? message.backendSets : undefined;
   const { valid: upsert, failed } = await checkListeners(message.kind, message.upsert, sets);
   const backendDeny = message.backendDeny;
-  const next = {
-    ...current,
-    version: message.version,
-    generatedAt: message.generatedAt,
-    listeners: applyListenerDelta(current.listeners, upsert, message.remove),
-    ...(l7NodesChanged ? { l7Nodes } : {}),
-    ...(backendDeny === undefined ? {} : { backendDeny }),
-  };
+  const next = withDigest(
+    {
+      ...current,
+      version: message.version,
+      generatedAt: message.generatedAt,
+      listeners: applyListenerDelta(current.listeners, upsert, message.remove),
+      ...(l7NodesChanged ? { l7Nodes } : {}),
+      ...(backendDeny === undefined ? {} : { backendDeny }),
+    },
+    message.digest,
+    failed,
+  );
   // A new deny set reaches every listener's backends: applied whole, as a snapshot is, from what is parsed.
   const change = backendDeny === undefined ? { upsert, remove: message.remove, l7NodesChanged } : undefined;
   return { inStep: true, next, change, refused: failed };
+}
+
+/**
+ * The config with the digest its message carried, or none: a node that refused a listener does not hold what
+ * the digest names, and an older digest no longer names what it holds.
+ */
+function withDigest<C extends VersionedSnapshot>(config: C, digest: string | undefined, refused: unknown[]): C {
+  const { digest: _previous, ...rest } = config;
+  return (digest === undefined || refused.length > 0 ? rest : { ...rest, digest }) as C;
 }
 
 /**

@@ -67,12 +67,12 @@ function tail(sets: SavedSets): string[] {
 }
 
 /**
- * The snapshot's fields but its listeners, opening the listeners' array: `version` and `epoch` first, where
- * peekSaved reads them.
+ * The snapshot's fields but its listeners, opening the listeners' array: `version`, `epoch` and `digest`
+ * first, where peekSaved reads them.
  */
-function head(rest: { version?: unknown; epoch?: unknown }): string {
-  const { version, epoch, ...others } = rest;
-  const json = JSON.stringify({ version, epoch, ...others });
+function head(rest: { version?: unknown; epoch?: unknown; digest?: unknown }): string {
+  const { version, epoch, digest, ...others } = rest;
+  const json = JSON.stringify({ version, epoch, digest, ...others });
   return `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"listeners":[`;
 }
 
@@ -216,15 +216,17 @@ export async function loadSavedSnapshot<T>(
   }
 }
 
-/** What a saved snapshot's first bytes say: its version, and the epoch of the controller that numbered it. */
+/** What a saved snapshot's first bytes say: its version, the epoch of the controller that numbered it, its digest. */
 export interface SavedHead {
   version: number;
   /** '' when the snapshot carries none (an older controller's, or one that did not send it). */
   epoch: string;
+  /** '' when the snapshot carries none. */
+  digest: string;
 }
 
 /**
- * The saved snapshot's version and epoch, read from the first bytes of the file (serializeSnapshot writes
+ * The saved snapshot's version, epoch and digest, read from the first bytes of the file (serializeSnapshot writes
  * them first): known in a millisecond, where loading and validating a fleet-sized file takes seconds. Null
  * when there is no file or it does not start that way. Only a hint: the full load decides what is served.
  */
@@ -232,10 +234,12 @@ export async function peekSaved(dir: string): Promise<SavedHead | null> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(join(dir, FILE), 'r');
-    const buf = Buffer.alloc(96);
+    const buf = Buffer.alloc(160);
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    const m = /^\{"version":(\d{1,15})(?:,"epoch":"([0-9a-f]{32})")?[,}]/.exec(buf.toString('latin1', 0, bytesRead));
-    return m ? { version: Number(m[1]), epoch: m[2] ?? '' } : null;
+    const m = /^\{"version":(\d{1,15})(?:,"epoch":"([0-9a-f]{32})")?(?:,"digest":"([0-9a-f]{32})")?[,}]/.exec(
+      buf.toString('latin1', 0, bytesRead),
+    );
+    return m ? { version: Number(m[1]), epoch: m[2] ?? '', digest: m[3] ?? '' } : null;
   } catch {
     return null;
   } finally {

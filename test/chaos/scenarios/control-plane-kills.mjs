@@ -30,6 +30,9 @@ export async function apiKill(env) {
   const { cloud } = env;
   const l4 = ['l4-node-1', 'l4-node-2'];
   const noBackendBefore = await env.counter(l4, 'slb_l4_no_backend_total');
+  const nodes = cloud.services.filter((s) => s.kind === 'l4-node' || s.kind === 'l7-node').map((s) => s.name);
+  const applied = (sent) => env.counter(nodes, 'slb_control_configs_applied_total', `sent="${sent}"`);
+  const [snapshotsBefore, deltasBefore] = [await applied('snapshot'), await applied('delta')];
   const load = mainLoad(env);
   await sleep(1000);
   const killedAt = Date.now();
@@ -42,6 +45,10 @@ export async function apiKill(env) {
   await sleep(1000);
   const run = await load.stop();
   const noBackend = (await env.counter(l4, 'slb_l4_no_backend_total')) - noBackendBefore;
+  // A node that holds what the new process would send it carries on with a delta (its digest), else it is sent
+  // its whole config: said, not checked (which depends on the order the nodes come back in).
+  const snapshots = (await applied('snapshot')) - snapshotsBefore;
+  const deltas = (await applied('delta')) - deltasBefore;
   return {
     runs: [run],
     events: { killedAt, restartedAt, recoveredAt: restartedAt + backMs },
@@ -52,7 +59,10 @@ export async function apiKill(env) {
         `no connection found an L4 node without a backend (L7 pool) after the restart (${noBackend} did)`,
       ),
     ],
-    notes: [`API down 3 s; cloud recovered ${backMs} ms after its restart`],
+    notes: [
+      `API down 3 s; cloud recovered ${backMs} ms after its restart`,
+      `the ${nodes.length} nodes applied ${snapshots} whole configs and ${deltas} deltas since the kill`,
+    ],
   };
 }
 

@@ -9,6 +9,7 @@ import {
 import type { FastifyBaseLogger } from 'fastify';
 import { type ControlWork, l4PortKey } from './compile-cache.js';
 import type { CompiledL4Listener, CompiledLb, L7ListenerConfig } from './compile-lb.js';
+import { configDigest, listenerHash, listenersXor } from './config-digest.js';
 import type { LbSummary } from './lb-rows.js';
 import { withFields, withListeners } from './message-text.js';
 import { alreadyCarried, type LbVersions, type Session } from './node-session.js';
@@ -248,12 +249,65 @@ export class ConfigDelivery {
     lbVersions: Map<string, number>,
     l7Pool?: L7Pool,
   ): void {
+    if (session.claimed !== null) this.adopt(session, fleet, wanted, l7Pool);
     const first = session.sentVersion === null;
     const upsert = first ? wanted : wanted.filter((w) => session.sentJson.get(w.id) !== w.json);
     const wantedIds = new Set(wanted.map((w) => w.id));
     const remove = first ? [] : [...session.sentJson.keys()].filter((id) => !wantedIds.has(id));
     session.sentByLb = byLb;
     this.deliver(session, fleet, upsert, remove, { full: true, versions: lbVersions }, l7Pool);
+  }
+
+  /**
+   * A node that says it holds a config with a digest (hello) and has not been sent one here: when what it would
+   * be sent now has that digest, it holds exactly that (a restart of this process, another replica that sent
+   * it), and its session carries on from its version with an empty delta instead of the whole config.
+   */
+  private adopt(session: Session, fleet: Fleet, wanted: Wanted[], l7Pool: L7Pool | undefined): void {
+    const claimed = session.claimed!;
+    session.claimed = null;
+    const shared = this.shared();
+    const peers = session.kind === 'l4' ? JSON.stringify(l7Pool ?? []) : JSON.stringify(fleet.l4Addresses);
+    const sent = wanted.map((w): [string, string] => [w.id, w.json]);
+    const xor = listenersXor(sent);
+    if (configDigest({ listeners: xor, shared: shared.json, peers }) !== claimed.digest) return;
+    session.sentVersion = claimed.version;
+    session.sentJson = new Map(sent);
+    session.sentXor = xor;
+    session.sentShared = shared.json;
+    if (session.kind === 'l4') session.sentL7Nodes = peers;
+    else session.sentL4Nodes = peers;
+    session.resumed = true;
+    this.options.log.info(
+      { nodeId: session.nodeId, version: claimed.version, listeners: sent.length },
+      'node holds the config it would be sent: carrying on with a delta',
+    );
+  }
+
+  /**
+   * The digest of the config the node will hold once it applies this message, and the listeners' XOR it is
+   * made of (see config-digest.ts); only for a node that keeps epochs (and so digests).
+   */
+  private digestAfter(
+    session: Session,
+    upsert: Wanted[],
+    remove: string[],
+    shared: string,
+    peers: string,
+  ): { digest: string; xor: bigint } | undefined {
+    if (!session.resumes) return undefined;
+    // A first snapshot starts from nothing (sentJson was emptied with it).
+    let xor = session.sentVersion === null ? 0n : session.sentXor;
+    for (const id of remove) {
+      const old = session.sentJson.get(id);
+      if (old !== undefined) xor ^= listenerHash(id, old);
+    }
+    for (const w of upsert) {
+      const old = session.sentJson.get(w.id);
+      if (old !== undefined) xor ^= listenerHash(w.id, old);
+      xor ^= listenerHash(w.id, w.json);
+    }
+    return { digest: configDigest({ listeners: xor, shared, peers }), xor };
   }
 
   /** Sends a delta (or the first snapshot) and records what the node will have once it acks it. */
@@ -283,6 +337,19 @@ export class ConfigDelivery {
     // Each listener's JSON is spliced in as text: at a fleet's size, building the listeners as objects and
     // serialising them again cost the event loop half a second per joining node (bench/join-deliver.mjs).
     const listeners = upsert.map((w) => w.text(sets));
+    const peers =
+      session.kind === 'l4'
+        ? (l7Json ?? session.sentL7Nodes ?? '[]')
+        : first
+          ? JSON.stringify(l4Addresses)
+          : (session.sentL4Nodes ?? '[]');
+    const after = this.digestAfter(
+      session,
+      upsert,
+      remove,
+      first || denyChanged ? shared.json : (session.sentShared ?? ''),
+      peers,
+    );
     const message = this.message(session, first ? shared.fields : undefined, {
       version,
       generatedAt: new Date(this.options.now()).toISOString(),
@@ -292,6 +359,7 @@ export class ConfigDelivery {
       l4Addresses,
       backendSets: sets !== null && sets.size > 0,
       backendDeny: denyChanged ? shared.fields.backendDeny : undefined,
+      digest: after?.digest,
     });
     let text = withListeners(JSON.stringify(message), first ? 'listeners' : 'upsert', listeners);
     if (sets !== null && sets.size > 0) text = withListeners(text, 'backendSets', [...sets.texts((json) => json)]);
@@ -309,6 +377,7 @@ export class ConfigDelivery {
     }
     session.sentVersion = version;
     session.resumed = false;
+    if (after !== undefined) session.sentXor = after.xor;
     if (first || denyChanged) session.sentShared = shared.json;
     for (const id of remove) session.sentJson.delete(id);
     for (const w of upsert) session.sentJson.set(w.id, w.json);
@@ -333,12 +402,16 @@ export class ConfigDelivery {
       backendSets: boolean;
       /** (A delta) the deny set, when it changed. */
       backendDeny: SharedFields['backendDeny'];
+      /** The digest of the config the message makes, to a node that keeps epochs. */
+      digest: string | undefined;
     },
   ): ControllerMessage {
     const { version, generatedAt } = m;
     if (session.sentVersion === null) {
-      // Second, after the version: a saved snapshot starts with both, and a restarted node reads them there.
-      const epoch = session.resumes ? { epoch: this.epoch } : {};
+      // After the version: a saved snapshot starts with these, and a restarted node reads them there.
+      const epoch = session.resumes
+        ? { epoch: this.epoch, ...(m.digest === undefined ? {} : { digest: m.digest }) }
+        : {};
       return session.kind === 'l4'
         ? {
             type: 'snapshot',
@@ -367,10 +440,13 @@ export class ConfigDelivery {
           };
     }
     const fromVersion = session.sentVersion;
-    const deny = m.backendDeny === undefined ? {} : { backendDeny: m.backendDeny };
+    const extra = {
+      ...(m.backendDeny === undefined ? {} : { backendDeny: m.backendDeny }),
+      ...(m.digest === undefined ? {} : { digest: m.digest }),
+    };
     if (session.kind === 'l7') {
       const upsert = m.listeners as L7NodeSnapshot['listeners'];
-      return { type: 'delta', kind: 'l7', fromVersion, version, generatedAt, upsert, remove: m.remove, ...deny };
+      return { type: 'delta', kind: 'l7', fromVersion, version, generatedAt, upsert, remove: m.remove, ...extra };
     }
     return {
       type: 'delta',
@@ -382,7 +458,7 @@ export class ConfigDelivery {
       remove: m.remove,
       ...(m.l7Pool !== undefined ? { l7Nodes: m.l7Pool } : {}),
       ...(m.backendSets ? { backendSets: [] } : {}),
-      ...deny,
+      ...extra,
     };
   }
 }

@@ -1,4 +1,4 @@
-import { loadBalancers } from '@slb/db';
+import { listeners, loadBalancers } from '@slb/db';
 import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -209,5 +209,64 @@ describe('control hub: a changed deny set', () => {
     ws.close();
     deny = [...deny, { cidr: '127.0.0.99/32' }];
     expect(sent(connect(version, epoch)).map((m) => m.type)).toEqual(['snapshot']);
+  });
+});
+
+describe('control hub: a node whose config another controller process sent', () => {
+  type Digested = Sent & { digest?: string; snapshot?: Sent['snapshot'] & { digest?: string } };
+  const digestOf = (m: Sent) =>
+    (m as Digested).type === 'snapshot' ? (m as Digested).snapshot!.digest : (m as Digested).digest;
+  /** The controller restarts: a new process on the same database. */
+  const restart = () => {
+    hub.close();
+    hub = new ControlHub(t.db, logger, Date.now(), { clock });
+  };
+
+  it('is sent an empty delta when it holds what it would be sent, and its whole config once a write came between', () => {
+    addListener(80);
+    const { ws, version, epoch } = firstSession();
+    const digest = digestOf(sent(ws)[0]!)!;
+    expect(digest).toMatch(/^[0-9a-f]{32}$/);
+    ws.close();
+    restart();
+    const back = connect(version, epoch, ID, { appliedDigest: digest });
+    expect(sent(back)).toHaveLength(1);
+    expect(sent(back)[0]).toMatchObject({ type: 'delta', fromVersion: version, upsert: [], remove: [] });
+    expect(digestOf(sent(back)[0]!)).toBe(digest);
+    ack(back, versionOf(sent(back)[0]!));
+
+    // It carries on with deltas, each naming the config it makes.
+    const added = addListener(81);
+    expect(sent(back)[1]).toMatchObject({ type: 'delta', upsert: [{ id: added }] });
+    const after = digestOf(sent(back)[1]!)!;
+    expect(after).not.toBe(digest);
+    ack(back, versionOf(sent(back)[1]!));
+    back.close();
+    restart();
+    addListener(82); // while it reconnects: what it holds is no longer what it would be sent
+    const again = connect(versionOf(sent(back)[1]!), epoch, ID, { appliedDigest: after });
+    expect(sent(again).map((m) => m.type)).toEqual(['snapshot']);
+  });
+
+  it('names a config by the same digest whether deltas built it or one whole snapshot carries it', () => {
+    const a = addListener(80);
+    const b = addListener(81);
+    const { ws } = firstSession();
+    addListener(82); // added
+    t.db.delete(listeners).where(eq(listeners.id, a)).run(); // removed
+    hub.changed(t.lbId);
+    clock.flush();
+    t.db.update(listeners).set({ port: 91 }).where(eq(listeners.id, b)).run(); // changed
+    hub.changed(t.lbId);
+    clock.flush();
+    expect(sent(ws).map((m) => m.type)).toEqual(['snapshot', 'delta', 'delta', 'delta']);
+    expect(sent(ws)[3]!.upsert!.map((l) => [l.id, l.port])).toEqual([[b, 91]]);
+    const built = digestOf(sent(ws).at(-1)!);
+    ws.close();
+    restart();
+    // A node that claims nothing is sent its whole config, which the deltas above made.
+    const whole = connect(0, '');
+    expect(sent(whole).map((m) => m.type)).toEqual(['snapshot']);
+    expect(digestOf(sent(whole)[0]!)).toBe(built);
   });
 });

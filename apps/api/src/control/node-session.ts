@@ -17,6 +17,13 @@ export interface Session {
   resumes: boolean;
   /** The node takes a changed deny set in a delta (`denyDeltas` in its hello); else it is sent a snapshot. */
   denyDeltas: boolean;
+  /** (A node that resumes) the XOR of the listener hashes of `sentJson` (see config-digest.ts). */
+  sentXor: bigint;
+  /**
+   * The version and digest the node's hello said it holds, until its first config: sent an empty delta instead
+   * when that is exactly what it would be sent (ConfigDelivery), whichever process sent it before.
+   */
+  claimed: { version: number; digest: string } | null;
   /**
    * Carried on from the node's previous session (resumeFrom): its next config is a diff of the whole fleet
    * (what changed while it was away), sent even when empty.
@@ -77,6 +84,11 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     sentShared: null,
     resumes: hello.appliedEpoch !== undefined,
     denyDeltas: hello.denyDeltas === true,
+    sentXor: 0n,
+    claimed:
+      hello.appliedEpoch !== undefined && hello.appliedDigest
+        ? { version: hello.appliedVersion, digest: hello.appliedDigest }
+        : null,
     resumed: false,
     sentJson: new Map(),
     sentL7Nodes: null,
@@ -121,6 +133,8 @@ export function resumeFrom(session: Session, previous: Session): void {
   session.sentVersion = version;
   session.sentShared = previous.sentShared;
   session.sentJson = previous.sentJson;
+  session.sentXor = previous.sentXor;
+  session.claimed = null;
   session.sentL7Nodes = previous.sentL7Nodes;
   session.sentL4Nodes = previous.sentL4Nodes;
   session.sentByLb = previous.sentByLb;
@@ -133,6 +147,7 @@ export function resumeFrom(session: Session, previous: Session): void {
 /** The node's next config goes out as a full snapshot; versions in flight are still acked as before. */
 export function resendSnapshot(session: Session): void {
   session.sentVersion = null;
+  session.claimed = null;
   session.sentJson = new Map();
   session.sentByLb = new Map();
 }
@@ -141,6 +156,7 @@ export function resendSnapshot(session: Session): void {
 export function forgetSent(session: Session): void {
   session.failuresInLastError = null;
   session.sentVersion = null;
+  session.claimed = null;
   session.sentJson = new Map();
   session.sentL7Nodes = null;
   session.sentL4Nodes = null;
