@@ -9,16 +9,10 @@ export function listenerHash(id: string, json: string): bigint {
 }
 
 /**
- * The listeners' hashes combined by XOR: a delta updates it with what it removes and upserts, in the time of
- * those listeners, not of the node's thousands.
+ * The digest of a node's whole config: its listeners' hashes combined by XOR (a delta updates that with what it
+ * removes and upserts, in the time of those listeners, not of the node's thousands), what every first snapshot
+ * shares, and its L7 pool or L4 nodes.
  */
-export function listenersXor(listeners: Iterable<[string, string]>): bigint {
-  let xor = 0n;
-  for (const [id, json] of listeners) xor ^= listenerHash(id, json);
-  return xor;
-}
-
-/** The digest of a node's whole config: its listeners, what every first snapshot shares, its L7 pool or L4 nodes. */
 export function configDigest(parts: { listeners: bigint; shared: string; peers: string }): string {
   return createHash('sha256')
     .update(parts.listeners.toString(16))

@@ -17,7 +17,8 @@ export interface Session {
   resumes: boolean;
   /** The node takes a changed deny set in a delta (`denyDeltas` in its hello); else it is sent a snapshot. */
   denyDeltas: boolean;
-  /** (A node that resumes) the XOR of the listener hashes of `sentJson` (see config-digest.ts). */
+  /** (A node that resumes) each listener's hash as sent (see config-digest.ts), and their XOR. */
+  sentHashes: Map<string, bigint>;
   sentXor: bigint;
   /**
    * The version and digest the node's hello said it holds, until its first config: sent an empty delta instead
@@ -84,6 +85,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     sentShared: null,
     resumes: hello.appliedEpoch !== undefined,
     denyDeltas: hello.denyDeltas === true,
+    sentHashes: new Map(),
     sentXor: 0n,
     claimed:
       hello.appliedEpoch !== undefined && hello.appliedDigest
@@ -133,6 +135,7 @@ export function resumeFrom(session: Session, previous: Session): void {
   session.sentVersion = version;
   session.sentShared = previous.sentShared;
   session.sentJson = previous.sentJson;
+  session.sentHashes = previous.sentHashes;
   session.sentXor = previous.sentXor;
   session.claimed = null;
   session.sentL7Nodes = previous.sentL7Nodes;
@@ -149,6 +152,7 @@ export function resendSnapshot(session: Session): void {
   session.sentVersion = null;
   session.claimed = null;
   session.sentJson = new Map();
+  session.sentHashes = new Map();
   session.sentByLb = new Map();
 }
 
@@ -158,6 +162,7 @@ export function forgetSent(session: Session): void {
   session.sentVersion = null;
   session.claimed = null;
   session.sentJson = new Map();
+  session.sentHashes = new Map();
   session.sentL7Nodes = null;
   session.sentL4Nodes = null;
   session.sentByLb = new Map();
