@@ -26,6 +26,18 @@ const current: NodeSnapshot = {
   listeners: [listener('a', 80), listener('b', 81)],
   l7Nodes: [],
 };
+/** A delta from `current`'s version to the next, with `fields` over an empty one. */
+const deltaFrom3 = (fields: object = {}) =>
+  ({
+    type: 'delta',
+    kind: 'l4',
+    fromVersion: 3,
+    version: 4,
+    generatedAt: at,
+    upsert: [],
+    remove: [],
+    ...fields,
+  }) as ConfigMessage;
 /** A listener whose config the node cannot read (a port out of range). */
 const unreadable = (id: string) => ({ ...listener(id, 82), port: 70_000 });
 
@@ -50,16 +62,7 @@ describe('the digest a config carries', () => {
   const D1 = '1'.repeat(32);
   const D2 = '2'.repeat(32);
   const delta = (upsert: unknown[], digest?: string) =>
-    ({
-      type: 'delta',
-      kind: 'l4',
-      fromVersion: 3,
-      version: 4,
-      generatedAt: at,
-      upsert,
-      remove: [],
-      ...(digest === undefined ? {} : { digest }),
-    }) as ConfigMessage;
+    deltaFrom3({ upsert, ...(digest === undefined ? {} : { digest }) });
   const digestOf = async (base: NodeSnapshot, message: ConfigMessage) => {
     const made = await nextConfig(base, message);
     return made.inStep ? made.next.digest : 'out of step';
@@ -86,17 +89,7 @@ describe('the digest a config carries', () => {
 describe('a delta', () => {
   it('with a new deny set is applied whole: the same listener objects, every one looked at again', async () => {
     const backendDeny = [{ cidr: '10.0.0.0/8' }];
-    const message = {
-      type: 'delta',
-      kind: 'l4',
-      fromVersion: 3,
-      version: 4,
-      generatedAt: at,
-      upsert: [],
-      remove: [],
-      backendDeny,
-    } as ConfigMessage;
-    const made = await nextConfig({ ...current, epoch: 'a'.repeat(32) } as NodeSnapshot, message);
+    const made = await nextConfig({ ...current, epoch: 'a'.repeat(32) } as NodeSnapshot, deltaFrom3({ backendDeny }));
     expect(made.inStep).toBe(true);
     if (!made.inStep) return;
     expect(made.change).toBeUndefined();

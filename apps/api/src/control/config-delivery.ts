@@ -430,7 +430,7 @@ export class ConfigDelivery {
     const { version, generatedAt } = m;
     if (session.sentVersion === null) {
       // After the version: a saved snapshot starts with these, and a restarted node reads them there.
-      const epoch = session.resumes
+      const resume = session.resumes
         ? { epoch: this.epoch, ...(m.digest === undefined ? {} : { digest: m.digest }) }
         : {};
       return session.kind === 'l4'
@@ -439,7 +439,7 @@ export class ConfigDelivery {
             kind: 'l4',
             snapshot: {
               version,
-              ...epoch,
+              ...resume,
               generatedAt,
               listeners: m.listeners,
               l7Nodes: m.l7Pool ?? [],
@@ -452,7 +452,7 @@ export class ConfigDelivery {
             kind: 'l7',
             snapshot: {
               version,
-              ...epoch,
+              ...resume,
               generatedAt,
               listeners: m.listeners,
               l4Nodes: m.l4Addresses,
