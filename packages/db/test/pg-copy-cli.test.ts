@@ -52,7 +52,7 @@ describe.skipIf(!reachable)('npm run db:copy', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`into postgres://postgres:***@${url.host}/`);
     expect(run.stdout).toMatch(/^ {2}tokens +2 rows +\d+ ms$/m);
-    expect(run.stdout).toMatch(/^count check: 19 tables, \d+ rows, equal in SQLite and PostgreSQL$/m);
+    expect(run.stdout).toMatch(/^count check: 20 tables, \d+ rows, equal in SQLite and PostgreSQL$/m);
     const output = run.stdout + run.stderr;
     for (const secret of ['pw-never-printed', 'a'.repeat(64), 'secret-key-material']) {
       expect(output).not.toContain(secret);

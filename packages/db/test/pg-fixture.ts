@@ -7,6 +7,7 @@ import {
   ensureClusterId,
   idempotencyKeys,
   lbEvents,
+  lbPlacements,
   listeners,
   loadBalancers,
   nodes,
@@ -45,7 +46,7 @@ const stamps = { createdAt: AT, updatedAt: '2026-02-03T04:05:06.789Z' };
  * both ways, JSON null and nested JSON with an unsorted key order, NULLs, unicode, PEM newlines, a REAL with
  * many digits, integers past 2^31, the partial unique index's column both null and set.
  */
-export function populateEveryTable(db: Db): void {
+export function populateEveryTable(db: Db, options: { placements?: boolean } = {}): void {
   ensureClusterId(db);
   db.insert(tenants)
     .values([
@@ -285,6 +286,8 @@ export function populateEveryTable(db: Db): void {
       },
     ])
     .run();
+  // A database migrated only as far as before lb_placements (migrations/0014) has no such table.
+  if (options.placements !== false) db.insert(lbPlacements).values({ loadBalancerId: 'lb-1', nodeId: 'node-1' }).run();
   db.insert(idempotencyKeys)
     .values({
       tenantId: 'ten-a',

@@ -31,6 +31,7 @@ describe.skipIf(!reachable)('PostgreSQL migrations', () => {
         'cluster',
         'idempotency_keys',
         'lb_events',
+        'lb_placements',
         'listeners',
         'load_balancers',
         'nodes',

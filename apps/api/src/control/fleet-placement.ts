@@ -17,7 +17,13 @@ export class FleetPlacement {
   /** The online L4 nodes the placement was last made for. */
   private lastOnline = new Set<string>();
 
-  constructor(private readonly log: FastifyBaseLogger) {}
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    /** Where the previous controller left the LBs (lb_placements): placing starts from there. */
+    stored: ReadonlyMap<string, string[]> = new Map(),
+  ) {
+    this.placement = new Map(stored);
+  }
 
   /** The online L4 nodes are no longer those placed for: time to place again. */
   onlineChanged(online: ReadonlySet<string>): boolean {
@@ -27,13 +33,14 @@ export class FleetPlacement {
   /**
    * Places the LBs on the online L4 nodes (unless most of them vanished at once) and chooses their VIP
    * binders. Returns the LBs whose placement or binders moved (an LB created or deleted among them): their
-   * nodes need their config again.
+   * nodes need their config again. The LBs of nodes `rejoining` after a controller restart stay theirs.
    */
   update(
     lbs: PlacementLb[],
     online: PlacementNode[],
     vipNodes: ReadonlyMap<string, VipNode>,
     addressOf: (lbId: string) => string | null,
+    rejoining: ReadonlySet<string> = new Set(),
   ): string[] {
     const previousPlacement = this.placement;
     const previousServing = this.serving;
@@ -43,10 +50,10 @@ export class FleetPlacement {
       // Circuit breaker: keep the placement; the nodes most likely still serve, we just cannot see them.
       this.log.warn({ lost, of: this.lastOnline.size }, 'most L4 nodes vanished at once: placement frozen');
     } else {
-      this.placement = place(lbs, online, this.placement);
+      this.placement = place(lbs, online, this.placement, rejoining);
       this.lastOnline = onlineIds;
     }
-    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf);
+    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf, rejoining);
     const moved = new Set([
       ...movedIn(previousPlacement, this.placement, sameNodes),
       ...movedIn(previousServing, this.serving, (a, b) => a.mode === b.mode && sameNodes(a.binders, b.binders)),

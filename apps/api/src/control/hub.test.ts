@@ -60,7 +60,7 @@ describe('control hub: the L7 pool across a controller restart', () => {
 
   it('keeps the L7 nodes it last knew for an L4 node that reconnects first, until they rejoin', () => {
     previousController();
-    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 60_000 });
+    const hub = new ControlHub(t.db, logger, Date.now(), { rejoinGraceMs: 60_000 });
     hubs.push(hub);
     const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // not [] while the L7 nodes are still reconnecting
@@ -72,7 +72,7 @@ describe('control hub: the L7 pool across a controller restart', () => {
   it('drops an L7 node that does not come back once the grace is over', () => {
     previousController();
     const clock = new ManualClock();
-    const hub = new ControlHub(t.db, logger, Date.now(), { l7RejoinGraceMs: 5_000, clock });
+    const hub = new ControlHub(t.db, logger, Date.now(), { rejoinGraceMs: 5_000, clock });
     hubs.push(hub);
     const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
     const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');

@@ -15,26 +15,30 @@ import { type Clock, systemClock } from './clock.js';
 import { CompileCache, type ControlWork } from './compile-cache.js';
 import { ConfigDelivery, type Fleet } from './config-delivery.js';
 import { FleetPlacement } from './fleet-placement.js';
-import { L7_REJOIN_GRACE_MS, L7Rejoin, lastKnownL7 } from './l7-rejoin.js';
 import { l4NodeAddresses } from './l7-trust.js';
 import { type LbRuntime, lbRuntime } from './lb-runtime.js';
 import type { NodeIdentity } from './node-credentials.js';
 import { NodeLiveness } from './node-liveness.js';
 import { parseNodeMessage } from './node-messages.js';
+import { lastKnownNodes, NodeRejoin, REJOIN_GRACE_MS } from './node-rejoin.js';
 import { helloIdentity, placementRows, recordVipMode, sendLegacyCredential, touchNodeRow } from './node-rows.js';
 import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNodeOf } from './node-session.js';
+import { storedPlacement, storePlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
 
-export { L7_REJOIN_GRACE_MS } from './l7-rejoin.js';
 export type { LbRuntime } from './lb-runtime.js';
+export { REJOIN_GRACE_MS } from './node-rejoin.js';
 
 /** More LBs than this moved by one recompile (a node come or gone): every node gets a full diff. */
 const MOVED_FOR_FULL_DIFF = 32;
 
 export interface ControlHubOptions {
-  /** Default {@link L7_REJOIN_GRACE_MS}. */
-  l7RejoinGraceMs?: number;
+  /**
+   * How long after a start the nodes the previous controller saw online have to reconnect: L7 nodes stay in
+   * the L7 pool, L4 nodes keep their LBs, until then; default {@link REJOIN_GRACE_MS}.
+   */
+  rejoinGraceMs?: number;
   /** Largest message sent to a node; default (and what nodes accept) {@link CONTROL_CHANNEL_MAX_BYTES}. */
   maxMessageBytes?: number;
   /** Decrypts a stored private key for the L7 nodes (SecretBox.open); default: stored in clear (tests). */
@@ -61,7 +65,10 @@ export class ControlHub {
   private readonly cache: CompileCache;
   private readonly delivery: ConfigDelivery;
   private readonly liveness: NodeLiveness;
-  private readonly rejoin: L7Rejoin;
+  /** L7 nodes the previous controller saw online, not back yet. */
+  private readonly rejoin: NodeRejoin;
+  /** L4 nodes the previous controller saw online, not back yet. */
+  private readonly l4Rejoin: NodeRejoin;
   private readonly recorder: ServingRecorder | null;
   private readonly clock: Clock;
   private pending = false;
@@ -79,7 +86,7 @@ export class ControlHub {
     options: ControlHubOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
-    this.fleet = new FleetPlacement(log);
+    this.fleet = new FleetPlacement(log, storedPlacement(db));
     this.cache = new CompileCache(db, options.openKey ?? ((stored) => stored), this.work);
     this.delivery = new ConfigDelivery({
       log,
@@ -102,15 +109,15 @@ export class ControlHub {
       : null;
     this.reports = new SessionReports({ db, log, recorder: this.recorder, failedLbsMoved: () => this.changed() });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
-    this.rejoin = new L7Rejoin(
-      lastKnownL7(db, OFFLINE_AFTER_MS),
-      this.clock,
-      options.l7RejoinGraceMs ?? L7_REJOIN_GRACE_MS,
-      (late) => {
-        this.log.warn({ nodes: late }, 'L7 nodes did not reconnect: out of the L7 pool');
-        this.changed();
-      },
-    );
+    const graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
+    this.rejoin = new NodeRejoin(lastKnownNodes(db, 'l7', OFFLINE_AFTER_MS), this.clock, graceMs, (late) => {
+      this.log.warn({ nodes: late }, 'L7 nodes did not reconnect: out of the L7 pool');
+      this.changed();
+    });
+    this.l4Rejoin = new NodeRejoin(lastKnownNodes(db, 'l4', OFFLINE_AFTER_MS), this.clock, graceMs, (late) => {
+      this.log.warn({ nodes: late }, 'L4 nodes did not reconnect: their load balancers are placed again');
+      this.changed();
+    });
   }
 
   /** Where snapshots get the backend deny set from: the API's policy (its own endpoints and the nodes'). */
@@ -136,6 +143,7 @@ export class ControlHub {
     this.closed = true;
     this.liveness.stop();
     this.rejoin.stop();
+    this.l4Rejoin.stop();
     this.recorder?.stop();
     for (const s of this.sessions.values()) s.ws.close(1001, 'controller shutting down');
   }
@@ -239,6 +247,7 @@ export class ControlHub {
   disconnect(nodeId: string, reason: string): void {
     const session = this.sessions.get(nodeId);
     this.rejoin.delete(nodeId);
+    this.l4Rejoin.delete(nodeId);
     if (!session) return;
     this.sessions.delete(nodeId);
     session.ws.close(4001, reason);
@@ -280,6 +289,7 @@ export class ControlHub {
     if (previous && resumed) resumeFrom(session, previous);
     this.sessions.set(who.nodeId, session);
     this.rejoin.delete(who.nodeId);
+    this.l4Rejoin.delete(who.nodeId);
     if (who.kind === 'l4') recordVipMode(this.db, who.nodeId, session.reusePort ? 'active-active' : 'active-standby');
     this.log.info(
       { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion, resumed },
@@ -287,6 +297,17 @@ export class ControlHub {
     );
     this.recompile();
     return session;
+  }
+
+  /** Keeps where the moved LBs are now, for the next controller. */
+  private storePlacement(moved: string[]): void {
+    try {
+      storePlacement(this.db, this.fleet.placement, moved);
+    } catch (err) {
+      // A node deleted between its last recompile and this one (its id still placed): the next restart
+      // places those LBs afresh. Serving them now does not depend on this.
+      this.log.warn({ err, moved: moved.length }, 'placement not stored');
+    }
   }
 
   /** The online, undrained L4 nodes, as placement sees them. */
@@ -340,7 +361,9 @@ export class ControlHub {
       this.onlineL4(),
       vipNodes,
       (id) => this.cache.get(id)?.address ?? null,
+      this.l4Rejoin.nodeIds(),
     );
+    this.storePlacement(moved);
     // LBs created, deleted or moved between nodes are diffed like a write's own, a few at a time; a node
     // come or gone moves many at once, and one pass over the fleet is then the cheaper diff.
     const fullDiff =

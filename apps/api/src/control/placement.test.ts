@@ -45,6 +45,36 @@ describe('placement', () => {
     expect(moved.get('lb-1')).toEqual(['a', 'c']);
   });
 
+  it('leaves the LBs of nodes rejoining after a controller restart where they were, and gives those nodes no new one', () => {
+    const previous = new Map([
+      ['lb-1', ['b']],
+      ['lb-2', ['a', 'b']],
+      ['lb-3', ['a']],
+      ['lb-4', ['a', 'b']],
+    ]);
+    const lbs = [
+      { id: 'lb-1', mode: 'spread' as const, nodeCount: 1 },
+      { id: 'lb-2', mode: 'spread' as const, nodeCount: 2 },
+      { id: 'lb-3', mode: 'spread' as const, nodeCount: 2 },
+      { id: 'lb-4', mode: 'all' as const, nodeCount: null },
+      { id: 'lb-5', mode: 'all' as const, nodeCount: null }, // created while b was away
+      { id: 'lb-6', mode: 'spread' as const, nodeCount: 1 },
+    ];
+    const rejoining = place(lbs, [node('a')], previous, new Set(['b']));
+    expect(Object.fromEntries(rejoining)).toEqual({
+      'lb-1': ['b'],
+      'lb-2': ['a', 'b'],
+      'lb-3': ['a'],
+      'lb-4': ['a', 'b'],
+      'lb-5': ['a'],
+      'lb-6': ['a'],
+    });
+    // Without it, the first node back takes b's LBs, and keeps them when b is back.
+    const gone = place(lbs, [node('a')], previous);
+    expect(gone.get('lb-1')).toEqual(['a']);
+    expect(place(lbs, [node('a'), node('b')], gone).get('lb-1')).toEqual(['a']);
+  });
+
   it('is deterministic whatever the input order', () => {
     const lbs = [
       { id: 'lb-2', mode: 'spread' as const, nodeCount: 1 },

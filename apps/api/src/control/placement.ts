@@ -24,28 +24,30 @@ export function points(node: PlacementNode, lbsPlaced: number): number {
 /**
  * Places every LB on nodes: `all` on every eligible node; `spread` on `nodeCount` of them, keeping the
  * nodes it already has while they stay eligible (moving an LB moves its clients), and adding the nodes
- * with the most points. Pure: the same inputs give the same placement.
+ * with the most points. Nodes `rejoining` (online before a controller restart, not back yet) keep the LBs
+ * they had and are given none. Pure: the same inputs give the same placement.
  */
 export function place(
   lbs: PlacementLb[],
   nodes: PlacementNode[],
   previous: ReadonlyMap<string, string[]>,
+  rejoining: ReadonlySet<string> = new Set(),
 ): Map<string, string[]> {
   const eligible = [...nodes].sort((a, b) => (a.id < b.id ? -1 : 1));
   const ids = new Set(eligible.map((n) => n.id));
+  const away = [...rejoining].filter((id) => !ids.has(id));
+  const keeps = (id: string) => ids.has(id) || rejoining.has(id);
   const placedCount = new Map<string, number>(eligible.map((n) => [n.id, 0]));
   const result = new Map<string, string[]>();
   const ordered = [...lbs].sort((a, b) => (a.id < b.id ? -1 : 1));
   for (const lb of ordered) {
     if (lb.mode === 'all') {
-      result.set(
-        lb.id,
-        eligible.map((n) => n.id),
-      );
+      const before = previous.get(lb.id) ?? [];
+      result.set(lb.id, [...eligible.map((n) => n.id), ...away.filter((id) => before.includes(id))].sort());
       continue;
     }
-    const want = Math.min(lb.nodeCount ?? 1, eligible.length);
-    const kept = (previous.get(lb.id) ?? []).filter((id) => ids.has(id)).slice(0, want);
+    const want = Math.min(lb.nodeCount ?? 1, eligible.length + away.length);
+    const kept = (previous.get(lb.id) ?? []).filter(keeps).slice(0, want);
     const chosen = [...kept];
     while (chosen.length < want) {
       const best = eligible

@@ -66,6 +66,24 @@ describe('chooseVipBinders', () => {
     expect(chooseVipBinders(placement, nodes, new Map(), address).get('lb-1')?.binders).toEqual([other]);
   });
 
+  it('after a restart, leaves a VIP no node back says it binds to a host still rejoining', () => {
+    const placement = new Map([
+      ['lb-1', ['a', 'b']],
+      ['lb-2', ['a', 'b']],
+    ]);
+    const address = (lb: string) => (lb === 'lb-1' ? '127.1.0.1' : '127.1.0.2');
+    // Only a is back, and it says it binds lb-1's VIP: b (not connected) most likely holds lb-2's.
+    const a = node('a', false, true, ['127.1.0.1']);
+    const out = chooseVipBinders(placement, nodesOf(a), new Map(), address, new Set(['b']));
+    expect(out.get('lb-1')?.binders).toEqual(['a']);
+    expect(out.get('lb-2')).toEqual({ mode: 'active-standby', binders: ['b'] });
+    // Once the grace is over (b not rejoining), the nodes back take it.
+    expect(chooseVipBinders(placement, nodesOf(a), out, address).get('lb-2')?.binders).toEqual(['a']);
+    // b back, binding it: it keeps it.
+    const b = node('b', false, true, ['127.1.0.2']);
+    expect(chooseVipBinders(placement, nodesOf(a, b), out, address).get('lb-2')?.binders).toEqual(['b']);
+  });
+
   it('leaves the VIP where it was when no host is reachable', () => {
     const placement = new Map([['lb-1', ['a', 'b']]]);
     const previous = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['b'] }]]);

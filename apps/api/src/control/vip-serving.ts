@@ -31,15 +31,17 @@ export interface VipServing {
  * it (active-standby, as keepalived): the one that had it while its channel stays open, so a VIP does not
  * move while its node lives and serves it; else an open node that says it binds the VIP already (after a
  * controller restart the first node to say hello is given every VIP, and cannot bind those another node
- * still serves: they go back to that node); else the one that had it; else the open node that ranks first
- * for this LB (rendezvous hashing, so the VIPs of many LBs spread over the nodes and a node's departure moves
- * only its own). Pure.
+ * still serves: they go back to that node); else the one that had it; else, after a controller restart, a
+ * host still `rejoining` (the VIP is most likely with one of them, and the nodes back keep their role); else the
+ * open node that ranks first for this LB (rendezvous hashing, so the VIPs of many LBs spread over the nodes
+ * and a node's departure moves only its own). Pure.
  */
 export function chooseVipBinders(
   placement: ReadonlyMap<string, readonly string[]>,
   nodes: ReadonlyMap<string, VipNode>,
   previous: ReadonlyMap<string, VipServing>,
   addressOf: (lbId: string) => string | null = () => null,
+  rejoining: ReadonlySet<string> = new Set(),
 ): Map<string, VipServing> {
   const result = new Map<string, VipServing>();
   for (const [lbId, hosts] of placement) {
@@ -54,10 +56,16 @@ export function chooseVipBinders(
     const address = addressOf(lbId);
     const holder = address === null ? undefined : open.find((n) => n.bound.has(address));
     const kept = open.find((n) => n.id === before);
+    const away = hosts.filter((id) => rejoining.has(id) && nodes.get(id)?.channelOpen !== true);
     if (kept?.serves(lbId)) owner = kept.id;
     else if (holder !== undefined) owner = holder.id;
     else if (kept !== undefined) owner = kept.id;
-    else if (open.length > 0) owner = rankFirst(lbId, open);
+    else if (away.length > 0) owner = rankFirst(lbId, away);
+    else if (open.length > 0)
+      owner = rankFirst(
+        lbId,
+        open.map((n) => n.id),
+      );
     // Nobody reachable: leave the VIP where it was (that node may well still serve it), else the first host.
     else if (before !== undefined && hosts.includes(before)) owner = before;
     else owner = hosts[0];
@@ -66,13 +74,13 @@ export function chooseVipBinders(
   return result;
 }
 
-function rankFirst(lbId: string, nodes: readonly VipNode[]): string {
-  let best = nodes[0]!.id;
+function rankFirst(lbId: string, nodeIds: readonly string[]): string {
+  let best = nodeIds[0]!;
   let bestScore = -1;
-  for (const n of nodes) {
-    const score = hashString(`${lbId}|${n.id}`);
-    if (score > bestScore || (score === bestScore && n.id < best)) {
-      best = n.id;
+  for (const id of nodeIds) {
+    const score = hashString(`${lbId}|${id}`);
+    if (score > bestScore || (score === bestScore && id < best)) {
+      best = id;
       bestScore = score;
     }
   }

@@ -11,6 +11,7 @@ export * from './certificates.js';
 export * from './cluster.js';
 export * from './idempotency-keys.js';
 export * from './lb-events.js';
+export * from './lb-placements.js';
 export * from './listeners.js';
 export * from './load-balancers.js';
 export * from './nodes.js';

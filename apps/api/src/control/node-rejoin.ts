@@ -1,30 +1,31 @@
 import { type Db, nodes } from '@slb/db';
 import type { Clock, Timer } from './clock.js';
 
-/** How long after a controller start L7 nodes have to reconnect before the L4 nodes stop using them. */
-export const L7_REJOIN_GRACE_MS = 10_000;
+/** How long after a controller start the nodes it did not hear from yet have to reconnect. */
+export const REJOIN_GRACE_MS = 10_000;
 
 /**
- * The L7 nodes the previous controller last saw online: those whose heartbeat was stored within the
+ * The nodes of a kind the previous controller last saw online: those whose heartbeat was stored within the
  * offline threshold of the newest heartbeat of any node (the controller stops storing them when it dies).
  */
-export function lastKnownL7(db: Db, offlineAfterMs: number): Map<string, string> {
+export function lastKnownNodes(db: Db, kind: 'l4' | 'l7', offlineAfterMs: number): Map<string, string> {
   const rows = db.select().from(nodes).all();
   const beats = rows.map((r) => (r.lastHeartbeatAt ? Date.parse(r.lastHeartbeatAt) : 0));
   const newest = Math.max(0, ...beats);
   return new Map(
     rows
-      .filter((r, i) => r.kind === 'l7' && beats[i]! > 0 && beats[i]! >= newest - offlineAfterMs)
+      .filter((r, i) => r.kind === kind && beats[i]! > 0 && beats[i]! >= newest - offlineAfterMs)
       .map((r) => [r.id, r.address]),
   );
 }
 
 /**
- * After a restart, the L7 nodes the previous controller knew, kept in the L4 nodes' L7 pool until they
- * reconnect (or the grace ends): L4 nodes that reconnect first would otherwise get an empty pool and
- * refuse every HTTP connection until the L7 nodes are back.
+ * After a restart, the nodes the previous controller knew, held in their place until they reconnect (or
+ * the grace ends). L7 nodes stay in the L4 nodes' L7 pool: L4 nodes that reconnect first would otherwise get
+ * an empty pool and refuse every HTTP connection until the L7 nodes are back. L4 nodes keep the LBs they
+ * hosted: the first L4 node back would otherwise take them all.
  */
-export class L7Rejoin {
+export class NodeRejoin {
   private timer: Timer | null = null;
 
   /** `expired` gets the nodes that did not come back in time (called only if there are any). */
@@ -45,13 +46,17 @@ export class L7Rejoin {
     }, graceMs);
   }
 
-  /** The node is back (or gone for good): no longer held in the pool for it. */
+  /** The node is back (or gone for good): no longer held for it. */
   delete(nodeId: string): void {
     this.waiting.delete(nodeId);
   }
 
   entries(): [nodeId: string, address: string][] {
     return [...this.waiting];
+  }
+
+  nodeIds(): Set<string> {
+    return new Set(this.waiting.keys());
   }
 
   stop(): void {
