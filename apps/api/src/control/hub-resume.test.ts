@@ -269,4 +269,28 @@ describe('control hub: a node whose config another controller process sent', () 
     expect(sent(whole).map((m) => m.type)).toEqual(['snapshot']);
     expect(digestOf(sent(whole)[0]!)).toBe(built);
   });
+
+  it('carries an L7 node on as well, with an empty delta', () => {
+    const l7 = (held: object = {}) => {
+      const ws = new FakeSocket();
+      const who = { nodeId: 'l7-a', kind: 'l7' as const, address: '127.0.0.21' };
+      registered(hub, who.nodeId, 'l7', who.address);
+      hub.attach(ws as unknown as WebSocket, who);
+      const hello = { type: 'hello', ...who, capacity: 100, appliedVersion: 0, appliedEpoch: '', ...held };
+      ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+      return ws;
+    };
+    connect(0, ''); // the L4 nodes the L7 nodes accept PROXY headers from are part of their config
+    const first = l7();
+    expect(sent(first).map((m) => m.type)).toEqual(['snapshot']);
+    const snapshot = sent(first)[0]!.snapshot!;
+    restart();
+    const back = l7({
+      appliedVersion: snapshot.version,
+      appliedEpoch: snapshot.epoch,
+      appliedDigest: digestOf(sent(first)[0]!),
+    });
+    expect(sent(back)).toHaveLength(1);
+    expect(sent(back)[0]).toMatchObject({ type: 'delta', fromVersion: snapshot.version, upsert: [], remove: [] });
+  });
 });

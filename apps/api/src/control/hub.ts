@@ -385,8 +385,11 @@ export class ControlHub {
     };
     for (const session of this.sessions.values()) {
       if (session.ws.readyState !== session.ws.OPEN) continue;
-      // Deltas carry listeners only: a changed L4 fleet reaches an L7 node as a whole new snapshot (rare).
-      if (session.kind === 'l7' && session.sentL4Nodes !== l4Json) resendSnapshot(session);
+      // Deltas carry listeners only: a changed L4 fleet reaches an L7 node as a whole new snapshot (rare). A
+      // node sent nothing yet gets its first config below anyway, or carries on from the one it holds.
+      if (session.kind === 'l7' && session.sentVersion !== null && session.sentL4Nodes !== l4Json) {
+        resendSnapshot(session);
+      }
       // A node registered or an address pool added changed the deny set. A node that cannot take it in a delta
       // gets everything again; before, it kept the old set until it reconnected.
       if (!session.denyDeltas && session.sentShared !== null && session.sentShared !== sharedJson) {
