@@ -23,7 +23,7 @@ import { parseNodeMessage } from './node-messages.js';
 import { lastKnownNodes, NodeRejoin, REJOIN_GRACE_MS } from './node-rejoin.js';
 import { helloIdentity, placementRows, recordVipMode, sendLegacyCredential, touchNodeRow } from './node-rows.js';
 import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNodeOf } from './node-session.js';
-import { storedPlacement, storePlacement } from './placement-rows.js';
+import { PlacementStore, storedPlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
 
@@ -62,6 +62,7 @@ export interface ControlHubOptions {
 export class ControlHub {
   private readonly sessions = new Map<string, Session>();
   private readonly fleet: FleetPlacement;
+  private readonly placements: PlacementStore;
   private readonly cache: CompileCache;
   private readonly delivery: ConfigDelivery;
   private readonly liveness: NodeLiveness;
@@ -87,6 +88,7 @@ export class ControlHub {
   ) {
     this.clock = options.clock ?? systemClock;
     this.fleet = new FleetPlacement(log, storedPlacement(db));
+    this.placements = new PlacementStore(db);
     this.cache = new CompileCache(db, options.openKey ?? ((stored) => stored), this.work);
     this.delivery = new ConfigDelivery({
       log,
@@ -302,7 +304,7 @@ export class ControlHub {
   /** Keeps where the moved LBs are now, for the next controller. */
   private storePlacement(moved: string[]): void {
     try {
-      storePlacement(this.db, this.fleet.placement, moved);
+      this.placements.store(this.fleet.placement, moved);
     } catch (err) {
       // A node deleted between its last recompile and this one (its id still placed): the next restart
       // places those LBs afresh. Serving them now does not depend on this.

@@ -1,7 +1,5 @@
 import { type Db, lbPlacements } from '@slb/db';
-import { inArray } from 'drizzle-orm';
-
-const CHUNK = 400;
+import { eq, sql } from 'drizzle-orm';
 
 /** Where the LBs were placed when the previous controller stopped (lb_placements): LB → its L4 nodes. */
 export function storedPlacement(db: Db): Map<string, string[]> {
@@ -17,24 +15,31 @@ export function storedPlacement(db: Db): Map<string, string[]> {
 
 /**
  * Stores where the LBs that moved are placed now (the rows of a deleted LB or node went with it): in the
- * time of the move, not of the fleet.
+ * time of the move, not of the fleet. Prepared statements, one row at a time: a node joining moves every
+ * `all` LB, and building multi-row statements cost several times more (about 45 ms for 1,000 LBs).
  */
-export function storePlacement(
-  db: Db,
-  placement: ReadonlyMap<string, readonly string[]>,
-  moved: readonly string[],
-): void {
-  if (moved.length === 0) return;
-  const rows = moved.flatMap((id) => (placement.get(id) ?? []).map((nodeId) => ({ loadBalancerId: id, nodeId })));
-  db.transaction((tx) => {
-    for (let i = 0; i < moved.length; i += CHUNK) {
-      tx.delete(lbPlacements)
-        .where(inArray(lbPlacements.loadBalancerId, moved.slice(i, i + CHUNK)))
-        .run();
-    }
-    for (let i = 0; i < rows.length; i += CHUNK)
-      tx.insert(lbPlacements)
-        .values(rows.slice(i, i + CHUNK))
-        .run();
-  });
+export class PlacementStore {
+  private readonly clear;
+  private readonly add;
+
+  constructor(private readonly db: Db) {
+    this.clear = db
+      .delete(lbPlacements)
+      .where(eq(lbPlacements.loadBalancerId, sql.placeholder('lb')))
+      .prepare();
+    this.add = db
+      .insert(lbPlacements)
+      .values({ loadBalancerId: sql.placeholder('lb'), nodeId: sql.placeholder('node') })
+      .prepare();
+  }
+
+  store(placement: ReadonlyMap<string, readonly string[]>, moved: readonly string[]): void {
+    if (moved.length === 0) return;
+    this.db.transaction(() => {
+      for (const lb of moved) {
+        this.clear.run({ lb });
+        for (const node of placement.get(lb) ?? []) this.add.run({ lb, node });
+      }
+    });
+  }
 }
