@@ -10,13 +10,15 @@
 // SYNC=off (nodes without session sync), NODES_DURING_CREATE=0 (start the nodes only after the seeding),
 // REST_S (20: seconds at rest after the restarts, then the nodes' RSS again), PORT_BASE (first listener
 // port, 10000), CONVERGE_TIMEOUT_S (per join/restart, 180), TIME_LIMIT_S (whole run, default 1800), LOG_DIR
-// (keep each process's log there). SERVER_GROUPS=1 puts 100 servers behind every listener:
+// (keep each process's log there), API_RESTART=0 (skip killing and restarting the API after the node restarts). SERVER_GROUPS=1 puts 100 servers behind every listener:
 // a ~76 MB L4 snapshot, which the L4 nodes of this build cannot hold (heap out of memory at 4 GB).
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { api, apiPort } from './scale/api-client.mjs';
+import { apiRestart } from './scale/api-restart.mjs';
 import {
   ADMIN,
+  API_RESTART,
   deleteRedisKeys,
   dir,
   EDGE,
@@ -66,32 +68,36 @@ try {
   log(
     `scale: ${LBS} LBs × ${LISTENERS} listeners (${HTTP_PER_LB} http) × ${SERVERS} servers in ${GROUPS} groups; ${L4} L4 + ${L7} L7 nodes; health checks ${HEALTH ? 'on' : 'off'}; load ${loadAtStart}`,
   );
-  const apiProc = start('api', join(root, 'apps/api/dist/main.js'), {
-    PORT: String(apiPort),
-    SLB_DB_PATH: join(dir, 'slb.db'),
-    SLB_ADMIN_TOKEN: ADMIN,
-    // Nodes join with the shared token (enrolled on joining): enrollment is not what is measured here.
-    SLB_NODE_TOKEN: NODE_TOKEN,
-    SLB_LEGACY_NODE_TOKEN: '1',
-    SLB_DNS_PORT: '0',
-    SLB_RATE_LIMIT_RPS: '0', // 0 turns the limiter off: this bench is the only client
-    SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8', // the bench's backends are on loopback
-    LOG_LEVEL: 'warn',
-    ...redisEnv,
-  });
-  for (
-    let i = 0;
-    !(await fetch(`${api}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ));
-    i++
-  ) {
-    if (i > 200 || apiProc.exited)
-      throw new Error(`the API did not start:\n${apiProc.lines.map((l) => JSON.stringify(l)).join('\n')}`);
-    await sleep(100);
-  }
-  probe(apiProc, `${api}/healthz`);
+  const startApi = async () => {
+    const proc = start('api', join(root, 'apps/api/dist/main.js'), {
+      PORT: String(apiPort),
+      SLB_DB_PATH: join(dir, 'slb.db'),
+      SLB_ADMIN_TOKEN: ADMIN,
+      // Nodes join with the shared token (enrolled on joining): enrollment is not what is measured here.
+      SLB_NODE_TOKEN: NODE_TOKEN,
+      SLB_LEGACY_NODE_TOKEN: '1',
+      SLB_DNS_PORT: '0',
+      SLB_RATE_LIMIT_RPS: '0', // 0 turns the limiter off: this bench is the only client
+      SLB_DEFAULT_BACKEND_NETWORKS: '127.0.0.0/8', // the bench's backends are on loopback
+      LOG_LEVEL: 'warn',
+      ...redisEnv,
+    });
+    for (
+      let i = 0;
+      !(await fetch(`${api}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    ) {
+      if (i > 200 || proc.exited)
+        throw new Error(`the API did not start:\n${proc.lines.map((l) => JSON.stringify(l)).join('\n')}`);
+      await sleep(100);
+    }
+    probe(proc, `${api}/healthz`);
+    return proc;
+  };
+  let apiProc = await startApi();
   let stopWatching = async () => {};
   const startNodes = async () => {
     for (let n = 0; n < L4; n++) nodes.push(startNode('l4', n));
@@ -107,6 +113,8 @@ try {
   await freshJoins(apiProc, results);
 
   await restarts(apiProc, results);
+
+  if (API_RESTART) apiProc = await apiRestart(apiProc, results, startApi);
 
   // ---- At rest: "RSS once settled" is read a second after a join, before V8 has given its garbage back.
   if (REST_S > 0) {

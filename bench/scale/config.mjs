@@ -16,6 +16,7 @@ export const L7 = Number(process.env.L7 ?? 2);
 export const CONCURRENCY = Number(process.env.CONCURRENCY ?? 24);
 export const HEALTH = process.env.HEALTH === 'on';
 export const EDGE = process.env.EDGE !== '0';
+export const API_RESTART = process.env.API_RESTART !== '0';
 /** Seconds the fleet rests after the restarts before the nodes' RSS is read again: V8 gives garbage back late. */
 export const REST_S = Number(process.env.REST_S ?? 20);
 export const NODES_DURING_CREATE = process.env.NODES_DURING_CREATE !== '0';

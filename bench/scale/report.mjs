@@ -1,5 +1,6 @@
 /** The printed report: one row per figure of the run. */
 import { readFileSync } from 'node:fs';
+import { describeApiRestart } from './api-restart.mjs';
 import {
   CONCURRENCY,
   elapsed,
@@ -71,6 +72,7 @@ export function report(apiProc, results, loadAtStart) {
       `old process exited ${fmtMs(r.stopMs)} after SIGTERM; saved snapshot (${r.savedListeners} listeners) served ${fmtMs(r.savedMs)}, resync (${r.resumed ? 'resumed: a delta' : 'whole config'}) acked ${fmtMs(r.resyncMs)} (apply ${fmtMs(r.applyMs)}); RSS ${fmtMiB(r.rssMiB)} (peak ${fmtMiB(r.hwmMiB)}), ${r.cpuS.toFixed(1)} CPU s; fleet settled ${fmtMs(r.settledMs)}; ${describeAftermath(r)}`,
     ]);
   }
+  if (results.apiRestart) rows.push(['API restart (kill -9)', describeApiRestart(results.apiRestart)]);
   if (results.edge.duplicatePort) {
     const d = results.edge.duplicatePort;
     rows.push(['listener port already used on the node', `listener ${d.refused}; the first owner ${d.lb0Status}`]);
