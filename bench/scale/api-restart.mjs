@@ -1,6 +1,6 @@
 /** The API killed (kill -9) and started again on its database: what each node is sent, and how long until all settle. */
 import { log } from './config.mjs';
-import { controlApplies, nodes, waitConverged, waitLine } from './fleet.mjs';
+import { nodes, waitConverged, waitLine } from './fleet.mjs';
 import { fmtMiB, fmtMs } from './format.mjs';
 import { stalls, stop, usage } from './processes.mjs';
 
