@@ -34,7 +34,7 @@ export function controlChannelUrl(base: string, path: string): string {
 /**
  * The longest wait between two rounds when there are several replicas, ms: one that comes back (or a second
  * one while the first is down) is found within the 3 s reconnect goal, and a dial of a dead replica is a
- * cheap refusal. With one URL the wait grows to the channel's cap as before.
+ * cheap refusal. With one URL the wait grows to the channel's cap (by default the same).
  */
 export const SEVERAL_REPLICAS_CAP_MS = 1000;
 

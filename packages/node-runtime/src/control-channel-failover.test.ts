@@ -13,12 +13,9 @@ import { resolveCredential } from './node-credential.js';
 // keeps its last applied config meanwhile. The replicas are WebSocket servers in this process.
 
 const POLL = { timeout: 5000, interval: 10 };
-const log: { msg: string; obj: Record<string, unknown> }[] = [];
-const logger = {
-  info: (obj: object, msg = '') => void log.push({ msg, obj: obj as Record<string, unknown> }),
-  warn: (obj: object, msg = '') => void log.push({ msg, obj: obj as Record<string, unknown> }),
-  error: (obj: object, msg = '') => void log.push({ msg, obj: obj as Record<string, unknown> }),
-};
+const log: { msg: string; obj: Record<string, unknown>; at: number }[] = [];
+const record = (obj: object, msg = '') => void log.push({ msg, obj: obj as Record<string, unknown>, at: Date.now() });
+const logger = { info: record, warn: record, error: record };
 const snapshot = (version: number): NodeSnapshot => ({
   version,
   generatedAt: new Date().toISOString(),
@@ -163,6 +160,21 @@ describe('control channel with several API replicas', () => {
     await vi.waitUntil(() => applied.includes(4), POLL);
     expect(connectedTo(1)).toBe(true);
   });
+});
+
+describe('control channel with one API URL', () => {
+  it('dials a dead API at least once a second once the backoff is at its cap, so a restarted one is found within a second', async () => {
+    const { client } = makeClient([`http://127.0.0.1:${await deadPort()}`]);
+    const started = Date.now();
+    await client.start();
+    // 200 ms doubling, jittered ±50%: with a 3 s cap the fourth wait is 0.8-2.4 s and the fifth 1.5-3 s, both
+    // over by 7 s. The margin is for a busy machine's late timers.
+    await new Promise((r) => setTimeout(r, 7000));
+    const dials = [started, ...log.filter((l) => l.msg === 'control channel error').map((l) => l.at)];
+    const gaps = dials.slice(1).map((t, i) => t - dials[i]!);
+    expect(gaps.length).toBeGreaterThanOrEqual(6);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(1400);
+  }, 12_000);
 });
 
 describe('enrollment with several API replicas', () => {

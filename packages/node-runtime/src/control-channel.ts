@@ -74,7 +74,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
 
   constructor(private readonly options: ControlChannelOptions<S>) {
     this.failing = this.failures.failing;
-    this.replicas = new ReplicaRotation(options.apiUrls, options.maxReconnectDelayMs ?? 3000);
+    this.replicas = new ReplicaRotation(options.apiUrls, options.maxReconnectDelayMs ?? 1000);
     this.replicaGauge =
       options.registry &&
       new Gauge({
