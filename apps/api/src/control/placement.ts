@@ -42,8 +42,11 @@ export function place(
   const ordered = [...lbs].sort((a, b) => (a.id < b.id ? -1 : 1));
   for (const lb of ordered) {
     if (lb.mode === 'all') {
-      const before = previous.get(lb.id) ?? [];
-      result.set(lb.id, [...eligible.map((n) => n.id), ...away.filter((id) => before.includes(id))].sort());
+      // Every write places the whole fleet: the rejoining nodes cost nothing once they are back.
+      const before = away.length === 0 ? [] : (previous.get(lb.id) ?? []);
+      const kept = away.filter((id) => before.includes(id));
+      const onNodes = eligible.map((n) => n.id);
+      result.set(lb.id, kept.length === 0 ? onNodes : [...onNodes, ...kept].sort());
       continue;
     }
     const want = Math.min(lb.nodeCount ?? 1, eligible.length + away.length);

@@ -56,7 +56,8 @@ export function chooseVipBinders(
     const address = addressOf(lbId);
     const holder = address === null ? undefined : open.find((n) => n.bound.has(address));
     const kept = open.find((n) => n.id === before);
-    const away = hosts.filter((id) => rejoining.has(id) && nodes.get(id)?.channelOpen !== true);
+    const away =
+      rejoining.size === 0 ? [] : hosts.filter((id) => rejoining.has(id) && nodes.get(id)?.channelOpen !== true);
     if (kept?.serves(lbId)) owner = kept.id;
     else if (holder !== undefined) owner = holder.id;
     else if (kept !== undefined) owner = kept.id;
