@@ -105,6 +105,32 @@ describe.skipIf(!reachable)('copying SQLite into PostgreSQL', () => {
     }
   });
 
+  it('makes the kept counts by its inserts, and refuses a source whose kept counts differ from its rows', async () => {
+    const store = reopen();
+    // A server whose count SQLite did not keep, as a kept count gone wrong would leave it.
+    store.sqlite.exec(`
+      DROP TRIGGER servers_usage_insert;
+      INSERT INTO servers (id, tenant_id, server_group_id, address, port, weight, description, created_at, updated_at)
+        SELECT 'srv-uncounted', tenant_id, server_group_id, '192.0.2.201', port, weight, description, created_at, updated_at
+        FROM servers LIMIT 1;
+    `);
+    const servers = store.sqlite
+      .prepare(
+        "SELECT tenant_id AS t, count(*) AS n FROM servers WHERE tenant_id = (SELECT tenant_id FROM servers WHERE id = 'srv-uncounted')",
+      )
+      .get() as { t: string; n: number };
+    store.close();
+
+    const target = await freshDatabase();
+    const error = await copySqliteToPg({ from: sqlitePath, to: target.url }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CopyError);
+    expect((error as Error).message).toBe(
+      `usage_counts differs from the counts SQLite kept, nothing was committed (1: ${servers.t}/servers: ` +
+        `${servers.n - 1} in SQLite, ${servers.n} in PostgreSQL)`,
+    );
+    expect(await withPgDb(target.url, (db) => db.select().from(pgSchema.usageCounts)), 'all or nothing').toEqual([]);
+  });
+
   it('refuses a source a running API holds, saying to stop it', async () => {
     const target = await freshDatabase();
     const running = reopen();

@@ -4,20 +4,12 @@ import { join } from 'node:path';
 import { DEFAULT_MIGRATIONS_FOLDER, type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { populateEveryTable } from './pg-fixture.js';
+import { addCountedRows, byKey, COUNTED_SQL, COUNTED_TABLES, KEPT_SQL } from './usage-count-queries.js';
 
 // usage_counts keeps the counts a create is checked against, so it reads one row instead of counting the
 // tenant's or the fleet's resources (issue #22). Triggers keep it; these tests hold it equal to a real count
 // after a migration over existing rows, inserts, deletes, L7 port changes and foreign-key cascades, on a
 // real SQLite file.
-
-/** The table each kept count counts, as migrations/0012 names them. */
-const COUNTED: Record<string, string> = {
-  loadBalancers: 'load_balancers',
-  listeners: 'listeners',
-  servers: 'servers',
-  certificates: 'certificates',
-  acls: 'acls',
-};
 
 let dir: string;
 let store: OpenDatabase;
@@ -35,47 +27,10 @@ afterEach(() => {
 const count = (query: string): number => (store.sqlite.prepare(query).get() as { n: number }).n;
 
 /** `scope/name` → count, from the resource tables themselves (zero counts left out). */
-function counted(): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, table] of Object.entries(COUNTED)) {
-    const rows = store.sqlite
-      .prepare(`SELECT tenant_id AS t, count(*) AS n FROM ${table} GROUP BY tenant_id`)
-      .all() as { t: string; n: number }[];
-    for (const r of rows) out[`${r.t}/${name}`] = r.n;
-  }
-  const fleet = {
-    '*/listeners': count('SELECT count(*) AS n FROM listeners'),
-    '*/l7Ports': count('SELECT count(l7_port) AS n FROM listeners'),
-  };
-  for (const [key, n] of Object.entries(fleet)) if (n !== 0) out[key] = n;
-  return out;
-}
+const counted = (): Record<string, number> => byKey(store.sqlite.prepare(COUNTED_SQL).all() as never);
 
 /** `scope/name` → count, as usage_counts keeps it (zero counts left out). */
-function kept(): Record<string, number> {
-  const rows = store.sqlite.prepare('SELECT scope, name, used FROM usage_counts WHERE used <> 0').all() as {
-    scope: string;
-    name: string;
-    used: number;
-  }[];
-  return Object.fromEntries(rows.map((r) => [`${r.scope}/${r.name}`, r.used]));
-}
-
-/** A second server in the fixture's group, and a second tenant's LB: counts above one, and per tenant. */
-function addRows(): void {
-  store.sqlite.exec(`
-    INSERT INTO servers (id, tenant_id, server_group_id, address, port, weight, description, created_at, updated_at)
-      SELECT 'srv-extra', tenant_id, server_group_id, '192.0.2.200', port, weight, description, created_at, updated_at
-      FROM servers LIMIT 1;
-    INSERT INTO tenants (id, name, created_at, updated_at) SELECT 'ten-other', 'other', created_at, updated_at FROM tenants LIMIT 1;
-  `);
-  const lb = store.sqlite.prepare('SELECT * FROM load_balancers LIMIT 1').get() as Record<string, unknown>;
-  const columns = Object.keys(lb);
-  const values = { ...lb, id: 'lb-other', tenant_id: 'ten-other', name: 'other', address: null };
-  store.sqlite
-    .prepare(`INSERT INTO load_balancers (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`)
-    .run(values);
-}
+const kept = (): Record<string, number> => byKey(store.sqlite.prepare(KEPT_SQL).all() as never);
 
 describe('usage_counts', () => {
   it('is seeded from the rows a database held before the migration that made it', () => {
@@ -88,12 +43,12 @@ describe('usage_counts', () => {
     writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, made) }));
     runMigrations(store.db, store.sqlite, older);
     populateEveryTable(store.db, { placements: false });
-    addRows();
+    addCountedRows(store.sqlite);
 
     expect(runMigrations(store.db, store.sqlite)).toBeGreaterThan(0);
     const before = counted();
     // Every tenant-wide count, the second tenant's LBs, and both of the fleet's.
-    expect(Object.keys(before).length).toBeGreaterThanOrEqual(Object.keys(COUNTED).length + 3);
+    expect(Object.keys(before).length).toBeGreaterThanOrEqual(Object.keys(COUNTED_TABLES).length + 3);
     expect(before['*/l7Ports']).toBeGreaterThan(0);
     expect(kept()).toEqual(before);
   });
@@ -101,7 +56,7 @@ describe('usage_counts', () => {
   it('follows inserts, deletes and the cascades of deleting a load balancer', () => {
     runMigrations(store.db, store.sqlite);
     populateEveryTable(store.db);
-    addRows();
+    addCountedRows(store.sqlite);
     const full = counted();
     expect(kept()).toEqual(full);
     expect(Object.values(full).some((n) => n > 1)).toBe(true);
@@ -150,7 +105,7 @@ describe('usage_counts', () => {
       name: string;
       t: string;
     }[];
-    for (const table of Object.values(COUNTED)) {
+    for (const table of Object.values(COUNTED_TABLES)) {
       expect(triggers).toContainEqual({ name: `${table}_usage_insert`, t: table });
       expect(triggers).toContainEqual({ name: `${table}_usage_delete`, t: table });
     }

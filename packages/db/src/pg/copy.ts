@@ -110,6 +110,43 @@ function openSource(path: string, migrationsFolder: string): Database.Database {
   }
 }
 
+/**
+ * Kept by triggers on both engines (migrations/0012, migrations-pg/0004): its PostgreSQL rows come from the
+ * copied rows' own inserts, so it is not copied but compared, count by count, leaving out zero counts (a
+ * count whose rows are all deleted stays as a zero row on SQLite).
+ */
+const KEPT_BY_TRIGGERS = 'usage_counts';
+
+const KEPT_COUNTS_QUERY = `SELECT scope || '/' || name AS key, used FROM ${KEPT_BY_TRIGGERS} WHERE used <> 0 ORDER BY scope, name`;
+
+function keptCountsSqlite(sqlite: Database.Database): Map<string, number> {
+  const rows = sqlite.prepare(KEPT_COUNTS_QUERY).all() as { key: string; used: number }[];
+  return new Map(rows.map((r) => [r.key, r.used]));
+}
+
+async function keptCountsPg(db: Pick<PgDb, 'execute'>): Promise<Map<string, number>> {
+  const result = await db.execute<{ key: string; used: number }>(sql.raw(KEPT_COUNTS_QUERY));
+  return new Map(result.rows.map((r) => [r.key, r.used]));
+}
+
+/** The kept counts the copy made, checked against SQLite's: a CopyError naming the first few that differ. */
+async function checkKeptCounts(sqlite: Database.Database, db: Pick<PgDb, 'execute'>): Promise<TableCount> {
+  const source = keptCountsSqlite(sqlite);
+  const target = await keptCountsPg(db);
+  const keys = [...new Set([...source.keys(), ...target.keys()])].sort();
+  const unequal = keys.filter((k) => source.get(k) !== target.get(k));
+  if (unequal.length > 0) {
+    const list = unequal
+      .slice(0, 5)
+      .map((k) => `${k}: ${source.get(k) ?? 0} in SQLite, ${target.get(k) ?? 0} in PostgreSQL`)
+      .join('; ');
+    throw new CopyError(
+      `${KEPT_BY_TRIGGERS} differs from the counts SQLite kept, nothing was committed (${unequal.length}: ${list})`,
+    );
+  }
+  return { table: KEPT_BY_TRIGGERS, source: source.size, target: target.size };
+}
+
 function countSqlite(sqlite: Database.Database, table: string): number {
   return (sqlite.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
 }
@@ -220,6 +257,7 @@ export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> 
     const counts = await db.transaction(async (tx) => {
       const result: TableCount[] = [];
       for (const table of tables) {
+        if (table.name === KEPT_BY_TRIGGERS) continue;
         const tableStarted = performance.now();
         const rows = await copyTable(sqlite, client, table, options.batchRows ?? 500);
         options.onProgress?.({ table: table.name, rows, ms: performance.now() - tableStarted });
@@ -231,6 +269,10 @@ export async function copySqliteToPg(options: CopyOptions): Promise<CopyResult> 
         const list = unequal.map((c) => `${c.table}: ${c.source} in SQLite, ${c.target} in PostgreSQL`).join('; ');
         throw new CopyError(`row counts differ, nothing was committed (${list})`);
       }
+      const checkStarted = performance.now();
+      const kept = await checkKeptCounts(sqlite, tx);
+      options.onProgress?.({ table: kept.table, rows: kept.target, ms: performance.now() - checkStarted });
+      result.push(kept);
       return result;
     });
     const rows = counts.reduce((sum, c) => sum + c.source, 0);

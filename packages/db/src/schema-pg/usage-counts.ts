@@ -1,7 +1,7 @@
 import { integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 
-// No triggers keep this table on PostgreSQL yet (SQLite's are in migrations/0012): db:copy copies the counts
-// as they stand, and the API does not run on PostgreSQL until its data layer does (issue #23).
+// Triggers keep this table, as on SQLite (migrations-pg/0004, migrations/0012), so db:copy does not copy its
+// rows: the copied resources' own inserts count them, and the copy checks they come to SQLite's counts.
 export const usageCounts = pgTable(
   'usage_counts',
   {
