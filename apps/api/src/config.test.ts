@@ -65,6 +65,12 @@ it('reads the duties lease ttl, 5 s by default, and refuses one too short to ren
   }
 });
 
+it('takes SLB_DRIZZLE_IMPORTS shortcut or node, and stops on anything else (main.ts reads it first)', () => {
+  expect(loadConfig({}).SLB_DRIZZLE_IMPORTS).toBe('shortcut');
+  expect(loadConfig({ SLB_DRIZZLE_IMPORTS: 'node' }).SLB_DRIZZLE_IMPORTS).toBe('node');
+  expect(() => loadConfig({ SLB_DRIZZLE_IMPORTS: 'Node' })).toThrow(/^invalid environment: SLB_DRIZZLE_IMPORTS /);
+});
+
 it('refuses SLB_DATABASE_URL, which the API does not read yet, rather than running on SQLite unasked', () => {
   expect(() => loadConfig({ SLB_DATABASE_URL: 'postgres://slb:secret@db.internal/slb' })).toThrow(
     /^invalid environment: SLB_DATABASE_URL is set, but the API does not run on PostgreSQL yet/,

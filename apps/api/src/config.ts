@@ -29,6 +29,8 @@ const Env = Type.Object({
    */
   SLB_NODE_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   SLB_LEGACY_NODE_TOKEN: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '0' }),
+  /** Read by main.ts before this (startup/drizzle-imports.ts); listed so a misspelt value stops the start. */
+  SLB_DRIZZLE_IMPORTS: Type.Union([Type.Literal('shortcut'), Type.Literal('node')], { default: 'shortcut' }),
   /** AES-256-GCM keys for secrets at rest (see secret-keys.ts); the first encrypts, all decrypt. */
   SLB_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   SLB_SECRET_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
