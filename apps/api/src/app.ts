@@ -1,3 +1,4 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { QuotaLimits } from '@slb/model';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -9,6 +10,7 @@ import { clusterDutiesPlugin } from './plugins/cluster-duties.js';
 import { installConsole } from './plugins/console.js';
 import { controlHubPlugin } from './plugins/control-hub.js';
 import { databasePlugin } from './plugins/database.js';
+import { DeferredCompiles } from './plugins/deferred-compile.js';
 import { dnsPlugin } from './plugins/dns.js';
 import { answerFrameworkError } from './plugins/errors.js';
 import { eventStorePlugin } from './plugins/event-store.js';
@@ -117,6 +119,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  * reverse, so the database, registered first, is closed last.
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const deferredCompiles = new DeferredCompiles();
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // One compact line per request from our own onResponse hook instead of two from fastify.
@@ -126,11 +129,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     onConstructorPoisoning: 'error',
     return503OnClosing: false, // plugins/drain.ts answers instead, with a request id
     ajv: { customOptions: { removeAdditional: false } },
+    schemaController: {
+      compilersFactory: { buildSerializer: deferredCompiles.serializerFactory(SerializerSelector()) },
+    },
     frameworkErrors: answerFrameworkError,
     ...httpServerOptions(options.httpLimits),
     requestIdHeader: false,
     genReqId: requestId,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.decorate('deferredCompiles', deferredCompiles);
   applyConnectionCap(app.server, options.httpLimits);
   try {
     await compose(app, options);

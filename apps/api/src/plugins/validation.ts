@@ -29,8 +29,9 @@ for (const ajv of [bodyAjv, textAjv]) {
 
 export function installValidation(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? bodyAjv : textAjv;
     // Fastify reads Ajv's boolean result and `.errors` directly.
-    return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as FastifySchema);
+    return app.deferredCompiles.validator(() => ajv.compile(schema as FastifySchema));
   });
 }
 

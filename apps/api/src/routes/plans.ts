@@ -19,7 +19,7 @@ const PlanRequestByOp = {
   },
 };
 
-const validatePlanRequest = compileBody(PlanRequestByOp);
+const compilePlanRequest = () => compileBody(PlanRequestByOp);
 
 export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/plans', {
@@ -32,7 +32,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: PlanRequest,
       response: { 200: Plan, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
-    validatorCompiler: () => validatePlanRequest,
+    validatorCompiler: () => app.deferredCompiles.validator(compilePlanRequest),
     handler: (request) => runPlan(app.store.db, app.services, request.auth, request.body.operations),
   });
 };
