@@ -30,6 +30,11 @@ import { probeRoutes } from './routes/probes.js';
 import type { BackendPolicyOptions } from './services/backend-policy.js';
 
 export interface AppOptions {
+  /**
+   * Milliseconds after the API listens before it compiles the route schemas no request has needed yet, in
+   * the background (DeferredCompiles.warmUp). Default 10,000.
+   */
+  schemaWarmUpMs?: number;
   /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
   dbPath: string;
   /** When set, readiness also requires this Redis to answer. */
@@ -138,6 +143,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     genReqId: requestId,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('deferredCompiles', deferredCompiles);
+  let stopWarmUp: (() => void) | undefined;
+  app.addHook('onListen', async () => {
+    stopWarmUp = deferredCompiles.warmUp(options.schemaWarmUpMs ?? 10_000, (err) =>
+      app.log.error({ err }, 'a route schema does not compile'),
+    );
+  });
+  app.addHook('onClose', async () => stopWarmUp?.());
   applyConnectionCap(app.server, options.httpLimits);
   try {
     await compose(app, options);

@@ -51,3 +51,43 @@ describe('DeferredCompiles', () => {
     expect(() => deferred.compileAll()).toThrow(/type/);
   });
 });
+
+describe('DeferredCompiles.warmUp', () => {
+  it('compiles what no call has, after its delay, one a timer turn, and reports a failure without retrying it', async () => {
+    const deferred = new DeferredCompiles();
+    const compiled: string[] = [];
+    const errors: unknown[] = [];
+    deferred.validator(() => {
+      compiled.push('a');
+      return ajv.compile(schema);
+    });
+    deferred.validator(() => {
+      compiled.push('broken');
+      return ajv.compile({ type: 'no-such-type' });
+    });
+    deferred.serializer(() => {
+      compiled.push('c');
+      return String;
+    });
+    deferred.warmUp(30, (error) => errors.push(error));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(compiled, 'not before its delay').toEqual([]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(compiled).toEqual(['a', 'broken', 'c']);
+    expect(errors).toHaveLength(1);
+    expect(deferred.compileAll.bind(deferred)).toThrow(/type/);
+  });
+
+  it('stops when told to', async () => {
+    const deferred = new DeferredCompiles();
+    let compiles = 0;
+    deferred.serializer(() => {
+      compiles += 1;
+      return String;
+    });
+    const stop = deferred.warmUp(20, () => {});
+    stop();
+    await new Promise((r) => setTimeout(r, 60));
+    expect(compiles).toBe(0);
+  });
+});

@@ -48,11 +48,39 @@ export class DeferredCompiles {
     };
   }
 
+  /** How many functions no request has needed yet. */
+  get notCompiled(): number {
+    return this.pending.size;
+  }
+
   /** Compiles every function no request has needed yet; returns how many. */
   compileAll(): number {
     const left = [...this.pending];
     for (const build of left) build();
     return left.length;
+  }
+
+  /**
+   * Compiles what no request has needed yet, one function a timer turn, starting afterMs from now: a process
+   * that listens has its first requests fast and its schema errors logged without waiting for a request,
+   * after the start and the nodes' reconnects have had the CPU. Each is tried once; a failure goes to
+   * onError. Returns a function that stops it.
+   */
+  warmUp(afterMs: number, onError: (error: unknown) => void): () => void {
+    let left: (() => unknown)[] | undefined;
+    const step = (): void => {
+      left ??= [...this.pending];
+      const build = left.shift();
+      if (build === undefined) return;
+      try {
+        build();
+      } catch (error) {
+        onError(error);
+      }
+      timer = setTimeout(step, 0).unref();
+    };
+    let timer = setTimeout(step, afterMs).unref();
+    return () => clearTimeout(timer);
   }
 
   private once<F>(compile: () => F): () => F {
