@@ -125,6 +125,7 @@ export function createL7App(options: L7AppOptions = {}): L7App {
       // being built with would be forgotten. The apply schedules a cleanup when it ends.
       if (applyInProgress) return;
       if (states.backends.retain(latest.listeners)) pruneDue = true;
+      metrics.backendStates.set(states.backends.size);
       pools.retain(poolKeysInUse(latest.listeners, pools.keys()));
       upstream.retain(poolKeysInUse(latest.listeners, upstream.keys()));
       // Walking every series costs at scale: only when a backend or a drained listener went away.

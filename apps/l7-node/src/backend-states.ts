@@ -72,7 +72,7 @@ export class BackendStates {
     return forgot;
   }
 
-  /** States kept, for tests and metrics. */
+  /** States kept (the node's slb_l7_backend_states). */
   get size(): number {
     let n = 0;
     for (const group of this.groups.values()) n += group.size;

@@ -92,6 +92,12 @@ export function createMetrics(registry = new Registry()) {
       'binds of failed listeners tried again, by result (bound: the listener serves from then on)',
       ['result'],
     ),
+    backendStates: prom.gauge(
+      'slb_l7_backend_states',
+      'servers whose passive-health and load state the node keeps (per group and server), counted after each config',
+      [],
+      { aggregator: 'max' },
+    ),
     reloads: prom.counter('slb_l7_config_reloads_total', 'config snapshots applied or rejected', ['result']),
   };
 }

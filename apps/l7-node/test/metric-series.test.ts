@@ -53,4 +53,6 @@ it('removes the series of a removed listener and of a removed backend, and keeps
   expect(after).not.toContain(`backend="${two.spec.serverId}"`);
   expect(after).toContain(`slb_l7_requests_total{listener="${kept.id}",backend="${three.spec.serverId}",code="2xx"} 1`);
   expect(after).toContain(`slb_l7_active_connections{listener="${kept.id}"}`);
+  // The passive-health states kept: backend three's alone, one and two forgotten.
+  expect(after).toMatch(/^slb_l7_backend_states 1$/m);
 });

@@ -2,14 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
-import {
-  HeartbeatMessage,
-  type NodeSnapshot,
-  NodeSnapshot as NodeSnapshotSchema,
-  REPORT_MAX_BYTES,
-  RESPONSE_CLASSES,
-  UPSTREAM_TIME_BOUNDS_MS,
-} from '@slb/model';
+import { HeartbeatMessage, type NodeSnapshot, NodeSnapshot as NodeSnapshotSchema, REPORT_MAX_BYTES } from '@slb/model';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -17,6 +10,7 @@ import { reconnectDelay } from './backoff.js';
 import { ControlChannelClient, saveSpacingMs } from './control-channel.js';
 import { applyListenerDelta } from './delta.js';
 import { peekSaved, saveSnapshot, serializeSnapshot } from './state-file.js';
+import { HUGE_COUNTER, hugeTrafficEntry } from './traffic.fixtures.js';
 import { TrafficReporter } from './traffic-tally.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
@@ -199,25 +193,17 @@ describe('control channel client', () => {
       listenerId: `lsn-${String(n).padStart(20, '0')}`,
       reason: `cannot bind tcp 127.1.0.2:${10000 + n}: EADDRINUSE`,
     }));
-    const huge = 9_000_000_000_000;
-    const reporter = new TrafficReporter(() =>
-      current.slice(0, 150).map((f) => ({
-        id: f.listenerId,
-        conns: huge,
-        bytesIn: huge,
-        bytesOut: huge,
-        drops: huge,
-        active: huge,
-        responses: RESPONSE_CLASSES.map(() => huge),
-        upstreamMs: [...UPSTREAM_TIME_BOUNDS_MS, 0].map(() => huge),
-      })),
-    );
+    const reporter = new TrafficReporter(() => current.slice(0, 150).map((f) => hugeTrafficEntry(f.listenerId)));
     const texts: string[] = [];
     wss.on('connection', (ws) => ws.on('message', (data) => texts.push(data.toString())));
     await makeClient(undefined, {
       currentFailures: () => current,
       traffic: () => reporter.report(),
-      load: () => ({ activeConnections: huge, newConnectionsPerSecond: huge, requestsPerSecond: huge }),
+      load: () => ({
+        activeConnections: HUGE_COUNTER,
+        newConnectionsPerSecond: HUGE_COUNTER,
+        requestsPerSecond: HUGE_COUNTER,
+      }),
     }).start();
     const beat = () => texts.find((t) => t.startsWith('{"type":"heartbeat"'));
     await vi.waitUntil(beat, { ...POLL, timeout: 3000 });

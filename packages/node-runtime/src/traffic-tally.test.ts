@@ -1,11 +1,6 @@
-import {
-  type ListenerTrafficReport,
-  MAX_TRAFFIC_LISTENERS_PER_BEAT,
-  RESPONSE_CLASSES,
-  TRAFFIC_REPORT_MAX_BYTES,
-  UPSTREAM_TIME_BOUNDS_MS,
-} from '@slb/model';
+import { type ListenerTrafficReport, MAX_TRAFFIC_LISTENERS_PER_BEAT, TRAFFIC_REPORT_MAX_BYTES } from '@slb/model';
 import { describe, expect, it } from 'vitest';
+import { hugeTrafficEntry } from './traffic.fixtures.js';
 import { sumReports, TrafficReporter, TrafficTally } from './traffic-tally.js';
 
 describe('TrafficTally', () => {
@@ -62,18 +57,10 @@ describe('TrafficReporter', () => {
 describe('TrafficReporter within the heartbeat', () => {
   it('reports no more bytes than TRAFFIC_REPORT_MAX_BYTES, and the ones left out in the next beats', () => {
     // Counters in the trillions (a long-lived node's byte counts) make 150 entries longer than the budget.
-    const huge = 9_000_000_000_000;
     const read = (): ListenerTrafficReport[] =>
-      Array.from({ length: MAX_TRAFFIC_LISTENERS_PER_BEAT }, (_, i) => ({
-        id: `lsn-${String(i).padStart(20, '0')}`,
-        conns: huge,
-        bytesIn: huge,
-        bytesOut: huge,
-        drops: huge,
-        active: huge,
-        responses: RESPONSE_CLASSES.map(() => huge),
-        upstreamMs: [...UPSTREAM_TIME_BOUNDS_MS, 0].map(() => huge),
-      }));
+      Array.from({ length: MAX_TRAFFIC_LISTENERS_PER_BEAT }, (_, i) =>
+        hugeTrafficEntry(`lsn-${String(i).padStart(20, '0')}`),
+      );
     expect(Buffer.byteLength(JSON.stringify(read()))).toBeGreaterThan(TRAFFIC_REPORT_MAX_BYTES);
     const reporter = new TrafficReporter(read);
     const first = reporter.report().listeners;

@@ -15,8 +15,8 @@ type Serializer = (data: unknown) => string;
  * Fastify compiles every route's validators (Ajv) and response serializers (fast-json-stringify) before it
  * listens: about 0.5 s of CPU in the API's 1.5 s start, paid again by every restart while the nodes wait for
  * it. Here each one is compiled by the first request that needs it instead (a few ms, once per route and
- * schema). A schema that cannot compile would then fail its first request rather than the start: compileAll()
- * compiles every one left, and a test calls it on the whole API.
+ * schema), or by warmUp() once the API has listened a while. A schema that cannot compile would then fail its
+ * first request rather than the start: warmUp() logs it, and a test calls compileAll() on the whole API.
  */
 export class DeferredCompiles {
   private readonly pending = new Set<() => unknown>();
