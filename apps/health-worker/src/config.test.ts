@@ -50,3 +50,12 @@ it.each([
     expect(r.reason).not.toContain('s3cret');
   }
 });
+
+it('takes the API replicas as a comma-separated SLB_API_URL, and names a bad entry by its position', () => {
+  expect(parseConfig({ SLB_API_URL: 'http://api-a:8080,http://api-b:8080' }).ok).toBe(true);
+  const r = parseConfig({ SLB_API_URL: 'http://api-a:8080,https://user:s3cret@host:99999/' });
+  expect(r).toEqual({
+    ok: false,
+    reason: 'invalid environment SLB_API_URL: entry 2 of 2 is not a valid URL (a bad port or host?)',
+  });
+});

@@ -1,12 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { parseDenyRule, urlProblem } from '@slb/model';
+import { apiUrlsProblem, parseDenyRule, urlProblem } from '@slb/model';
 
 const Env = Type.Object({
   // The Redis that carries the BullMQ queue, the target states and the transition stream.
   REDIS_URL: Type.String({ pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' }),
-  // Where the deployment's API answers: unless both names below are set, the worker asks it for the
-  // deployment's namespace (GET /control/v1/namespace), so it joins its own deployment's queue and stream.
+  // Where the deployment's API answers, or its replicas (comma-separated, asked in order): unless both names
+  // below are set, the worker asks it for the deployment's namespace (GET /control/v1/namespace), so it joins
+  // its own deployment's queue and stream.
   SLB_API_URL: Type.String({ pattern: '^https?://', default: 'http://127.0.0.1:8080' }),
   // Overrides of the names the API derives from its cluster id; when set they must match the API's.
   SLB_HEALTH_QUEUE: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^:\\s]+$' })),
@@ -49,7 +50,7 @@ export function parseConfig(env: NodeJS.ProcessEnv): ConfigResult {
   const config = withDefaults as WorkerConfig;
   const urls = [
     ['REDIS_URL', urlProblem(config.REDIS_URL, ['redis:', 'rediss:'])],
-    ['SLB_API_URL', urlProblem(config.SLB_API_URL, ['http:', 'https:'])],
+    ['SLB_API_URL', apiUrlsProblem(config.SLB_API_URL)],
   ] as const;
   for (const [name, problem] of urls) {
     if (problem !== null) return { ok: false, reason: `invalid environment ${name}: ${problem}` };

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { startMetricsServer } from '@slb/metrics-kit';
+import { splitApiUrls } from '@slb/model';
 import { pino } from 'pino';
 import { HealthWorker } from './app.js';
 import { backendDenyList, parseConfig } from './config.js';
@@ -32,7 +33,7 @@ const stopWaiting = () => {
 process.once('SIGTERM', stopWaiting);
 process.once('SIGINT', stopWaiting);
 const names = await healthNames({
-  apiUrl: config.SLB_API_URL,
+  apiUrls: splitApiUrls(config.SLB_API_URL),
   queue: config.SLB_HEALTH_QUEUE,
   keyPrefix: config.SLB_HEALTH_KEY_PREFIX,
   signal: waiting.signal,

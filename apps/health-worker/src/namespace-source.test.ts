@@ -25,7 +25,7 @@ async function api(answer: (n: number) => [number, unknown]): Promise<{ url: str
 
 it("asks the API for its deployment's names, waiting while the API is not ready", async () => {
   const a = await api((n) => (n < 3 ? [503, {}] : [200, ns]));
-  expect(await healthNames({ apiUrl: a.url, retryMs: 20 })).toEqual({
+  expect(await healthNames({ apiUrls: [a.url], retryMs: 20 })).toEqual({
     queue: ns.healthQueue,
     keyPrefix: ns.healthKeyPrefix,
     clusterId: ns.clusterId,
@@ -35,8 +35,11 @@ it("asks the API for its deployment's names, waiting while the API is not ready"
 
 it('keeps an explicit name, and does not ask at all when both are set', async () => {
   const a = await api(() => [200, ns]);
-  expect(await healthNames({ apiUrl: a.url, queue: 'q' })).toMatchObject({ queue: 'q', keyPrefix: ns.healthKeyPrefix });
-  expect(await healthNames({ apiUrl: a.url, queue: 'q', keyPrefix: 'p' })).toEqual({
+  expect(await healthNames({ apiUrls: [a.url], queue: 'q' })).toMatchObject({
+    queue: 'q',
+    keyPrefix: ns.healthKeyPrefix,
+  });
+  expect(await healthNames({ apiUrls: [a.url], queue: 'q', keyPrefix: 'p' })).toEqual({
     queue: 'q',
     keyPrefix: 'p',
     clusterId: null,
@@ -47,8 +50,37 @@ it('keeps an explicit name, and does not ask at all when both are set', async ()
 it('never falls back to a guessed name: an answer that is not a namespace keeps it waiting', async () => {
   const a = await api(() => [200, { healthQueue: 'slb-health' }]);
   const stop = new AbortController();
-  const waiting = healthNames({ apiUrl: a.url, retryMs: 20, signal: stop.signal });
+  const waiting = healthNames({ apiUrls: [a.url], retryMs: 20, signal: stop.signal });
   await vi.waitFor(() => expect(a.calls()).toBeGreaterThan(2), { timeout: 5000 });
   stop.abort();
   await expect(waiting).rejects.toThrow();
+});
+
+it('asks the replicas in order: one that is down costs one failed request, not a wait', async () => {
+  const down = await api(() => [503, {}]);
+  const up = await api(() => [200, ns]);
+  const warnings: object[] = [];
+  // A wait of a minute between rounds: the answer can only come from the second replica, in the first round.
+  const names = await healthNames({
+    apiUrls: [down.url, up.url],
+    retryMs: 60_000,
+    logger: { warn: (obj) => warnings.push(obj) },
+  });
+  expect(names.queue).toBe(ns.healthQueue);
+  expect([down.calls(), up.calls()]).toEqual([1, 1]);
+  expect(warnings).toEqual([]);
+});
+
+it('waits after a round in which no replica answered, and names them by position in its log line', async () => {
+  const first = await api(() => [503, {}]);
+  const second = await api((n) => (n < 2 ? [502, {}] : [200, ns]));
+  const warnings: object[] = [];
+  const names = await healthNames({
+    apiUrls: [first.url, second.url],
+    retryMs: 20,
+    logger: { warn: (obj) => warnings.push(obj) },
+  });
+  expect(names.keyPrefix).toBe(ns.healthKeyPrefix);
+  expect([first.calls(), second.calls()]).toEqual([2, 2]);
+  expect(warnings).toEqual([{ round: 1, reasons: ['HTTP 503', 'HTTP 502'] }]);
 });

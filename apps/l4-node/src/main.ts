@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { startMetricsServer } from '@slb/metrics-kit';
-import { NodeSnapshot } from '@slb/model';
+import { NodeSnapshot, splitApiUrls } from '@slb/model';
 import {
   type ChannelSource,
   ControlChannelClient,
@@ -10,7 +10,6 @@ import {
   reportRuntime,
   runNode,
   sessionSyncFromEnv,
-  splitApiUrls,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';

@@ -7,6 +7,7 @@ import {
   type ListenerFailure,
   type ListenerTrafficReport,
   type NodeLoadReport,
+  splitApiUrls,
 } from '@slb/model';
 import {
   type ChannelSource,
@@ -18,7 +19,6 @@ import {
   runNode,
   type SnapshotChange,
   sessionSyncFromEnv,
-  splitApiUrls,
   TrafficReporter,
 } from '@slb/node-runtime';
 import { pino } from 'pino';

@@ -18,6 +18,32 @@ export function urlProblem(value: string, protocols: readonly string[]): string 
   return null;
 }
 
+// SLB_API_URL names one control plane base URL, or several (the API replicas of one deployment) separated by
+// commas. A node dials them in order and moves on to the next one when its replica dies; a health worker asks them
+// in order for the deployment's namespace.
+
+/** The entries of SLB_API_URL, trimmed and without a trailing slash; unchecked (see apiUrlsProblem). */
+export function splitApiUrls(value: string): string[] {
+  return value.split(',').map((entry) => entry.trim().replace(/\/+$/, ''));
+}
+
+/**
+ * Why SLB_API_URL cannot be used, or null. An entry is named by its position, never echoed: a URL may carry
+ * a password.
+ */
+export function apiUrlsProblem(value: string): string | null {
+  const urls = splitApiUrls(value);
+  const name = (i: number) => (urls.length === 1 ? 'the URL' : `entry ${i + 1} of ${urls.length}`);
+  for (const [i, url] of urls.entries()) {
+    if (url === '') return `${name(i)} is empty (a stray comma?)`;
+    const problem = urlProblem(url, ['http:', 'https:']);
+    if (problem !== null) return `${name(i)} ${problem}`;
+    const first = urls.indexOf(url);
+    if (first !== i) return `${name(i)} repeats entry ${first + 1}`;
+  }
+  return null;
+}
+
 /** Connection options for ioredis (and BullMQ), spelled out so the model needs no ioredis types. */
 export interface RedisUrlOptions {
   host: string;

@@ -1,46 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  apiUrlsProblem,
-  controlChannelUrl,
-  loggableUrl,
-  ReplicaRotation,
-  SEVERAL_REPLICAS_CAP_MS,
-  splitApiUrls,
-} from './api-urls.js';
+import { controlChannelUrl, loggableUrl, ReplicaRotation, SEVERAL_REPLICAS_CAP_MS } from './api-urls.js';
 
-describe('SLB_API_URL', () => {
-  it('one URL is a list of one, as before', () => {
-    expect(splitApiUrls('http://127.0.0.1:8080')).toEqual(['http://127.0.0.1:8080']);
-    expect(apiUrlsProblem('http://127.0.0.1:8080')).toBeNull();
-  });
-
-  it('takes several replicas separated by commas, trimmed and without a trailing slash', () => {
-    expect(splitApiUrls('http://a:8080/, https://b:8443 ,http://c')).toEqual([
-      'http://a:8080',
-      'https://b:8443',
-      'http://c',
-    ]);
-    expect(apiUrlsProblem('http://a:8080/, https://b:8443 ,http://c')).toBeNull();
-  });
-
-  it.each([
-    ['http://a:8080,', 'entry 2 of 2 is empty (a stray comma?)'],
-    [',http://a:8080', 'entry 1 of 2 is empty (a stray comma?)'],
-    ['http://a:8080,redis://b', 'entry 2 of 2 must be a http or https URL'],
-    ['http://a:8080,http://b:99999,http://c', 'entry 2 of 3 is not a valid URL (a bad port or host?)'],
-    ['http://a:8080 http://b:8080', 'the URL is not a valid URL (a bad port or host?)'],
-    ['http://a:8080,http://a:8080/', 'entry 2 of 2 repeats entry 1'],
-    ['ftp://a', 'the URL must be a http or https URL'],
-  ])('refuses %s: %s', (value, reason) => {
-    expect(apiUrlsProblem(value)).toBe(reason);
-  });
-
-  it('names a bad entry by its position, never echoing it (a URL may carry a password)', () => {
-    const reason = apiUrlsProblem('http://a:8080,https://user:s3cret@host:99999/');
-    expect(reason).toContain('entry 2 of 2');
-    expect(reason).not.toContain('s3cret');
-  });
-
+describe('the channel URL', () => {
   it('the channel URL is the base URL in ws(s) with the path', () => {
     expect(controlChannelUrl('http://a:8080/', '/control/v1/channel')).toBe('ws://a:8080/control/v1/channel');
     expect(controlChannelUrl('https://b', '/p')).toBe('wss://b/p');

@@ -1,5 +1,5 @@
 export { type AclCheck, type AclResult, compileAcl } from './acl.js';
-export { apiUrlsProblem, controlChannelUrl, loggableUrl, ReplicaRotation, splitApiUrls } from './api-urls.js';
+export { controlChannelUrl, loggableUrl, ReplicaRotation } from './api-urls.js';
 export { BackendGuard, type BackendGuardOptions } from './backend-guard.js';
 export { expandSavedBackendSets, resolveBackendSets } from './backend-sets.js';
 export { reconnectDelay } from './backoff.js';

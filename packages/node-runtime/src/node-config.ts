@@ -3,8 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { urlProblem } from '@slb/model';
-import { apiUrlsProblem } from './api-urls.js';
+import { apiUrlsProblem, urlProblem } from '@slb/model';
 import { ChannelEnvProperties, channelModeProblem } from './channel-env.js';
 import { CREDENTIAL_FILE } from './node-credential.js';
 
