@@ -417,6 +417,14 @@ describe.skipIf(!chromiumPath)('the web console in Chromium', () => {
     for (let run = 0; run < 3; run++) {
       await page.reload();
       await page.getByText(`${BULK} of ${BULK} load balancers`).waitFor({ timeout: 15_000 });
+      // The page marks both after it has painted (an effect): the text can be on screen a moment before.
+      await page.waitForFunction(
+        () =>
+          performance.getEntriesByName('lb-list-interactive').length > 0 &&
+          performance.getEntriesByName('lb-list-complete').length > 0,
+        undefined,
+        { timeout: 15_000 },
+      );
       figures.push(
         await page.evaluate(() => ({
           interactive: performance.getEntriesByName('lb-list-interactive')[0]!.startTime,
