@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_MIGRATIONS_FOLDER, openDatabase, runMigrations } from '@slb/db';
 import { L7_PORT_BASE, L7_PORT_RANGE, networkContains, parseIp, parseNetwork } from '@slb/model';
 import { afterAll, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, makeApp } from './helpers.js';
+import { ADMIN_TOKEN, call, makeApp, newTenant } from './helpers.js';
 
 // A database from before VIPs (migrated to 0008, with load balancers and listeners written by raw SQL) is
 // upgraded at start: every LB gets a distinct VIP from the seeded pool, every http/https listener a
@@ -130,4 +130,30 @@ it('gives every LB from before VIPs a distinct VIP and every http/https listener
 
   // Idempotent: a second start moves nothing.
   expect(await snapshot()).toEqual(first);
+});
+
+it("gives every VIP from before address_offset (migrations/0015) its place in its pool, so the next create's is free", async () => {
+  const appDir = join(dir, 'offsets');
+  let t = await makeApp(appDir);
+  const { token } = await newTenant(t.app);
+  const created: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    created.push((await call(t.app, token, 'POST', '/v1/load-balancers', { name: `lb-${i}` })).body.address);
+  }
+  expect(created).toEqual(['127.1.0.1', '127.1.0.2', '127.1.0.3', '127.1.0.4']);
+  const stored = () =>
+    t.app.store.sqlite.prepare('SELECT address, address_offset AS o FROM load_balancers ORDER BY id').all();
+  const before = stored();
+  // As a database migrated to 0015 from 0014 has them: VIPs without their offsets.
+  t.app.store.sqlite.exec('UPDATE load_balancers SET address_offset = NULL');
+  await t.app.close();
+
+  t = await makeApp(appDir);
+  try {
+    expect(stored()).toEqual(before);
+    const next = await call(t.app, token, 'POST', '/v1/load-balancers', { name: 'next' });
+    expect(next.body.address).toBe('127.1.0.5');
+  } finally {
+    await t.close();
+  }
 });

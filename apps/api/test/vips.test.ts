@@ -172,6 +172,79 @@ describe('hold-down after delete', () => {
   });
 });
 
+describe('the lowest free VIP, from counts and the pool index (issue #22)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await makeApp(undefined, { addressPools: ['10.8.0.0/24', '10.8.1.0/30'], vipHoldSeconds: 0 });
+  });
+  afterAll(() => t.close());
+
+  /** address → address_offset, as stored. */
+  const offsets = () =>
+    Object.fromEntries(
+      (
+        t.app.store.sqlite.prepare('SELECT address, address_offset AS o FROM load_balancers').all() as {
+          address: string;
+          o: number;
+        }[]
+      ).map((r) => [r.address, r.o]),
+    );
+  const addresses = async (token: string, n: number) => {
+    const got: string[] = [];
+    for (let i = 0; i < n; i++) got.push((await createLb(t, token)).body.address);
+    return got;
+  };
+
+  it('fills the gaps deletes leave, lowest first, then goes on above the highest', async () => {
+    const { token } = await newTenant(t.app);
+    const lbs = [];
+    for (let i = 0; i < 6; i++) lbs.push((await createLb(t, token)).body);
+    expect(lbs.map((lb) => lb.address)).toEqual([
+      '10.8.0.1',
+      '10.8.0.2',
+      '10.8.0.3',
+      '10.8.0.4',
+      '10.8.0.5',
+      '10.8.0.6',
+    ]);
+    for (const i of [3, 1]) {
+      expect((await call(t.app, token, 'DELETE', `/v1/load-balancers/${lbs[i].id}`)).status).toBe(204);
+    }
+    expect(await addresses(token, 3)).toEqual(['10.8.0.2', '10.8.0.4', '10.8.0.7']);
+    // Each VIP's place in its pool is stored with it: what the allocator counts and orders.
+    expect(offsets()).toMatchObject({ '10.8.0.1': 0, '10.8.0.2': 1, '10.8.0.7': 6 });
+  });
+
+  it('an address asked for by name above the others leaves a gap that later creates fill', async () => {
+    const { token } = await newTenant(t.app);
+    const named = await createLb(t, token, { address: '10.8.0.200' });
+    expect(named.status).toBe(201);
+    expect(offsets()['10.8.0.200']).toBe(199);
+    expect(await addresses(token, 2)).toEqual(['10.8.0.8', '10.8.0.9']);
+  });
+
+  it('skips a held address, and moves to the next pool when one is full', async () => {
+    const { tenantId, token } = await newTenant(t.app);
+    await call(t.app, ADMIN_TOKEN, 'PATCH', `/v1/tenants/${tenantId}/quotas`, { loadBalancers: 300 });
+    const pools = (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/address-pools')).body.items;
+    const [first, second] = pools.map((p: { id: string }) => p.id);
+    // A hold within the taken run: 10.8.0.10 is the lowest free address but held, until far in the future.
+    t.app.store.sqlite
+      .prepare('INSERT INTO address_holds (address, pool_id, tenant_id, hold_until) VALUES (?, ?, ?, ?)')
+      .run('10.8.0.10', first, 'tnt-someone-else', '2999-01-01T00:00:00.000Z');
+    expect(await addresses(token, 2)).toEqual(['10.8.0.11', '10.8.0.12']);
+    // Fill the rest of the /24 (offsets up to 253, 10.8.0.200 and the hold taken) and spill into the /30.
+    const left = 254 - Object.keys(offsets()).length - 1;
+    const filled = await addresses(token, left);
+    expect(filled.at(-1)).toBe('10.8.0.254');
+    expect(new Set(filled).size).toBe(left);
+    const spilled = await createLb(t, token);
+    expect(spilled.body).toMatchObject({ address: '10.8.1.1', addressPoolId: second });
+    const pool = await call(t.app, ADMIN_TOKEN, 'GET', `/v1/address-pools/${first}`);
+    expect(pool.body).toMatchObject({ capacity: 254, allocated: 253, held: 1 });
+  });
+});
+
 describe('address pools (admin)', () => {
   let t: TestApp;
   let member: string;

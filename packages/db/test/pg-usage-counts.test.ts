@@ -94,20 +94,24 @@ describe.skipIf(!reachable)('usage_counts on PostgreSQL', () => {
     expect(await kept()).toEqual(before);
   });
 
-  it('is counted from the rows by the migration that adds the triggers', async () => {
-    // A database copied by an earlier build: no triggers, the counts as SQLite kept them, here made wrong.
+  it('is counted from the rows by the migrations that add the triggers', async () => {
+    // A database copied by an earlier build: no triggers (0004, 0005), no VIP offsets (0005), the counts as
+    // SQLite kept them, here made wrong.
     await exec(`
-      DROP TRIGGER listeners_l7_port_usage ON listeners;
+      DROP FUNCTION load_balancers_usage_moved, load_balancers_pool_usage CASCADE;
       DROP FUNCTION listeners_l7_port_usage, listeners_usage_moved CASCADE;
       DROP FUNCTION usage_counts_moved CASCADE;
       DROP FUNCTION usage_counts_recount;
-      DELETE FROM drizzle.__drizzle_migrations WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations);
+      DROP INDEX load_balancers_pool_idx;
+      ALTER TABLE load_balancers DROP COLUMN address_offset;
+      CREATE INDEX load_balancers_pool_idx ON load_balancers (address_pool_id);
+      DELETE FROM drizzle.__drizzle_migrations WHERE id > (SELECT max(id) - 2 FROM drizzle.__drizzle_migrations);
       UPDATE usage_counts SET used = used + 7;
       DELETE FROM usage_counts WHERE name = 'servers';
       INSERT INTO usage_counts VALUES ('ten-gone', 'acls', 3);
     `);
     expect(await kept()).not.toEqual(await counted());
-    expect(await runPgMigrations(target.db)).toBe(1);
+    expect(await runPgMigrations(target.db)).toBe(2);
     expect(await kept()).toEqual(await counted());
     await exec("DELETE FROM servers WHERE id = 'srv-extra'");
     expect(await kept()).toEqual(await counted());
@@ -124,5 +128,6 @@ describe.skipIf(!reachable)('usage_counts on PostgreSQL', () => {
       expect(triggers).toContainEqual({ name: `${table}_usage_delete`, t: table });
     }
     expect(triggers).toContainEqual({ name: 'listeners_l7_port_usage', t: 'listeners' });
+    expect(triggers).toContainEqual({ name: 'load_balancers_pool_usage', t: 'load_balancers' });
   });
 });

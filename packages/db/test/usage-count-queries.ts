@@ -19,6 +19,8 @@ export const COUNTED_SQL = [
   ),
   `SELECT '*/listeners' AS key, count(*) AS n FROM listeners HAVING count(*) > 0`,
   `SELECT '*/l7Ports' AS key, count(l7_port) AS n FROM listeners HAVING count(l7_port) > 0`,
+  `SELECT address_pool_id || '/addresses' AS key, count(*) AS n FROM load_balancers
+     WHERE address_pool_id IS NOT NULL GROUP BY address_pool_id`,
 ].join(' UNION ALL ');
 
 /** `key` and `n` for every non-zero count usage_counts keeps. */
@@ -39,7 +41,7 @@ export function addCountedRows(sqlite: Database.Database): void {
   `);
   const lb = sqlite.prepare('SELECT * FROM load_balancers LIMIT 1').get() as Record<string, unknown>;
   const columns = Object.keys(lb);
-  const values = { ...lb, id: 'lb-other', tenant_id: 'ten-other', name: 'other', address: null };
+  const values = { ...lb, id: 'lb-other', tenant_id: 'ten-other', name: 'other', address: null, address_pool_id: null };
   sqlite
     .prepare(`INSERT INTO load_balancers (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`)
     .run(values);

@@ -42,7 +42,10 @@ describe('usage_counts', () => {
     expect(made).toBeGreaterThan(0);
     writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, made) }));
     runMigrations(store.db, store.sqlite, older);
+    // The fixture writes today's columns: the one added after usage_counts (0015) is there while it writes.
+    store.sqlite.exec('ALTER TABLE load_balancers ADD address_offset integer');
     populateEveryTable(store.db, { placements: false });
+    store.sqlite.exec('ALTER TABLE load_balancers DROP COLUMN address_offset');
     addCountedRows(store.sqlite);
 
     expect(runMigrations(store.db, store.sqlite)).toBeGreaterThan(0);
@@ -84,6 +87,24 @@ describe('usage_counts', () => {
     expect(kept()).toEqual(counted());
   });
 
+  it("follows a load balancer's VIP pool: given at an upgrade, or none", () => {
+    runMigrations(store.db, store.sqlite);
+    populateEveryTable(store.db);
+    addCountedRows(store.sqlite);
+    const pooled = count('SELECT count(*) AS n FROM load_balancers WHERE address_pool_id IS NOT NULL');
+    expect(pooled).toBeGreaterThan(0);
+    expect(kept()['pool-1/addresses']).toBe(pooled);
+    // The other tenant's LB has no VIP; the upgrade gives it one from the pool.
+    store.sqlite.exec("UPDATE load_balancers SET address_pool_id = 'pool-1' WHERE id = 'lb-other'");
+    expect(kept()['pool-1/addresses']).toBe(pooled + 1);
+    // A change to anything else of the row is no change in count.
+    store.sqlite.exec("UPDATE load_balancers SET name = 'renamed', address_pool_id = address_pool_id");
+    expect(kept()).toEqual(counted());
+    store.sqlite.exec('UPDATE load_balancers SET address_pool_id = NULL');
+    expect(kept()['pool-1/addresses']).toBeUndefined();
+    expect(kept()).toEqual(counted());
+  });
+
   it('rolls back with the write that moved it', () => {
     runMigrations(store.db, store.sqlite);
     populateEveryTable(store.db);
@@ -110,5 +131,8 @@ describe('usage_counts', () => {
       expect(triggers).toContainEqual({ name: `${table}_usage_delete`, t: table });
     }
     expect(triggers).toContainEqual({ name: 'listeners_l7_port_usage', t: 'listeners' });
+    for (const change of ['insert', 'delete', 'update']) {
+      expect(triggers).toContainEqual({ name: `load_balancers_pool_usage_${change}`, t: 'load_balancers' });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lowestFree, MAX_POOL_CAPACITY, networksOverlap, poolRange } from './address-range.js';
+import { lowestFree, lowestFreeOffset, MAX_POOL_CAPACITY, networksOverlap, poolRange } from './address-range.js';
 import { formatIp, parseNetwork } from './ip-address.js';
 
 const net = (cidr: string) => parseNetwork(cidr)!;
@@ -49,5 +49,52 @@ describe('lowestFree', () => {
   it('null when all are taken', () => {
     expect(lowestFree(10n, 3n, [10n, 11n, 12n])).toBeNull();
     expect(lowestFree(10n, 0n, [])).toBeNull();
+  });
+});
+
+describe('lowestFreeOffset', () => {
+  /** The function's answer for a set of taken offsets, and how many offsets its counts went over. */
+  function search(capacity: number, taken: number[]) {
+    const sorted = [...new Set(taken)].sort((a, b) => a - b);
+    let counted = 0;
+    const takenIn = (lo: number, hi: number) => {
+      const n = sorted.filter((o) => o >= lo && o <= hi).length;
+      counted += n;
+      return n;
+    };
+    const free = lowestFreeOffset(capacity, sorted.length, sorted.at(-1) ?? null, takenIn);
+    return { free, counted };
+  }
+
+  it('a dense pool: highest + 1 with no count at all', () => {
+    expect(search(10, [])).toEqual({ free: 0, counted: 0 });
+    expect(search(10, [0, 1, 2, 3])).toEqual({ free: 4, counted: 0 });
+    expect(search(4, [0, 1, 2, 3])).toEqual({ free: null, counted: 0 });
+    expect(search(0, [])).toEqual({ free: null, counted: 0 });
+  });
+
+  it('a gap: the lowest one, from about twice the taken offsets counted', () => {
+    const taken = Array.from({ length: 1000 }, (_, i) => i).filter((i) => i !== 700 && i !== 701 && i !== 950);
+    const { free, counted } = search(5000, taken);
+    expect(free).toBe(700);
+    expect(counted).toBeLessThanOrEqual(2 * taken.length);
+    expect(search(5000, [0, 1, 9]).free).toBe(2);
+    expect(search(5000, [4000]).free).toBe(0);
+  });
+
+  it('agrees with lowestFree on random pools', () => {
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (let round = 0; round < 300; round++) {
+      const capacity = 1 + Math.floor(random() * 64);
+      const taken = Array.from({ length: Math.floor(random() * capacity * 1.2) }, () =>
+        Math.floor(random() * capacity),
+      );
+      const expected = lowestFree(0n, BigInt(capacity), taken.map(BigInt));
+      expect(search(capacity, taken).free).toBe(expected === null ? null : Number(expected));
+    }
   });
 });

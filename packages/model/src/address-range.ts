@@ -63,3 +63,31 @@ export function lowestFree(first: bigint, count: bigint, taken: Iterable<bigint>
   }
   return candidate < end ? candidate : null;
 }
+
+/**
+ * The lowest free offset of a pool of `capacity` addresses (offset 0 is its first usable one), or null when
+ * all are taken, found from counts rather than from every taken offset: `taken` offsets in all, the
+ * highest `highest` (null for none), and `takenIn(lo, hi)` counting those in [lo, hi]. Offsets go out
+ * lowest first, so a pool is most often dense (taken = highest + 1) and the answer is highest + 1 without
+ * a count; a gap (a VIP given back, an address asked for by name) is found by halving [0, highest], about
+ * twice the taken offsets counted in all.
+ */
+export function lowestFreeOffset(
+  capacity: number,
+  taken: number,
+  highest: number | null,
+  takenIn: (lo: number, hi: number) => number,
+): number | null {
+  if (highest === null || taken > highest) {
+    const next = highest === null ? 0 : highest + 1;
+    return next < capacity ? next : null;
+  }
+  let lo = 0;
+  let hi = highest;
+  while (lo < hi) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (takenIn(lo, mid) < mid - lo + 1) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}

@@ -13,6 +13,7 @@ import { and, asc, count, eq, gt } from 'drizzle-orm';
 import { cidrProblem } from '../domain/cidr.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { cursorFilter, nowIso, toPage } from './common.js';
+import { poolAddressCount } from './usage-counts.js';
 
 export type AddressPoolRow = typeof addressPools.$inferSelect;
 
@@ -27,8 +28,7 @@ export class AddressPoolService {
   constructor(private readonly db: Db) {}
 
   toApi(row: AddressPoolRow): AddressPool {
-    const allocated =
-      this.db.select({ n: count() }).from(loadBalancers).where(eq(loadBalancers.addressPoolId, row.id)).get()?.n ?? 0;
+    const allocated = poolAddressCount(this.db, row.id);
     const held =
       this.db
         .select({ n: count() })

@@ -128,6 +128,7 @@ export class LoadBalancerService {
       configVersion: 1,
       address: null,
       addressPoolId: null,
+      addressOffset: null,
       revision: 1,
       createdAt: now,
       updatedAt: now,
@@ -137,7 +138,12 @@ export class LoadBalancerService {
       () => {
         this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
         const vip = this.vips?.allocate(auth.tenantId, input.address);
-        const withVip = { ...row, address: vip?.address ?? null, addressPoolId: vip?.poolId ?? null };
+        const withVip = {
+          ...row,
+          address: vip?.address ?? null,
+          addressPoolId: vip?.poolId ?? null,
+          addressOffset: vip?.offset ?? null,
+        };
         try {
           this.db.insert(loadBalancers).values(withVip).run();
         } catch (err) {

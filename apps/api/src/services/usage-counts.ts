@@ -16,3 +16,8 @@ function keptCount(db: Db, scope: string, name: string): number {
 export function fleetCount(db: Db, name: 'listeners' | 'l7Ports'): number {
   return keptCount(db, FLEET_SCOPE, name);
 }
+
+/** The load balancers holding a VIP from an address pool. */
+export function poolAddressCount(db: Db, poolId: string): number {
+  return keptCount(db, poolId, 'addresses');
+}

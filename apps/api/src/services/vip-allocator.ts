@@ -1,9 +1,18 @@
 import { addressHolds, type Db, loadBalancers } from '@slb/db';
-import { formatIp, inPoolRange, lowestFree, networkContains, parseIp, poolRange } from '@slb/model';
-import { and, eq, isNull, lte } from 'drizzle-orm';
+import {
+  formatIp,
+  inPoolRange,
+  lowestFreeOffset,
+  networkContains,
+  type PoolRange,
+  parseIp,
+  poolRange,
+} from '@slb/model';
+import { and, eq, isNotNull, isNull, lte, sql } from 'drizzle-orm';
 import { ApiError, unprocessable } from '../errors.js';
 import { type AddressPoolService, networkOf } from './address-pools.js';
 import { nowIso } from './common.js';
+import { poolAddressCount } from './usage-counts.js';
 
 /** How long a deleted load balancer's VIP is kept from other tenants by default (SLB_VIP_HOLD_SECONDS). */
 export const DEFAULT_VIP_HOLD_SECONDS = 300;
@@ -11,6 +20,14 @@ export const DEFAULT_VIP_HOLD_SECONDS = 300;
 export interface Vip {
   address: string;
   poolId: string;
+  /** Its place in the pool's range (load_balancers.address_offset). */
+  offset: number;
+}
+
+/** An address's place in a pool's range, or null when it is not in the range (or not an address). */
+function offsetIn(range: PoolRange, address: string): number | null {
+  const ip = parseIp(address);
+  return ip !== null && inPoolRange(range, ip) ? Number(ip.value - range.first) : null;
 }
 
 /**
@@ -37,7 +54,8 @@ export class VipAllocator {
     const address = formatIp(ip);
     const pool = this.pools.all().find((p) => networkContains(networkOf(p), ip));
     if (!pool) throw unprocessable('/address', `${address} is in no address pool`);
-    if (!inPoolRange(poolRange(networkOf(pool)), ip)) {
+    const range = poolRange(networkOf(pool));
+    if (!inPoolRange(range, ip)) {
       throw unprocessable('/address', `${address} is a reserved address of pool ${pool.id} (${pool.cidr})`);
     }
     const holder = this.db
@@ -51,7 +69,7 @@ export class VipAllocator {
       throw addressInUse(address, `it is held until ${hold.holdUntil} after its load balancer was deleted`);
     }
     if (hold) this.db.delete(addressHolds).where(eq(addressHolds.address, address)).run();
-    return { address, poolId: pool.id };
+    return { address, poolId: pool.id, offset: Number(ip.value - range.first) };
   }
 
   /** The lowest address nobody holds, over the pools in creation order. */
@@ -59,20 +77,14 @@ export class VipAllocator {
     const pools = this.pools.all();
     for (const pool of pools) {
       const range = poolRange(networkOf(pool));
-      const inUse = [
-        ...this.db
-          .select({ a: loadBalancers.address })
-          .from(loadBalancers)
-          .where(eq(loadBalancers.addressPoolId, pool.id))
-          .all(),
-        ...this.db.select({ a: addressHolds.address }).from(addressHolds).where(eq(addressHolds.poolId, pool.id)).all(),
-      ];
-      const taken = inUse.flatMap(({ a }) => {
-        const ip = a === null ? null : parseIp(a);
-        return ip ? [ip.value] : [];
-      });
-      const value = lowestFree(range.first, range.capacity, taken);
-      if (value !== null) return { address: formatIp({ family: range.family, value }), poolId: pool.id };
+      const offset = this.freeOffset(pool.id, range);
+      if (offset !== null) {
+        return {
+          address: formatIp({ family: range.family, value: range.first + BigInt(offset) }),
+          poolId: pool.id,
+          offset,
+        };
+      }
     }
     const named = pools.map((p) => `${p.id} (${p.cidr})`).join(', ');
     throw new ApiError(
@@ -80,6 +92,38 @@ export class VipAllocator {
       pools.length === 0
         ? 'there is no address pool to allocate a VIP from: an admin adds one with POST /v1/address-pools'
         : `every address pool is full: ${named}; an admin adds a pool, or a load balancer is deleted (its VIP is free once its hold ends)`,
+    );
+  }
+
+  /**
+   * The pool's lowest offset that no load balancer and no hold has. The load balancers' side is read from
+   * the pool's kept count and index (highest offset, counts of a range), never row by row: a create in a
+   * pool of 10,000 VIPs parsed and sorted all 10,000 (9-21 ms). Holds are few (deletes of the last
+   * SLB_VIP_HOLD_SECONDS) and read whole.
+   */
+  private freeOffset(poolId: string, range: PoolRange): number | null {
+    const held = this.db
+      .select({ address: addressHolds.address })
+      .from(addressHolds)
+      .where(eq(addressHolds.poolId, poolId))
+      .all()
+      .flatMap(({ address }) => offsetIn(range, address) ?? [])
+      .sort((x, y) => x - y);
+    const highestVip = this.db.get<{ max: number | null }>(
+      sql`SELECT max(address_offset) AS max FROM load_balancers WHERE address_pool_id = ${poolId}`,
+    ).max;
+    const highest = Math.max(highestVip ?? -1, held.at(-1) ?? -1);
+    const vipsIn = (lo: number, hi: number) =>
+      this.db.get<{ n: number }>(
+        sql`SELECT count(*) AS n FROM load_balancers
+            WHERE address_pool_id = ${poolId} AND address_offset BETWEEN ${lo} AND ${hi}`,
+      ).n;
+    const heldIn = (lo: number, hi: number) => held.filter((o) => o >= lo && o <= hi).length;
+    return lowestFreeOffset(
+      Number(range.capacity),
+      poolAddressCount(this.db, poolId) + held.length,
+      highest < 0 ? null : highest,
+      (lo, hi) => vipsIn(lo, hi) + heldIn(lo, hi),
     );
   }
 
@@ -102,6 +146,7 @@ export class VipAllocator {
   backfill(): { assigned: number; unassigned: number } {
     return this.db.transaction(
       () => {
+        this.backfillOffsets();
         const rows = this.db
           .select({ id: loadBalancers.id })
           .from(loadBalancers)
@@ -119,7 +164,7 @@ export class VipAllocator {
           }
           this.db
             .update(loadBalancers)
-            .set({ address: vip.address, addressPoolId: vip.poolId })
+            .set({ address: vip.address, addressPoolId: vip.poolId, addressOffset: vip.offset })
             .where(and(eq(loadBalancers.id, id), isNull(loadBalancers.address)))
             .run();
           assigned++;
@@ -128,6 +173,27 @@ export class VipAllocator {
       },
       { behavior: 'immediate' },
     );
+  }
+
+  /**
+   * After an upgrade from before address_offset (migrations/0015): each VIP's place in its pool. (A VIP
+   * outside its pool's range cannot be: pools never change their CIDR. It would keep no offset, and the
+   * allocator, which hands out only offsets in the range, could not give its address again.)
+   */
+  private backfillOffsets(): void {
+    const rows = this.db
+      .select({ id: loadBalancers.id, address: loadBalancers.address, poolId: loadBalancers.addressPoolId })
+      .from(loadBalancers)
+      .where(and(isNotNull(loadBalancers.address), isNull(loadBalancers.addressOffset)))
+      .all();
+    if (rows.length === 0) return;
+    const ranges = new Map(this.pools.all().map((p) => [p.id, poolRange(networkOf(p))]));
+    for (const { id, address, poolId } of rows) {
+      const range = poolId === null ? undefined : ranges.get(poolId);
+      const offset = range && address !== null ? offsetIn(range, address) : null;
+      if (offset !== null)
+        this.db.update(loadBalancers).set({ addressOffset: offset }).where(eq(loadBalancers.id, id)).run();
+    }
   }
 }
 

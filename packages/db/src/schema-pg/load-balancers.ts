@@ -20,12 +20,17 @@ export const loadBalancers = pgTable(
     configVersion: bigint('config_version', { mode: 'number' }).notNull().default(1),
     address: text('address'),
     addressPoolId: text('address_pool_id').references(() => addressPools.id),
+    /**
+     * The VIP's place in its pool's range (0 for the pool's first usable address): what the allocator
+     * orders and counts, where the text address would have to be read and parsed row by row.
+     */
+    addressOffset: bigint('address_offset', { mode: 'number' }),
     ...revision,
     ...timestamps,
   },
   (t) => [
     index('load_balancers_tenant_idx').on(t.tenantId, t.id),
     uniqueIndex('load_balancers_address_uq').on(t.address),
-    index('load_balancers_pool_idx').on(t.addressPoolId),
+    index('load_balancers_pool_idx').on(t.addressPoolId, t.addressOffset),
   ],
 );

@@ -24,12 +24,17 @@ export const loadBalancers = sqliteTable(
      */
     address: text('address'),
     addressPoolId: text('address_pool_id').references(() => addressPools.id),
+    /**
+     * The VIP's place in its pool's range (0 for the pool's first usable address): what the allocator
+     * orders and counts, where the text address would have to be read and parsed row by row.
+     */
+    addressOffset: integer('address_offset'),
     ...revision,
     ...timestamps,
   },
   (t) => [
     index('load_balancers_tenant_idx').on(t.tenantId, t.id),
     uniqueIndex('load_balancers_address_uq').on(t.address),
-    index('load_balancers_pool_idx').on(t.addressPoolId),
+    index('load_balancers_pool_idx').on(t.addressPoolId, t.addressOffset),
   ],
 );
