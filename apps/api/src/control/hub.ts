@@ -408,6 +408,6 @@ export class ControlHub {
       else if (session.kind === 'l4') this.delivery.pushL4(session, fleet, l7Pool);
       else this.delivery.pushL7(session, fleet);
     }
-    this.recorder?.recompiled(fullDiff || moved.length > 0, l7Json, changed);
+    this.recorder?.recompiled(fullDiff, l7Json, changed, moved);
   }
 }

@@ -20,13 +20,20 @@ export interface ServingInputs {
 /**
  * Records nodes that began or stopped serving an LB (`node` events) and listeners a node cannot bind
  * (`bind` events). Looks only when something that decides it moved; a flapping node's events are held
- * back by the ServingLog and recorded when it allows.
+ * back by the ServingLog and recorded when it allows. A write that moves a few LBs (created, deleted,
+ * placed elsewhere, given their first HTTP listener or rid of their last) is looked at for those LBs alone;
+ * the whole fleet is looked at again only when the nodes themselves changed (a session, an L7 node's
+ * liveness, the L7 pool), when many LBs moved, or while the log holds a change back.
  */
 export class ServingRecorder {
   private readonly log: ServingLog;
   private timer: Timer | null = null;
-  /** Something that decides which node serves which LB moved since the log last looked. */
+  /** Something that decides which node serves which LB moved since the log last looked: look at everything. */
   private dirty = true;
+  /** LBs whose nodes may have changed since the log last looked, when nothing else did. */
+  private readonly movedLbs = new Set<string>();
+  /** The nodes (and the L7 nodes' liveness) when the log last looked. */
+  private observedNodes = '';
   private stopped = false;
   private observedL7Pool: string | null = null;
   /** LBs with HTTP/HTTPS listeners: every online L7 node serves them. */
@@ -52,18 +59,62 @@ export class ServingRecorder {
     this.dirty = true;
   }
 
-  /** After a recompile: looks again if the placement, the L7 pool or an LB's HTTP listeners moved. */
-  recompiled(fullDiff: boolean, l7PoolJson: string, changed: string[]): void {
+  /**
+   * After a recompile: looks again at the LBs placed elsewhere (`moved`: created, deleted, moved) and those
+   * whose HTTP listeners came or went, or at everything after a full diff or a new L7 pool.
+   */
+  recompiled(fullDiff: boolean, l7PoolJson: string, changed: readonly string[], moved: readonly string[]): void {
     if (fullDiff || l7PoolJson !== this.observedL7Pool) this.dirty = true;
     this.observedL7Pool = l7PoolJson;
+    for (const id of moved) this.movedLbs.add(id);
     const { compiled } = this.inputs();
     for (const id of changed) {
       const l7 = (compiled.get(id)?.l7.length ?? 0) > 0;
-      if (l7 !== this.l7Lbs.has(id)) this.dirty = true;
+      if (l7 !== this.l7Lbs.has(id)) this.movedLbs.add(id);
       if (l7) this.l7Lbs.add(id);
       else this.l7Lbs.delete(id);
     }
     this.observe();
+  }
+
+  /** The view's nodes: every L4 session, and the L7 ones online (`sessions` is read once: an iterator). */
+  private nodesOf(inputs: ServingInputs, now: number): { l4: Session[]; l7: Session[]; key: string } {
+    const l4: Session[] = [];
+    const l7: Session[] = [];
+    for (const s of inputs.sessions) {
+      if (s.kind === 'l4') l4.push(s);
+      else if (inputs.isOnline(s, now)) l7.push(s);
+    }
+    const key = [...l4, ...l7].map((s) => `${s.kind} ${s.nodeId} ${s.address}`).join('\n');
+    return { l4, l7, key };
+  }
+
+  /**
+   * Records the moved LBs' changes alone. A node whose change the log holds back records nothing now: the
+   * retry looks at everything by then and records its net change. Returns the earliest such retry.
+   */
+  private observeMoved(inputs: ServingInputs, nodes: { l4: Session[]; l7: Session[] }, now: number): number | null {
+    const joined = new Map<Session, string[]>();
+    const left = new Map<Session, string[]>();
+    const note = (session: Session, lbId: string, serves: boolean) => {
+      const into = serves ? joined : left;
+      const list = into.get(session);
+      if (list) list.push(lbId);
+      else into.set(session, [lbId]);
+    };
+    for (const lbId of this.movedLbs) {
+      const placed = inputs.placement.get(lbId) ?? [];
+      for (const s of nodes.l4) note(s, lbId, placed.includes(s.nodeId));
+      const l7 = (inputs.compiled.get(lbId)?.l7.length ?? 0) > 0;
+      for (const s of nodes.l7) note(s, lbId, l7);
+    }
+    let retryAt: number | null = null;
+    for (const s of [...nodes.l4, ...nodes.l7]) {
+      const out = this.log.recordLbs(s.nodeId, s, joined.get(s) ?? [], left.get(s) ?? [], now);
+      for (const c of out.changes) this.events.record(servingEvent(c));
+      if (out.retryAt !== null) retryAt = retryAt === null ? out.retryAt : Math.min(retryAt, out.retryAt);
+    }
+    return retryAt;
   }
 
   /**
@@ -71,15 +122,23 @@ export class ServingRecorder {
    * against what was last recorded.
    */
   observe(): void {
-    if (this.stopped || !this.dirty) return;
-    this.dirty = false;
+    if (this.stopped || (!this.dirty && this.movedLbs.size === 0)) return;
     const now = this.clock.now();
-    const { sessions, sessionOf, isOnline, placement, lbs, compiled } = this.inputs();
-    const view = new Map<string, ServingNode & { lbs: Set<string> }>();
-    for (const s of sessions) {
-      if (s.kind === 'l7' && !isOnline(s, now)) continue;
-      view.set(s.nodeId, { kind: s.kind, address: s.address, lbs: new Set() });
+    const inputs = this.inputs();
+    const nodes = this.nodesOf(inputs, now);
+    if (!this.dirty && nodes.key === this.observedNodes) {
+      const retryAt = this.observeMoved(inputs, nodes, now);
+      this.movedLbs.clear();
+      if (retryAt !== null) this.retryAt(retryAt, now);
+      return;
     }
+    this.dirty = false;
+    this.movedLbs.clear();
+    this.observedNodes = nodes.key;
+    const { sessionOf, placement, lbs, compiled } = inputs;
+    const view = new Map<string, ServingNode & { lbs: Set<string> }>();
+    for (const s of [...nodes.l4, ...nodes.l7])
+      view.set(s.nodeId, { kind: s.kind, address: s.address, lbs: new Set() });
     for (const [lbId, nodeIds] of placement) {
       for (const id of nodeIds) if (sessionOf(id)?.kind === 'l4') view.get(id)?.lbs.add(lbId);
     }
@@ -89,16 +148,20 @@ export class ServingRecorder {
     }
     const { changes, retryAt } = this.log.observe(view, now);
     for (const c of changes) this.events.record(servingEvent(c));
-    if (retryAt !== null && this.timer === null) {
-      this.timer = this.clock.setTimeout(
-        () => {
-          this.timer = null;
-          this.dirty = true;
-          this.observe();
-        },
-        Math.max(0, retryAt - now),
-      );
-    }
+    if (retryAt !== null) this.retryAt(retryAt, now);
+  }
+
+  /** Looks at everything again by `at`, when a held-back change may be recorded. */
+  private retryAt(at: number, now: number): void {
+    if (this.timer !== null) return;
+    this.timer = this.clock.setTimeout(
+      () => {
+        this.timer = null;
+        this.dirty = true;
+        this.observe();
+      },
+      Math.max(0, at - now),
+    );
   }
 
   /** Records the listeners this node newly cannot bind, and those it binds again (`bind` events). */

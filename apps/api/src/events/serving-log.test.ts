@@ -48,3 +48,43 @@ describe('ServingLog', () => {
     expect(log.observe(view({ a: ['lb1'] }), 30_000)).toEqual({ changes: [], retryAt: null });
   });
 });
+
+describe('ServingLog.recordLbs', () => {
+  const who = { kind: 'l7' as const, address: '10.0.0.2' };
+  const said = (out: { changes: { lbId: string; joined: boolean }[] }) =>
+    out.changes.map((c) => `${c.lbId}:${c.joined}`);
+
+  it('records the named LBs against the record, and is what observing the whole view would record', () => {
+    const log = new ServingLog();
+    log.observe(view({ a: ['lb1', 'lb2'] }), 0);
+    // lb2 was recorded already and lb9 never was: only lb3's join and lb1's leave are news.
+    expect(said(log.recordLbs('a', who, ['lb2', 'lb3'], ['lb1', 'lb9'], 10))).toEqual(['lb3:true', 'lb1:false']);
+    expect(log.records('a', 'lb3')).toBe(true);
+    expect(log.records('a', 'lb1')).toBe(false);
+    // The record now equals the view it stands for: observing that view finds nothing to record.
+    expect(log.observe(view({ a: ['lb2', 'lb3'] }), 20)).toEqual({ changes: [], retryAt: null });
+  });
+
+  it('starts a node it had no record of, and forgets one left serving nothing', () => {
+    const log = new ServingLog();
+    const joined = log.recordLbs('b', who, ['lb1'], [], 0);
+    expect(joined).toEqual({
+      changes: [{ nodeId: 'b', kind: 'l7', address: '10.0.0.2', lbId: 'lb1', joined: true }],
+      retryAt: null,
+    });
+    expect(said(log.recordLbs('b', who, [], ['lb1'], 10))).toEqual(['lb1:false']);
+    expect(log.observe(view({}), 20).changes).toEqual([]);
+    expect(log.recordLbs('b', who, [], ['lb1'], 30)).toEqual({ changes: [], retryAt: null });
+  });
+
+  it('holds a change back as observe would, recording nothing and naming when to look again', () => {
+    const log = new ServingLog({ burst: 1, intervalMs: 30_000 });
+    expect(said(log.recordLbs('a', who, ['lb1'], [], 0))).toEqual(['lb1:true']);
+    const held = log.recordLbs('a', who, ['lb2'], [], 10);
+    expect(held).toEqual({ changes: [], retryAt: 30_000 });
+    expect(log.records('a', 'lb2')).toBe(false);
+    // Observing the whole view by then records the net change.
+    expect(log.observe(view({ a: ['lb1', 'lb2'] }), 20)).toEqual({ changes: [], retryAt: 30_000 });
+    expect(said(log.observe(view({ a: ['lb1', 'lb2'] }), 30_000))).toEqual(['lb2:true']);
+  });
+});

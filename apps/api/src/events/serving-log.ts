@@ -30,7 +30,8 @@ export interface ServingLogOptions {
  * clock and the view.
  */
 export class ServingLog {
-  private readonly recorded = new Map<string, ServingNode>();
+  /** Per node, what was last recorded; the sets are the log's own, changed in place. */
+  private readonly recorded = new Map<string, ServingNode & { lbs: Set<string> }>();
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   private readonly burst: number;
   private readonly intervalMs: number;
@@ -49,6 +50,45 @@ export class ServingLog {
     }
     this.buckets.set(nodeId, { tokens, at: now });
     return now + Math.ceil((1 - tokens) * this.intervalMs);
+  }
+
+  /** Whether the record names this LB for this node. */
+  records(nodeId: string, lbId: string): boolean {
+    return this.recorded.get(nodeId)?.lbs.has(lbId) ?? false;
+  }
+
+  /**
+   * A node's change to some LBs alone, in the time of the LBs named rather than of everything the node
+   * serves: the changes, or, when the node's bucket holds them back, nothing recorded and the time to
+   * observe the whole view again (which then records the node's net change).
+   */
+  recordLbs(
+    nodeId: string,
+    node: Omit<ServingNode, 'lbs'>,
+    joined: readonly string[],
+    left: readonly string[],
+    now: number,
+  ): { changes: ServingChange[]; retryAt: number | null } {
+    const before = this.recorded.get(nodeId);
+    const joins = joined.filter((lbId) => !before?.lbs.has(lbId));
+    const leaves = left.filter((lbId) => before?.lbs.has(lbId));
+    if (joins.length === 0 && leaves.length === 0) return { changes: [], retryAt: null };
+    const retryAt = this.take(nodeId, now);
+    if (retryAt !== null) return { changes: [], retryAt };
+    const who = before ?? node;
+    const lbs = before?.lbs ?? new Set<string>();
+    const changes: ServingChange[] = [];
+    for (const lbId of joins) {
+      changes.push({ nodeId, kind: who.kind, address: who.address, lbId, joined: true });
+      lbs.add(lbId);
+    }
+    for (const lbId of leaves) {
+      changes.push({ nodeId, kind: who.kind, address: who.address, lbId, joined: false });
+      lbs.delete(lbId);
+    }
+    if (lbs.size > 0) this.recorded.set(nodeId, { kind: who.kind, address: who.address, lbs });
+    else this.recorded.delete(nodeId);
+    return { changes, retryAt: null };
   }
 
   /**
