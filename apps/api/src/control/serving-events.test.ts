@@ -96,23 +96,23 @@ describe('ServingRecorder', () => {
     expect(incremental.lbReads()).toBe(2);
     expect(whole.lbReads()).toBe(6);
   });
-});
 
-it('while the log holds a busy node back, a write reads none of the fleet; the retry records the net change', () => {
-  const clock = new ManualClock();
-  const f = fleet({ alwaysWhole: false }, clock);
-  f.connect('l4-a', 'l4');
-  f.recompiled([], [], true);
-  // The burst (5 changes of the node at once), then 20 creates held back.
-  for (let i = 0; i < 25; i++) {
-    f.put(`lb${i}`, ['l4-a'], false);
-    f.recompiled([`lb${i}`], [`lb${i}`]);
-  }
-  expect(f.events).toHaveLength(5);
-  expect(f.lbReads()).toBe(1);
-  clock.advance(30_000);
-  // One token: the node's net change since its last record, everything held back, read from the whole fleet.
-  expect(f.events).toHaveLength(25);
-  expect(f.events.at(-1)).toBe('l4-a joined lb24');
-  expect(f.lbReads()).toBe(2);
+  it('while the log holds a busy node back, a write reads none of the fleet; the retry records the net change', () => {
+    const clock = new ManualClock();
+    const f = fleet({ alwaysWhole: false }, clock);
+    f.connect('l4-a', 'l4');
+    f.recompiled([], [], true);
+    // The burst (5 changes of the node at once), then 20 creates held back.
+    for (let i = 0; i < 25; i++) {
+      f.put(`lb${i}`, ['l4-a'], false);
+      f.recompiled([`lb${i}`], [`lb${i}`]);
+    }
+    expect(f.events).toHaveLength(5);
+    expect(f.lbReads()).toBe(1);
+    clock.advance(30_000);
+    // One token: the node's net change since its last record, everything held back, read from the whole fleet.
+    expect(f.events).toHaveLength(25);
+    expect(f.events.at(-1)).toBe('l4-a joined lb24');
+    expect(f.lbReads()).toBe(2);
+  });
 });

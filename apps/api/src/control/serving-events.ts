@@ -23,7 +23,7 @@ export interface ServingInputs {
  * back by the ServingLog and recorded when it allows. A write that moves a few LBs (created, deleted,
  * placed elsewhere, given their first HTTP listener or rid of their last) is looked at for those LBs alone;
  * the whole fleet is looked at again only when the nodes themselves changed (a session, an L7 node's
- * liveness, the L7 pool), when many LBs moved, or while the log holds a change back.
+ * liveness, the L7 pool), after a full diff (many LBs moved), or when a held-back change is due.
  */
 export class ServingRecorder {
   private readonly log: ServingLog;

@@ -52,11 +52,6 @@ export class ServingLog {
     return now + Math.ceil((1 - tokens) * this.intervalMs);
   }
 
-  /** Whether the record names this LB for this node. */
-  records(nodeId: string, lbId: string): boolean {
-    return this.recorded.get(nodeId)?.lbs.has(lbId) ?? false;
-  }
-
   /**
    * A node's change to some LBs alone, in the time of the LBs named rather than of everything the node
    * serves: the changes, or, when the node's bucket holds them back, nothing recorded and the time to
