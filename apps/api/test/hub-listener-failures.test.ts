@@ -10,7 +10,7 @@ interface FakeNode {
   say(message: unknown): void;
 }
 
-function connect(t: TestApp, nodeId: string, address: string): FakeNode {
+function connect(t: TestApp, nodeId: string, address: string, hello: Record<string, unknown> = {}): FakeNode {
   const handlers: Record<string, (...args: unknown[]) => void> = {};
   const node: FakeNode = {
     versions: [],
@@ -31,7 +31,7 @@ function connect(t: TestApp, nodeId: string, address: string): FakeNode {
     },
   };
   t.app.controlHub.attach(ws as never);
-  node.say({ type: 'hello', nodeId, kind: 'l4', address, capacity: 100, appliedVersion: 0 });
+  node.say({ type: 'hello', nodeId, kind: 'l4', address, capacity: 100, appliedVersion: 0, ...hello });
   return node;
 }
 
@@ -110,4 +110,37 @@ it('a node with more failures than its report has room for: the node says how ma
   expect(await lastError()).toContain('10 listener(s) not applied (9 not named');
   node.say({ type: 'heartbeat', load, failedListeners });
   expect(await lastError()).toMatch(/1 listener\(s\) not applied: /);
+});
+
+it('a node that rotates what its reports name: every LB of its failures turns provisioning within a round', async () => {
+  const { token } = await newTenant(t.app);
+  const node = connect(t, 'l4-a', '127.0.0.81', { rotatesFailures: true });
+  const lbs = [];
+  const failing = [];
+  for (let i = 0; i < 4; i++) {
+    const lb = await newLoadBalancer(t.app, token);
+    const listener = await call(t.app, token, 'POST', `/v1/load-balancers/${lb.lbId}/listeners`, {
+      protocol: 'tcp',
+      port: 7201 + i,
+      serverGroupId: lb.sgId,
+    });
+    lbs.push(lb.lbId);
+    if (i < 3) failing.push({ listenerId: listener.body.id as string, reason: 'cannot bind: EADDRNOTAVAIL' });
+  }
+  await settle();
+  const status = async (lbId: string) => (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body.status;
+  const statuses = () => Promise.all(lbs.map(status));
+  const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError as string;
+  // Three failing listeners, one named per report (the rest had no room), the next one each time.
+  node.say({ type: 'ack', version: node.versions.at(-1), failedListeners: [failing[0]], failedListenersOmitted: 2 });
+  expect(await statuses()).toEqual(['provisioning', 'active', 'active', 'active']);
+  const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+  node.say({ type: 'heartbeat', load, failedListeners: [failing[1]], failedListenersOmitted: 2 });
+  node.say({ type: 'heartbeat', load, failedListeners: [failing[2]], failedListenersOmitted: 2 });
+  expect(await statuses()).toEqual(['provisioning', 'provisioning', 'provisioning', 'active']);
+  expect(await lastError()).toMatch(/^version \d+: 3 listener\(s\) not applied: /);
+  // Every one healed: a report with room for all of them names none.
+  node.say({ type: 'heartbeat', load, failedListeners: [] });
+  expect(await statuses()).toEqual(['active', 'active', 'active', 'active']);
+  expect(await lastError()).toBeNull();
 });

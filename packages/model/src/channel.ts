@@ -68,6 +68,12 @@ export const HelloMessage = Type.Object(
           'this node takes a changed backend deny set in a delta (and checks every listener again); without it the hub sends it a whole snapshot',
       }),
     ),
+    rotatesFailures: Type.Optional(
+      Type.Boolean({
+        description:
+          'when its failing listeners do not fit in one ack or heartbeat, each names the ones after the last it named (in id order, from the first again at the end), so a few reports name them all; without it the same ones are named every time',
+      }),
+    ),
     boundVips: Type.Optional(
       Type.Array(Type.String({ minLength: 2, maxLength: 45 }), {
         maxItems: MAX_LISTENERS_PER_NODE,

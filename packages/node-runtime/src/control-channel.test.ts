@@ -140,7 +140,13 @@ describe('control channel client', () => {
   it('says hello, applies a snapshot and a delta, acks each, saves to disk and sends heartbeats', async () => {
     await makeClient().start();
     await vi.waitUntil(() => received.length > 0, POLL);
-    expect(received[0]).toMatchObject({ type: 'hello', nodeId: 'node-1', kind: 'l4', appliedVersion: 0 });
+    expect(received[0]).toMatchObject({
+      type: 'hello',
+      nodeId: 'node-1',
+      kind: 'l4',
+      appliedVersion: 0,
+      rotatesFailures: true,
+    });
     sendSnapshot(snapshot(5, [listener('lsn-00000000000000000001', 1000)]));
     await vi.waitUntil(() => received.some((m) => (m as { type: string; version?: number }).version === 5), POLL);
     sendDelta(5, 6, [listener('lsn-00000000000000000002', 1001)], ['lsn-00000000000000000001']);

@@ -213,6 +213,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         appliedEpoch: (this.current ? this.current.epoch : this.saved?.epoch) ?? '',
         appliedDigest: (this.current ? this.current.digest : this.saved?.digest) ?? '',
         denyDeltas: true,
+        rotatesFailures: true,
         ...(this.options.reusePort === undefined ? {} : { reusePort: this.options.reusePort }),
         // nextConfig resolves backend sets: an L4 node's snapshot then carries each server group's once.
         ...(this.options.kind === 'l4' ? { backendSets: true } : {}),

@@ -19,6 +19,9 @@ export class ListenerFailures {
   /** Of {@link failing}, the listeners refused before the node saw them (their config was unreadable). */
   private readonly refusedHere = new Map<string, string>();
 
+  /** The last listener a report named when it could not name them all: the next report starts after it. */
+  private namedUpTo: string | null = null;
+
   /** A full snapshot (no `change`) restates every listener; a delta only those it names. */
   track(
     change: SnapshotChange | undefined,
@@ -40,8 +43,10 @@ export class ListenerFailures {
 
   /**
    * Listeners refused here (unreadable configs) and, where the node reports them (`current`), its current
-   * failures; else what the applies returned. Named by listener id in order (the same ones beat after beat),
-   * as many as fit in FAILED_LISTENERS_MAX_BYTES; the rest are counted (the node logs every one).
+   * failures; else what the applies returned. Named by listener id in order, as many as fit in
+   * FAILED_LISTENERS_MAX_BYTES, the rest counted (the node logs every one). When they do not all fit, the next
+   * report starts after the last one named, and after the highest id from the lowest again: the controller
+   * (told so by `rotatesFailures` in the hello) gathers them all within ceil(failing / named) reports.
    */
   reported(current: readonly ListenerFailure[] | undefined): FailureReport {
     let all = this.failing;
@@ -51,14 +56,20 @@ export class ListenerFailures {
       for (const [id, reason] of this.refusedHere) all.set(id, reason);
     }
     const ids = [...all.keys()].sort();
+    const after = this.namedUpTo;
+    const start = after === null ? 0 : ids.findIndex((id) => id > after);
     const named: ListenerFailure[] = [];
     let bytes = 2; // the brackets
-    for (const listenerId of ids) {
+    for (let k = 0; k < ids.length; k++) {
+      const listenerId = ids[(Math.max(start, 0) + k) % ids.length]!;
       const entry = { listenerId, reason: all.get(listenerId) ?? '' };
       bytes += Buffer.byteLength(JSON.stringify(entry)) + 1;
       if (bytes > FAILED_LISTENERS_MAX_BYTES) break;
       named.push(entry);
     }
+    this.namedUpTo = named.length < ids.length ? (named.at(-1)?.listenerId ?? null) : null;
+    // In id order, as before, whatever id the window started at.
+    named.sort((a, b) => (a.listenerId < b.listenerId ? -1 : 1));
     return { named, omitted: ids.length - named.length };
   }
 }

@@ -1,5 +1,6 @@
 import type { HelloMessage, ListenerFailure } from '@slb/model';
 import type WebSocket from 'ws';
+import { FailureRound } from './failure-round.js';
 import type { NodeIdentity } from './node-credentials.js';
 import type { VipNode } from './vip-serving.js';
 
@@ -46,6 +47,8 @@ export interface Session {
   failures: ListenerFailure[];
   /** Failing listeners besides `failures` that the node's last report had no room to name. */
   failuresOmitted: number;
+  /** (A node that says `rotatesFailures`) its failures gathered over its reports; null: each report is whole. */
+  failureRound: FailureRound | null;
   failedLbs: Set<string>;
   /** The acked version whose failed listeners the node's lastError names (null: it names none). */
   failuresInLastError: number | null;
@@ -102,6 +105,7 @@ export function newSession(ws: WebSocket, who: NodeIdentity, hello: HelloMessage
     ackedLbVersions: new Map(),
     failures: [],
     failuresOmitted: 0,
+    failureRound: hello.rotatesFailures === true ? new FailureRound() : null,
     failedLbs: new Set(),
     failuresInLastError: null,
     reusePort: hello.reusePort === true,

@@ -26,18 +26,19 @@ export class SessionReports {
   constructor(private readonly options: SessionReportsOptions) {}
 
   /** `omitted`: failing listeners the heartbeat had no room to name (FAILED_LISTENERS_MAX_BYTES). */
-  heartbeat(session: Session, reported: NodeLoadReport, failures?: ListenerFailure[], omitted = 0): void {
+  heartbeat(session: Session, reported: NodeLoadReport, named?: ListenerFailure[], omitted = 0): void {
     const { db } = this.options;
     recordHeartbeat(db, session.nodeId, clampLoad(reported));
     // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
-    if (failures === undefined) return;
-    const before = JSON.stringify([session.failures, session.failuresOmitted]);
-    this.setFailures(session, failures, omitted);
+    if (named === undefined) return;
+    const before = { failures: session.failures, omitted: session.failuresOmitted };
+    this.setFailures(session, named, omitted);
     // The node's lastError names the listeners an ack said failed: it follows their retries, so a bind that
     // healed is no longer shown there either (a refused config's error is left as it is).
     const version = session.failuresInLastError;
-    if (version !== null && JSON.stringify([failures, omitted]) !== before) {
-      recordError(db, session.nodeId, failedListenersError(version, failures, omitted));
+    const { failures, failuresOmitted } = session;
+    if (version !== null && !sameFailures(before, { failures, omitted: failuresOmitted })) {
+      recordError(db, session.nodeId, failedListenersError(version, failures, failuresOmitted));
       if (failures.length === 0) session.failuresInLastError = null;
     }
   }
@@ -56,22 +57,18 @@ export class SessionReports {
     }
   }
 
-  ack(session: Session, version: number, failedListeners: ListenerFailure[] = [], omitted = 0): void {
+  ack(session: Session, version: number, named: ListenerFailure[] = [], omitted = 0): void {
     if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
-    this.setFailures(session, failedListeners, omitted);
-    if (failedListeners.length > 0) {
+    this.setFailures(session, named, omitted);
+    const { failures, failuresOmitted } = session;
+    if (failures.length > 0) {
       this.options.log.warn(
-        {
-          nodeId: session.nodeId,
-          version,
-          failed: failedListeners.length + omitted,
-          first: failedListeners.slice(0, 20),
-        },
+        { nodeId: session.nodeId, version, failed: failures.length + failuresOmitted, first: failures.slice(0, 20) },
         'node applied a config but not every listener of it',
       );
     }
-    session.failuresInLastError = failedListeners.length === 0 ? null : version;
-    const error = failedListenersError(version, failedListeners, omitted);
+    session.failuresInLastError = failures.length === 0 ? null : version;
+    const error = failedListenersError(version, failures, failuresOmitted);
     recordApplied(this.options.db, session.nodeId, version, error);
   }
 
@@ -86,7 +83,12 @@ export class SessionReports {
     forgetSent(session);
   }
 
-  private setFailures(session: Session, failures: ListenerFailure[], omitted: number): void {
+  /** What a report says fails, gathered over the reports of a node that rotates what it names. */
+  private setFailures(session: Session, named: ListenerFailure[], namedOmitted: number): void {
+    const { failures, omitted } = session.failureRound?.take(named, namedOmitted) ?? {
+      failures: named,
+      omitted: namedOmitted,
+    };
     session.failures = failures;
     session.failuresOmitted = failures.length === 0 ? 0 : omitted;
     this.options.recorder?.observeBinds(session, failures);
@@ -96,4 +98,12 @@ export class SessionReports {
     const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
     if (!same && session.kind === 'l4') this.options.failedLbsMoved();
   }
+}
+
+function sameFailures(
+  a: { failures: readonly ListenerFailure[]; omitted: number },
+  b: { failures: readonly ListenerFailure[]; omitted: number },
+): boolean {
+  if (a.omitted !== b.omitted || a.failures.length !== b.failures.length) return false;
+  return a.failures.every((f, i) => f.listenerId === b.failures[i]?.listenerId && f.reason === b.failures[i]?.reason);
 }
