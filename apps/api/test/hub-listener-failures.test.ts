@@ -115,8 +115,8 @@ it('a node with more failures than its report has room for: the node says how ma
 it('a node that rotates what its reports name: every LB of its failures turns provisioning within a round', async () => {
   const { token } = await newTenant(t.app);
   const node = connect(t, 'l4-a', '127.0.0.81', { rotatesFailures: true });
-  const lbs = [];
-  const failing = [];
+  const lbs: string[] = [];
+  const failing: { listenerId: string; reason: string }[] = [];
   for (let i = 0; i < 4; i++) {
     const lb = await newLoadBalancer(t.app, token);
     const listener = await call(t.app, token, 'POST', `/v1/load-balancers/${lb.lbId}/listeners`, {
