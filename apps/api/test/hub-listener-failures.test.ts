@@ -139,6 +139,11 @@ it('a node that rotates what its reports name: every LB of its failures turns pr
   node.say({ type: 'heartbeat', load, failedListeners: [failing[2]], failedListenersOmitted: 2 });
   expect(await statuses()).toEqual(['provisioning', 'provisioning', 'provisioning', 'active']);
   expect(await lastError()).toMatch(/^version \d+: 3 listener\(s\) not applied: /);
+  // A listener this node was never sent is not gathered.
+  const stranger = { listenerId: 'lsn-00000000000000000999', reason: 'cannot bind: EADDRNOTAVAIL' };
+  node.say({ type: 'heartbeat', load, failedListeners: [stranger], failedListenersOmitted: 2 });
+  expect(await lastError()).toMatch(/^version \d+: 3 listener\(s\) not applied: /);
+  expect(await lastError()).not.toContain(stranger.listenerId);
   // Every one healed: a report with room for all of them names none.
   node.say({ type: 'heartbeat', load, failedListeners: [] });
   expect(await statuses()).toEqual(['active', 'active', 'active', 'active']);

@@ -57,11 +57,12 @@ export class ListenerFailures {
     }
     const ids = [...all.keys()].sort();
     const after = this.namedUpTo;
-    const start = after === null ? 0 : ids.findIndex((id) => id > after);
+    // Past the highest id (or with nothing named before), from the first.
+    const start = Math.max(0, after === null ? 0 : ids.findIndex((id) => id > after));
     const named: ListenerFailure[] = [];
     let bytes = 2; // the brackets
     for (let k = 0; k < ids.length; k++) {
-      const listenerId = ids[(Math.max(start, 0) + k) % ids.length]!;
+      const listenerId = ids[(start + k) % ids.length]!;
       const entry = { listenerId, reason: all.get(listenerId) ?? '' };
       bytes += Buffer.byteLength(JSON.stringify(entry)) + 1;
       if (bytes > FAILED_LISTENERS_MAX_BYTES) break;

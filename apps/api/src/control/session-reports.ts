@@ -83,12 +83,17 @@ export class SessionReports {
     forgetSent(session);
   }
 
-  /** What a report says fails, gathered over the reports of a node that rotates what it names. */
+  /**
+   * What a report says fails, gathered over the reports of a node that rotates what it names. Gathered
+   * failures outlive the report, so only listeners this node was sent are kept: a node naming made-up ids
+   * cannot grow what the API holds for it past the listeners it runs.
+   */
   private setFailures(session: Session, named: ListenerFailure[], namedOmitted: number): void {
-    const { failures, omitted } = session.failureRound?.take(named, namedOmitted) ?? {
-      failures: named,
-      omitted: namedOmitted,
-    };
+    const round = session.failureRound;
+    const sent = (f: ListenerFailure) => session.sentJson.has(f.listenerId);
+    const { failures, omitted } = round
+      ? round.take(named.filter(sent), namedOmitted)
+      : { failures: named, omitted: namedOmitted };
     session.failures = failures;
     session.failuresOmitted = failures.length === 0 ? 0 : omitted;
     this.options.recorder?.observeBinds(session, failures);
