@@ -68,6 +68,7 @@ export const INTEGRATION: readonly string[] = [
   'packages/db/test/pg-copy.test.ts',
   'packages/db/test/pg-migrate.test.ts',
   'packages/db/test/pg-usage-counts.test.ts',
+  'packages/db/test/store.test.ts',
   'packages/node-runtime/src/run-node.test.ts',
   'packages/node-runtime/src/session-sync-namespace.test.ts',
   'packages/node-runtime/src/session-sync.test.ts',

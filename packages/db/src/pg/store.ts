@@ -1,0 +1,47 @@
+import type { SQL } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import * as pgSchema from '../schema-pg/index.js';
+import { type Queries, type Store, StoreGuard, type Tables } from '../store.js';
+import { type PgDb, runPgMigrations } from './migrate.js';
+
+export interface PgStoreOptions {
+  /** Connections in the pool (default 10): concurrent transactions beyond it wait for one. */
+  max?: number;
+  connectTimeoutMs?: number;
+  /** Apply migrations-pg/ before use (default true); a SchemaTooNewError refuses a newer build's database. */
+  migrate?: boolean;
+}
+
+/**
+ * A store on PostgreSQL at `url`: a pool, reads on any connection, each write one transaction on one
+ * connection (READ COMMITTED, PostgreSQL's default; what must not race locks its rows or relies on a key).
+ */
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<Store & { migrated: number }> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+  });
+  // An idle client's error (the server restarted) must not crash the process: the pool drops that client.
+  pool.on('error', () => {});
+  const db: PgDb = drizzle(pool, { schema: pgSchema });
+  let migrated = 0;
+  try {
+    if (options.migrate !== false) migrated = await runPgMigrations(db);
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+  const guard = new StoreGuard();
+  const q = db as Queries;
+  return {
+    dialect: 'postgres',
+    t: pgSchema as Tables,
+    migrated,
+    read: (work) => guard.enter(() => work(q)),
+    write: (work) => guard.enter(() => db.transaction((tx) => work(tx))),
+    rows: async <T>(on: Queries, query: SQL) => (await (on as PgDb).execute(query)).rows as T[],
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,137 @@
+import { changedRows, NestedStoreCall } from '@slb/db';
+import { engines, type TestStore } from '@slb/test-support/stores';
+import { asc, eq, sql } from 'drizzle-orm';
+import { afterEach, describe, expect, it } from 'vitest';
+
+// The async store (issue 23) on both engines: the same calls give the same rows and the same transaction
+// behaviour on a real SQLite file and on a real PostgreSQL 15 database.
+
+const all = await engines('packages/db/test/store.test.ts');
+let open: TestStore | undefined;
+
+afterEach(async () => {
+  await open?.drop();
+  open = undefined;
+});
+
+const AT = '2026-12-05T00:00:00.000Z';
+const stamps = { createdAt: AT, updatedAt: AT };
+
+describe.each(all)('store on $name', (engine) => {
+  const start = async () => {
+    open = await engine.open();
+    return open.store;
+  };
+
+  it.skipIf(!engine.available)('writes and reads back booleans, JSON in key order and integers past 2^32', async () => {
+    const store = await start();
+    const { t } = store;
+    await store.write(async (q) => {
+      await q.insert(t.tenants).values({ id: 'ten-a', name: 'acme', ...stamps });
+      await q.insert(t.loadBalancers).values({
+        id: 'lb-1',
+        tenantId: 'ten-a',
+        name: 'web',
+        addressType: 'internet',
+        placementMode: 'all',
+        deletionProtection: true,
+        tags: { zeta: 'z', alpha: 'a' },
+        configVersion: 5_000_000_000,
+        ...stamps,
+      });
+    });
+    const [row] = await store.read((q) => q.select().from(t.loadBalancers).where(eq(t.loadBalancers.id, 'lb-1')));
+    expect(row?.deletionProtection).toBe(true);
+    expect(Object.keys(row?.tags ?? {})).toEqual(['zeta', 'alpha']);
+    expect(row?.configVersion).toBe(5_000_000_000);
+    expect(row?.placementNodeCount).toBeNull();
+  });
+
+  it.skipIf(!engine.available)('rolls a write back when its work throws, and passes the error on', async () => {
+    const store = await start();
+    const { t } = store;
+    const failed = store.write(async (q) => {
+      await q.insert(t.tenants).values({ id: 'ten-a', name: 'acme', ...stamps });
+      throw new Error('refused after the insert');
+    });
+    await expect(failed).rejects.toThrow('refused after the insert');
+    expect(await store.read((q) => q.select().from(t.tenants))).toEqual([]);
+  });
+
+  it.skipIf(!engine.available)('never lets a read see a write that is still open', async () => {
+    const store = await start();
+    const { t } = store;
+    let inserted!: () => void;
+    const insertDone = new Promise<void>((resolve) => {
+      inserted = resolve;
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const writing = store.write(async (q) => {
+      await q.insert(t.tenants).values({ id: 'ten-a', name: 'acme', ...stamps });
+      inserted();
+      await gate;
+      throw new Error('rolled back');
+    });
+    await insertDone;
+    // On SQLite the read waits its turn (one connection); on PostgreSQL it runs beside the open transaction.
+    const reading = store.read((q) => q.select().from(t.tenants));
+    release();
+    await expect(writing).rejects.toThrow('rolled back');
+    expect(await reading).toEqual([]);
+  });
+
+  it.skipIf(!engine.available)('refuses a store call from inside another', async () => {
+    const store = await start();
+    const { t } = store;
+    await expect(store.write(async () => store.read((q) => q.select().from(t.tenants)))).rejects.toBeInstanceOf(
+      NestedStoreCall,
+    );
+    await expect(store.read(async () => store.write(async () => 1))).rejects.toBeInstanceOf(NestedStoreCall);
+    // A promise started inside and settled after is outside: the store works on.
+    expect(await store.read(async () => 'done')).toBe('done');
+  });
+
+  it.skipIf(!engine.available)('counts changed rows and runs raw SQL the same way', async () => {
+    const store = await start();
+    const { t } = store;
+    await store.write(async (q) => {
+      await q.insert(t.tenants).values([
+        { id: 'ten-b', name: 'b', ...stamps },
+        { id: 'ten-a', name: 'a', ...stamps },
+      ]);
+    });
+    const result = await store.write((q) => q.update(t.tenants).set({ updatedAt: '2027-01-01T00:00:00.000Z' }));
+    expect(changedRows(result)).toBe(2);
+    const counted = await store.read((q) =>
+      store.rows<{ n: number }>(q, sql`SELECT CAST(count(*) AS integer) AS n FROM tenants`),
+    );
+    expect(counted).toEqual([{ n: 2 }]);
+    const ordered = await store.read((q) => q.select({ id: t.tenants.id }).from(t.tenants).orderBy(asc(t.tenants.id)));
+    expect(ordered.map((r) => r.id)).toEqual(['ten-a', 'ten-b']);
+  });
+});
+
+describe('store on sqlite', () => {
+  it('runs concurrent writes one after another, so a read-modify-write across awaits loses nothing', async () => {
+    const sqlite = all.find((e) => e.name === 'sqlite');
+    if (!sqlite) throw new Error('no sqlite engine');
+    open = await sqlite.open();
+    const { store } = open;
+    const { t } = store;
+    await store.write((q) => q.insert(t.tenants).values({ id: 'ten-a', name: '0', ...stamps }));
+    const bump = () =>
+      store.write(async (q) => {
+        const [row] = await q.select().from(t.tenants).where(eq(t.tenants.id, 'ten-a'));
+        await q
+          .update(t.tenants)
+          .set({ name: String(Number(row?.name) + 1) })
+          .where(eq(t.tenants.id, 'ten-a'));
+      });
+    await Promise.all(Array.from({ length: 20 }, bump));
+    const [row] = await store.read((q) => q.select().from(t.tenants));
+    expect(row?.name).toBe('20');
+  });
+});
