@@ -6,10 +6,10 @@ export * from './schema/index.js';
 export {
   changedRows,
   type Dialect,
-  NestedStoreCall,
   type Queries,
   type Store,
-  StoreGuard,
+  StoreScope,
   sqliteStore,
   type Tables,
+  WriteInsideRead,
 } from './store.js';

@@ -23,11 +23,15 @@ export interface Store {
   readonly dialect: Dialect;
   /** The engine's own table objects, typed as PostgreSQL's. */
   readonly t: Tables;
-  /** Reads outside a transaction. On SQLite they wait for an open transaction, never seeing its rows. */
+  /**
+   * Reads outside a transaction (inside a write: on its transaction). On SQLite they wait for another
+   * call's open transaction, never seeing its rows.
+   */
   read<T>(work: (q: Queries) => Promise<T>): Promise<T>;
   /**
-   * One transaction: committed when `work` resolves, rolled back when it throws. `work` awaits only its
-   * queries (on SQLite every other read and write waits for it, so a network call inside would stall them).
+   * One transaction: committed when `work` resolves, rolled back when it throws (inside another write: a
+   * savepoint of it). `work` awaits only its queries: on SQLite every other call waits for it, so a
+   * network call inside would stall them.
    */
   write<T>(work: (q: Queries) => Promise<T>): Promise<T>;
   /** A raw statement's rows, on the queries given (a transaction's, or the store's for a plain read). */
@@ -41,27 +45,39 @@ export function changedRows(result: unknown): number {
   return r.changes ?? r.rowCount ?? 0;
 }
 
-/**
- * Calls into a store from inside one of its own reads or writes would deadlock on SQLite and run outside
- * the transaction on PostgreSQL: both engines refuse them alike, so the mistake shows on the default one.
- */
-export class NestedStoreCall extends Error {
+/** A write asked for inside a read: the read is not a transaction, so the write could not be part of it. */
+export class WriteInsideRead extends Error {
   constructor() {
-    super("a store read or write from inside another: pass the outer one's queries on instead");
+    super('a store write from inside a read: make the outer call a write');
   }
 }
 
-export class StoreGuard {
-  private readonly open = new AsyncLocalStorage<{ open: boolean }>();
+interface OpenScope {
+  open: boolean;
+  q: Queries;
+  writing: boolean;
+}
 
-  async enter<T>(run: () => Promise<T>): Promise<T> {
-    if (this.open.getStore()?.open) throw new NestedStoreCall();
-    // The flag is turned off on exit: promises started inside and settled later are not "inside".
-    const flag = { open: true };
+/**
+ * Which store call the running code is inside. A read or write from inside a write joins it (a write as a
+ * savepoint: its failure undoes its own rows only), so services compose: an idempotent create wraps the
+ * service's own write in the one transaction that also stores the response.
+ */
+export class StoreScope {
+  private readonly scopes = new AsyncLocalStorage<OpenScope>();
+
+  current(): OpenScope | undefined {
+    const scope = this.scopes.getStore();
+    return scope?.open ? scope : undefined;
+  }
+
+  async within<T>(q: Queries, writing: boolean, work: (q: Queries) => Promise<T>): Promise<T> {
+    // Closed on exit: a promise started inside and settled after it is outside, and takes its own turn.
+    const scope = { open: true, q, writing };
     try {
-      return await this.open.run(flag, run);
+      return await this.scopes.run(scope, () => work(q));
     } finally {
-      flag.open = false;
+      scope.open = false;
     }
   }
 }
@@ -92,25 +108,44 @@ class Turns {
 export function sqliteStore(open: OpenDatabase): Store {
   const q = open.db as unknown as Queries;
   const turns = new Turns();
-  const guard = new StoreGuard();
+  const scope = new StoreScope();
+  let savepoints = 0;
+  const exec = (statement: string) => open.sqlite.exec(statement);
+  const transaction = async <T>(begin: string, commit: string, undo: string[], work: () => Promise<T>) => {
+    exec(begin);
+    try {
+      const result = await work();
+      exec(commit);
+      return result;
+    } catch (error) {
+      if (open.sqlite.inTransaction) for (const statement of undo) exec(statement);
+      throw error;
+    }
+  };
   return {
     dialect: 'sqlite',
     t: sqliteSchema as unknown as Tables,
-    read: (work) => guard.enter(() => turns.take(() => work(q))),
-    write: (work) =>
-      guard.enter(() =>
-        turns.take(async () => {
-          open.sqlite.exec('BEGIN IMMEDIATE');
-          try {
-            const result = await work(q);
-            open.sqlite.exec('COMMIT');
-            return result;
-          } catch (error) {
-            if (open.sqlite.inTransaction) open.sqlite.exec('ROLLBACK');
-            throw error;
-          }
-        }),
-      ),
+    read: (work) => {
+      const outer = scope.current();
+      if (outer) return work(outer.q);
+      return turns.take(() => scope.within(q, false, work));
+    },
+    write: (work) => {
+      const outer = scope.current();
+      if (outer && !outer.writing) return Promise.reject(new WriteInsideRead());
+      const savepoint = <T>(run: () => Promise<T>) => {
+        const name = `s${++savepoints}`;
+        return transaction(`SAVEPOINT ${name}`, `RELEASE ${name}`, [`ROLLBACK TO ${name}`, `RELEASE ${name}`], run);
+      };
+      if (outer) return savepoint(() => work(q));
+      return turns.take(() => {
+        const run = () => scope.within(q, true, work);
+        // A transaction opened on the connection by synchronous code (a test's BEGIN … ROLLBACK around a
+        // request) is the outer one: this write is a savepoint of it.
+        if (open.sqlite.inTransaction) return savepoint(run);
+        return transaction('BEGIN IMMEDIATE', 'COMMIT', ['ROLLBACK'], run);
+      });
+    },
     rows: async <T>(_q: Queries, query: SQL) => open.db.all<T>(query),
     close: async () => open.close(),
   };

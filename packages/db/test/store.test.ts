@@ -1,4 +1,4 @@
-import { changedRows, NestedStoreCall } from '@slb/db';
+import { changedRows, WriteInsideRead } from '@slb/db';
 import { engines, type TestStore } from '@slb/test-support/stores';
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -83,16 +83,54 @@ describe.each(all)('store on $name', (engine) => {
     expect(await reading).toEqual([]);
   });
 
-  it.skipIf(!engine.available)('refuses a store call from inside another', async () => {
+  it.skipIf(!engine.available)('joins a call made inside a write to its transaction', async () => {
     const store = await start();
     const { t } = store;
-    await expect(store.write(async () => store.read((q) => q.select().from(t.tenants)))).rejects.toBeInstanceOf(
-      NestedStoreCall,
-    );
-    await expect(store.read(async () => store.write(async () => 1))).rejects.toBeInstanceOf(NestedStoreCall);
-    // A promise started inside and settled after is outside: the store works on.
-    expect(await store.read(async () => 'done')).toBe('done');
+    const tenant = (id: string) => ({ id, name: id, ...stamps });
+    const outcome = store.write(async (q) => {
+      await q.insert(t.tenants).values(tenant('ten-outer'));
+      // A nested read sees the outer write's rows; a nested write is part of the same transaction.
+      const seen = await store.read((inner) => inner.select().from(t.tenants));
+      await store.write((inner) => inner.insert(t.tenants).values(tenant('ten-inner')));
+      // A nested write that fails undoes its own rows only, and the outer one carries on.
+      await store
+        .write(async (inner) => {
+          await inner.insert(t.tenants).values(tenant('ten-undone'));
+          throw new Error('inner refused');
+        })
+        .catch(() => undefined);
+      const after = await store.read((inner) => inner.select({ id: t.tenants.id }).from(t.tenants));
+      return { seen: seen.map((r) => r.id), after: after.map((r) => r.id).sort() };
+    });
+    expect(await outcome).toEqual({ seen: ['ten-outer'], after: ['ten-inner', 'ten-outer'] });
+    // The whole outer write rolls back with everything joined to it.
+    await expect(
+      store.write(async (q) => {
+        await q.insert(t.tenants).values(tenant('ten-later'));
+        await store.write((inner) => inner.insert(t.tenants).values(tenant('ten-later-inner')));
+        throw new Error('outer refused');
+      }),
+    ).rejects.toThrow('outer refused');
+    const ids = (await store.read((q) => q.select({ id: t.tenants.id }).from(t.tenants))).map((r) => r.id).sort();
+    expect(ids).toEqual(['ten-inner', 'ten-outer']);
   });
+
+  it.skipIf(!engine.available)(
+    'refuses a write inside a read, and a promise settled after a call is outside it',
+    async () => {
+      const store = await start();
+      const { t } = store;
+      await expect(store.read(async () => store.write(async () => 1))).rejects.toBeInstanceOf(WriteInsideRead);
+      let later!: Promise<unknown>;
+      await store.write(async () => {
+        later = new Promise((resolve) => setTimeout(resolve, 5)).then(() =>
+          store.write((q) => q.insert(t.tenants).values({ id: 'ten-late', name: 'late', ...stamps })),
+        );
+      });
+      await later;
+      expect(await store.read((q) => q.select({ id: t.tenants.id }).from(t.tenants))).toEqual([{ id: 'ten-late' }]);
+    },
+  );
 
   it.skipIf(!engine.available)('counts changed rows and runs raw SQL the same way', async () => {
     const store = await start();

@@ -18,7 +18,8 @@ export interface Engine {
   open(): Promise<TestStore>;
 }
 
-async function openSqlite(): Promise<TestStore> {
+/** A migrated SQLite store in a temporary directory (no PostgreSQL asked: fine for unit tests). */
+export async function openSqliteTestStore(): Promise<TestStore> {
   const dir = mkdtempSync(join(tmpdir(), 'slb-store-'));
   const open = openDatabase(join(dir, 'slb.db'));
   runMigrations(open.db, open.sqlite);
@@ -50,7 +51,7 @@ async function openPostgres(): Promise<TestStore> {
  */
 export async function engines(file: string): Promise<Engine[]> {
   return [
-    { name: 'sqlite', available: true, open: openSqlite },
+    { name: 'sqlite', available: true, open: openSqliteTestStore },
     { name: 'postgres', available: await pgReachable(file), open: openPostgres },
   ];
 }

@@ -23,24 +23,23 @@ export const authPlugin = fp<AuthOptions>(
   async (app, { rateLimit }) => {
     const limiter = rateLimit && rateLimit.rps > 0 ? new RateLimiter(rateLimit.rps, rateLimit.burst) : null;
     app.decorateRequest('auth', null as unknown as AuthContext);
-    app.addHook('onRequest', (request, reply, done) => {
+    app.addHook('onRequest', async (request, reply) => {
       // The router decodes the path, so `/%761/nodes` reaches a /v1 route: the route decides, not the raw URL.
       const guarded = request.url.startsWith('/v1/') || request.routeOptions.url?.startsWith('/v1/') === true;
-      if (!guarded) return done();
+      if (!guarded) return;
       const header = request.headers.authorization;
       const match = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
-      const auth = match?.[1] ? app.authenticator.authenticate(match[1]) : null;
+      const auth = match?.[1] ? await app.authenticator.authenticate(match[1]) : null;
       const wait = limiter?.take(auth ? auth.tokenId : `ip:${request.ip}`) ?? 0;
       if (wait > 0) {
         reply.header('retry-after', String(wait));
-        return done(new ApiError('rate_limited', `too many requests; retry in ${wait} s`));
+        throw new ApiError('rate_limited', `too many requests; retry in ${wait} s`);
       }
-      if (!auth) return done(new ApiError('unauthorized', 'a valid bearer token is required'));
+      if (!auth) throw new ApiError('unauthorized', 'a valid bearer token is required');
       if (request.routeOptions.config?.adminOnly && auth.role !== 'admin') {
-        return done(new ApiError('forbidden', 'this route needs an admin token'));
+        throw new ApiError('forbidden', 'this route needs an admin token');
       }
       request.auth = auth;
-      done();
     });
   },
   { name: 'auth', dependencies: ['services'] },

@@ -1,4 +1,4 @@
-import { ensureClusterId, type OpenDatabase, openDatabase, runMigrations } from '@slb/db';
+import { ensureClusterId, type OpenDatabase, openDatabase, runMigrations, type Store, sqliteStore } from '@slb/db';
 import { type DeploymentNamespace, namespaceWithOverrides } from '@slb/model';
 import fp from 'fastify-plugin';
 import { loadSecretKeys } from '../secrets/key-source.js';
@@ -9,6 +9,11 @@ import { bootstrapAdmin } from '../services/auth.js';
 declare module 'fastify' {
   interface FastifyInstance {
     store: OpenDatabase;
+    /**
+     * The same database as an async store (issue 23): the services moved onto it run unchanged on
+     * PostgreSQL; the rest still use `store`'s synchronous connection.
+     */
+    data: Store;
     /** Seals and opens secrets at rest (certificates' private keys). */
     secretBox: SecretBox;
     /** This deployment's Redis names: from its cluster id in the database, or the operator's overrides. */
@@ -37,6 +42,7 @@ export interface DatabaseOptions {
 export const databasePlugin = fp<DatabaseOptions>(
   async (app, options) => {
     const store = openDatabase(options.dbPath);
+    const data = sqliteStore(store);
     let generatedToken: string | null;
     let box: SecretBox;
     let namespace: DeploymentNamespace;
@@ -51,7 +57,7 @@ export const databasePlugin = fp<DatabaseOptions>(
         store.sqlite.pragma('wal_checkpoint(TRUNCATE)');
         app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
       }
-      ({ generatedToken } = bootstrapAdmin(store.db, options.adminToken));
+      ({ generatedToken } = await bootstrapAdmin(data, options.adminToken));
       namespace = namespaceWithOverrides(ensureClusterId(store.db), options.namespaceOverrides ?? {});
     } catch (err) {
       store.close();
@@ -60,6 +66,7 @@ export const databasePlugin = fp<DatabaseOptions>(
     if (generatedToken) options.onAdminTokenGenerated?.(generatedToken);
     app.log.info(namespace, 'deployment namespace');
     app.decorate('store', store);
+    app.decorate('data', data);
     app.decorate('secretBox', box);
     app.decorate('namespace', namespace);
     app.addHook('onClose', async () => store.close());

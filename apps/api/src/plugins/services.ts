@@ -32,10 +32,11 @@ export interface ServicesPluginOptions {
 export const servicesPlugin = fp<ServicesPluginOptions>(
   async (app, options) => {
     const { store, controlHub: hub } = app;
-    const authenticator = new Authenticator(store.db);
+    const authenticator = new Authenticator(app.data);
     const services = createServices({
       db: store.db,
       sqlite: store.sqlite,
+      store: app.data,
       authenticator: () => authenticator,
       runtime: (id, version) => hub.runtime(id, version),
       dnsZone: options.dnsZone,
@@ -51,7 +52,7 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
     hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
     app.decorate('services', services);
     app.decorate('authenticator', authenticator);
-    app.decorate('idempotency', new IdempotencyStore(store.db));
+    app.decorate('idempotency', new IdempotencyStore(app.data));
   },
   { name: 'services', dependencies: ['database', 'control-hub'] },
 );

@@ -41,20 +41,20 @@ export function withEtag<T>(reply: FastifyReply, revision: number, body: T): T {
 }
 
 /** A create: 201 with ETag, run at most once per Idempotency-Key. */
-export function created<T>(
+export async function created<T>(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  make: () => { body: T; revision?: number },
-): T {
+  make: () => { body: T; revision?: number } | Promise<{ body: T; revision?: number }>,
+): Promise<T> {
   const key = request.headers['idempotency-key'];
   const fingerprint = `${request.method} ${request.routeOptions.url} ${JSON.stringify(request.params)} ${JSON.stringify(request.body)}`;
-  const result = app.idempotency.run(
+  const result = await app.idempotency.run(
     request.auth.tenantId,
     typeof key === 'string' ? key : undefined,
     fingerprint,
-    () => {
-      const { body, revision } = make();
+    async () => {
+      const { body, revision } = await make();
       const headers: Record<string, string> = revision === undefined ? {} : { etag: etagOf(revision) };
       return { status: 201, body, headers };
     },

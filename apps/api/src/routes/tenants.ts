@@ -31,7 +31,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateTenant,
       response: { 201: Tenant, ...problems(...AUTH_PROBLEMS, 403, 413, 415, 422) },
     },
-    handler: (request, reply) => created(app, request, reply, () => ({ body: tenants.create(request.body) })),
+    handler: (request, reply) =>
+      created(app, request, reply, async () => ({ body: await tenants.create(request.body) })),
   });
 
   app.get('/tenants/:tenantId', {
@@ -81,8 +82,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TokenParams,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 403, 404) },
     },
-    handler: (request, reply) => {
-      tenants.revokeToken(request.params.tenantId, request.params.tokenId);
+    handler: async (request, reply) => {
+      await tenants.revokeToken(request.params.tenantId, request.params.tokenId);
       reply.code(204).send(null);
     },
   });

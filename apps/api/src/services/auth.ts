@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Db, newId, tenants, tokens } from '@slb/db';
+import { newId, type Store } from '@slb/db';
 import type { Role } from '@slb/model';
 import { eq } from 'drizzle-orm';
 import type { Scope } from './common.js';
@@ -25,15 +25,16 @@ export function scopeOf(auth: AuthContext): Scope {
 /** Token lookups, cached by hash: every API request authenticates, so this is on the hot path. */
 export class Authenticator {
   private readonly cache = new Map<string, { auth: AuthContext; lastUsedWrite: number }>();
-  constructor(private readonly db: Db) {}
+  constructor(private readonly store: Store) {}
 
-  authenticate(secret: string): AuthContext | null {
+  async authenticate(secret: string): Promise<AuthContext | null> {
+    const { t } = this.store;
     const now = Date.now();
     // Keyed by the presented secret, so a hit costs no hash; only verified tokens are ever cached.
     let hit = this.cache.get(secret);
     if (!hit) {
       const hash = hashToken(secret);
-      const row = this.db.select().from(tokens).where(eq(tokens.secretHash, hash)).get();
+      const [row] = await this.store.read((q) => q.select().from(t.tokens).where(eq(t.tokens.secretHash, hash)));
       if (!row) return null;
       hit = { auth: { tokenId: row.id, tenantId: row.tenantId, role: row.role }, lastUsedWrite: 0 };
       if (this.cache.size > 10_000) this.cache.clear();
@@ -41,11 +42,13 @@ export class Authenticator {
     }
     if (now - hit.lastUsedWrite > LAST_USED_WRITE_INTERVAL_MS) {
       hit.lastUsedWrite = now;
-      this.db
-        .update(tokens)
-        .set({ lastUsedAt: new Date(now).toISOString() })
-        .where(eq(tokens.id, hit.auth.tokenId))
-        .run();
+      const { tokenId } = hit.auth;
+      await this.store.write((q) =>
+        q
+          .update(t.tokens)
+          .set({ lastUsedAt: new Date(now).toISOString() })
+          .where(eq(t.tokens.id, tokenId)),
+      );
     }
     return hit.auth;
   }
@@ -60,40 +63,41 @@ export class Authenticator {
  * Makes sure the system tenant and an admin token exist. With `adminToken` that token becomes the
  * bootstrap admin token; without it, one is generated on first start only and returned to be shown once.
  */
-export function bootstrapAdmin(db: Db, adminToken: string | undefined): { generatedToken: string | null } {
-  return db.transaction((tx) => {
+export function bootstrapAdmin(
+  store: Store,
+  adminToken: string | undefined,
+): Promise<{ generatedToken: string | null }> {
+  const { t } = store;
+  return store.write(async (q) => {
     const now = nowIso();
-    let system = tx.select().from(tenants).where(eq(tenants.name, SYSTEM_TENANT_NAME)).get();
+    let [system] = await q.select().from(t.tenants).where(eq(t.tenants.name, SYSTEM_TENANT_NAME));
     if (!system) {
       system = { id: newId('tenant'), name: SYSTEM_TENANT_NAME, createdAt: now, updatedAt: now };
-      tx.insert(tenants).values(system).run();
+      await q.insert(t.tenants).values(system);
     }
     const tenantId = system.id;
-    const bootstrap = tx.select().from(tokens).where(eq(tokens.name, BOOTSTRAP_TOKEN_NAME)).get();
+    const [bootstrap] = await q.select().from(t.tokens).where(eq(t.tokens.name, BOOTSTRAP_TOKEN_NAME));
     const insertBootstrap = (secretHash: string) =>
-      tx
-        .insert(tokens)
-        .values({
-          id: newId('token'),
-          tenantId,
-          name: BOOTSTRAP_TOKEN_NAME,
-          role: 'admin',
-          secretHash,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .run();
+      q.insert(t.tokens).values({
+        id: newId('token'),
+        tenantId,
+        name: BOOTSTRAP_TOKEN_NAME,
+        role: 'admin',
+        secretHash,
+        createdAt: now,
+        updatedAt: now,
+      });
     if (adminToken !== undefined) {
       const secretHash = hashToken(adminToken);
-      if (!bootstrap) insertBootstrap(secretHash);
+      if (!bootstrap) await insertBootstrap(secretHash);
       else if (bootstrap.secretHash !== secretHash) {
-        tx.update(tokens).set({ secretHash, updatedAt: now }).where(eq(tokens.id, bootstrap.id)).run();
+        await q.update(t.tokens).set({ secretHash, updatedAt: now }).where(eq(t.tokens.id, bootstrap.id));
       }
       return { generatedToken: null };
     }
     if (bootstrap) return { generatedToken: null };
     const secret = generateTokenSecret();
-    insertBootstrap(hashToken(secret));
+    await insertBootstrap(hashToken(secret));
     return { generatedToken: secret };
   });
 }

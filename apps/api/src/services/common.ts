@@ -1,5 +1,4 @@
-import { eq, gt, lt, type SQL } from 'drizzle-orm';
-import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { type Column, eq, gt, lt, type SQL } from 'drizzle-orm';
 import { ApiError } from '../errors.js';
 
 /** Whose resources a request may touch: one tenant, or every tenant (null) for an admin. */
@@ -9,7 +8,7 @@ export interface Scope {
 
 export const nowIso = () => new Date().toISOString();
 
-export function tenantFilter(column: SQLiteColumn, scope: Scope): SQL | undefined {
+export function tenantFilter(column: Column, scope: Scope): SQL | undefined {
   return scope.tenantId === null ? undefined : eq(column, scope.tenantId);
 }
 
@@ -29,12 +28,12 @@ function decodeCursor(cursor: string): string {
 }
 
 /** The cursor is the last id of the previous page; ids sort by creation time. */
-export function cursorFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
+export function cursorFilter(column: Column, cursor: string | undefined): SQL | undefined {
   return cursor === undefined ? undefined : gt(column, decodeCursor(cursor));
 }
 
 /** The same for a list served newest first (descending ids): the next page is below the cursor. */
-export function cursorBeforeFilter(column: SQLiteColumn, cursor: string | undefined): SQL | undefined {
+export function cursorBeforeFilter(column: Column, cursor: string | undefined): SQL | undefined {
   return cursor === undefined ? undefined : lt(column, decodeCursor(cursor));
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Db, idempotencyKeys } from '@slb/db';
+import type { Queries, Store, Tables } from '@slb/db';
 import { and, eq, lt } from 'drizzle-orm';
 import { ApiError } from '../errors.js';
 
@@ -18,28 +18,28 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  */
 export class IdempotencyStore {
   private lastPurge = 0;
-  constructor(private readonly db: Db) {}
+  constructor(private readonly store: Store) {}
 
-  run(
+  async run(
     tenantId: string,
     key: string | undefined,
     request: string,
-    create: () => CreateResult,
-  ): CreateResult & { replayed: boolean } {
-    if (key === undefined) return { ...create(), replayed: false };
+    create: () => CreateResult | Promise<CreateResult>,
+  ): Promise<CreateResult & { replayed: boolean }> {
+    if (key === undefined) return { ...(await create()), replayed: false };
     if (!KEY_PATTERN.test(key)) {
       throw new ApiError('bad_request', 'Idempotency-Key must be 1-255 visible ASCII characters', [
         { path: '/headers/idempotency-key', message: 'invalid' },
       ]);
     }
     const fingerprint = createHash('sha256').update(request).digest('hex');
-    this.purgeExpired();
-    return this.db.transaction((tx) => {
-      const previous = tx
+    await this.purgeExpired();
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const [previous] = await q
         .select()
-        .from(idempotencyKeys)
-        .where(and(eq(idempotencyKeys.tenantId, tenantId), eq(idempotencyKeys.key, key)))
-        .get();
+        .from(t.idempotencyKeys)
+        .where(and(eq(t.idempotencyKeys.tenantId, tenantId), eq(t.idempotencyKeys.key, key)));
       if (previous) {
         if (previous.requestFingerprint !== fingerprint) {
           throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used with a different request');
@@ -51,30 +51,29 @@ export class IdempotencyStore {
           replayed: true,
         };
       }
-      const result = create();
-      tx.insert(idempotencyKeys)
-        .values({
-          tenantId,
-          key,
-          requestFingerprint: fingerprint,
-          statusCode: result.status,
-          responseBody: JSON.stringify(result.body),
-          responseHeaders: result.headers,
-          createdAt: new Date().toISOString(),
-        })
-        .run();
+      const result = await create();
+      await q.insert(t.idempotencyKeys).values({
+        tenantId,
+        key,
+        requestFingerprint: fingerprint,
+        statusCode: result.status,
+        responseBody: JSON.stringify(result.body),
+        responseHeaders: result.headers,
+        createdAt: new Date().toISOString(),
+      });
       return { ...result, replayed: false };
     });
   }
 
-  private purgeExpired(): void {
+  private async purgeExpired(): Promise<void> {
     const now = Date.now();
     if (now - this.lastPurge < 60_000) return;
     this.lastPurge = now;
-    purgeStatement(this.db, new Date(now - RETENTION_MS).toISOString()).run();
+    const before = new Date(now - RETENTION_MS).toISOString();
+    await this.store.write((q) => purgeStatement(q, this.store.t, before));
   }
 }
 
 /** Deletes the keys stored before `before` (RFC 3339): a range of idempotency_keys_created_idx. */
-export const purgeStatement = (db: Db, before: string) =>
-  db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, before));
+export const purgeStatement = (q: Queries, t: Tables, before: string) =>
+  q.delete(t.idempotencyKeys).where(lt(t.idempotencyKeys.createdAt, before));

@@ -1,4 +1,4 @@
-import type { Db } from '@slb/db';
+import type { Db, Store } from '@slb/db';
 import type { QuotaLimits } from '@slb/model';
 import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
@@ -19,6 +19,8 @@ import { VipAllocator } from './vip-allocator.js';
 export interface ServiceOptions {
   db: Db;
   sqlite: Database.Database;
+  /** The async store: services moved onto it run on either engine (issue 23). */
+  store: Store;
   /** The request authenticator, read when a tenant's tokens change (it caches them). */
   authenticator: () => Authenticator;
   /** Load balancers' runtime status (the control hub's view). */
@@ -41,6 +43,7 @@ export interface ServiceOptions {
 export function createServices({
   db,
   sqlite,
+  store,
   authenticator,
   runtime,
   dnsZone,
@@ -70,7 +73,7 @@ export function createServices({
     certificates: new CertificateService(db, quotas, sealSecret),
     acls: new AclService(db, quotas),
     nodes: new NodeService(db, nodeLiveness),
-    tenants: new TenantService(db, authenticator),
+    tenants: new TenantService(store, authenticator),
     health: new HealthService(db, loadBalancers),
   };
 }

@@ -1,13 +1,13 @@
-import { type Db, newId, tenants, tokens } from '@slb/db';
+import { changedRows, newId, type Store, type Tables } from '@slb/db';
 import type { CreatedToken, CreateTenant, CreateToken, ListQuery, Tenant, Token } from '@slb/model';
 import { and, asc, eq } from 'drizzle-orm';
 import { notFound } from '../errors.js';
 import { type Authenticator, generateTokenSecret, hashToken } from './auth.js';
 import { cursorFilter, nowIso, toPage } from './common.js';
 
-type TokenRow = typeof tokens.$inferSelect;
+type TokenRow = Tables['tokens']['$inferSelect'];
 
-const toTenant = (r: typeof tenants.$inferSelect): Tenant => ({
+const toTenant = (r: Tables['tenants']['$inferSelect']): Tenant => ({
   id: r.id,
   name: r.name,
   createdAt: r.createdAt,
@@ -26,38 +26,41 @@ const toToken = (r: TokenRow): Token => ({
 
 export class TenantService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly authenticator: () => Authenticator,
   ) {}
 
-  get(id: string): Tenant {
-    const row = this.db.select().from(tenants).where(eq(tenants.id, id)).get();
+  async get(id: string): Promise<Tenant> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) => q.select().from(t.tenants).where(eq(t.tenants.id, id)));
     if (!row) throw notFound('tenant', id);
     return toTenant(row);
   }
 
-  list(query: ListQuery) {
+  async list(query: ListQuery) {
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(tenants)
-      .where(cursorFilter(tenants.id, query.cursor))
-      .orderBy(asc(tenants.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.tenants)
+        .where(cursorFilter(t.tenants.id, query.cursor))
+        .orderBy(asc(t.tenants.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, toTenant);
   }
 
-  create(input: CreateTenant): Tenant {
+  async create(input: CreateTenant): Promise<Tenant> {
     const now = nowIso();
     const row = { id: newId('tenant'), name: input.name, createdAt: now, updatedAt: now };
-    this.db.insert(tenants).values(row).run();
+    await this.store.write((q) => q.insert(this.store.t.tenants).values(row));
     return toTenant(row);
   }
 
   /** The secret is in this return value only; the database keeps its hash. */
-  createToken(tenantId: string, input: CreateToken): CreatedToken {
-    this.get(tenantId);
+  async createToken(tenantId: string, input: CreateToken): Promise<CreatedToken> {
+    await this.get(tenantId);
     const secret = generateTokenSecret();
     const now = nowIso();
     const row: TokenRow = {
@@ -70,29 +73,31 @@ export class TenantService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(tokens).values(row).run();
+    await this.store.write((q) => q.insert(this.store.t.tokens).values(row));
     return { ...toToken(row), token: secret };
   }
 
-  listTokens(tenantId: string, query: ListQuery) {
-    this.get(tenantId);
+  async listTokens(tenantId: string, query: ListQuery) {
+    await this.get(tenantId);
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(tokens)
-      .where(and(eq(tokens.tenantId, tenantId), cursorFilter(tokens.id, query.cursor)))
-      .orderBy(asc(tokens.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.tokens)
+        .where(and(eq(t.tokens.tenantId, tenantId), cursorFilter(t.tokens.id, query.cursor)))
+        .orderBy(asc(t.tokens.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, toToken);
   }
 
-  revokeToken(tenantId: string, tokenId: string): void {
-    const result = this.db
-      .delete(tokens)
-      .where(and(eq(tokens.id, tokenId), eq(tokens.tenantId, tenantId)))
-      .run();
-    if (result.changes === 0) throw notFound('token', tokenId);
+  async revokeToken(tenantId: string, tokenId: string): Promise<void> {
+    const { t } = this.store;
+    const result = await this.store.write((q) =>
+      q.delete(t.tokens).where(and(eq(t.tokens.id, tokenId), eq(t.tokens.tenantId, tenantId))),
+    );
+    if (changedRows(result) === 0) throw notFound('token', tokenId);
     this.authenticator().forget();
   }
 }

@@ -12,5 +12,5 @@ export {
 } from './copy.js';
 export { DEFAULT_PG_MIGRATIONS_FOLDER, type PgDb, runPgMigrations } from './migrate.js';
 export { type OpenPgDatabase, openPgDatabase } from './open.js';
-export { type TablePair, tablesInForeignKeyOrder } from './tables.js';
 export { openPgStore, type PgStoreOptions } from './store.js';
+export { type TablePair, tablesInForeignKeyOrder } from './tables.js';

@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import * as pgSchema from '../schema-pg/index.js';
-import { type Queries, type Store, StoreGuard, type Tables } from '../store.js';
+import { type Queries, type Store, StoreScope, type Tables, WriteInsideRead } from '../store.js';
 import { type PgDb, runPgMigrations } from './migrate.js';
 
 export interface PgStoreOptions {
@@ -33,14 +33,23 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     await pool.end();
     throw error;
   }
-  const guard = new StoreGuard();
+  const scope = new StoreScope();
   const q = db as Queries;
   return {
     dialect: 'postgres',
     t: pgSchema as Tables,
     migrated,
-    read: (work) => guard.enter(() => work(q)),
-    write: (work) => guard.enter(() => db.transaction((tx) => work(tx))),
+    read: (work) => {
+      const outer = scope.current();
+      return outer ? work(outer.q) : scope.within(q, false, work);
+    },
+    write: (work) => {
+      const outer = scope.current();
+      if (outer && !outer.writing) return Promise.reject(new WriteInsideRead());
+      // Inside a write, drizzle's nested transaction is a savepoint of it.
+      const on = (outer?.q ?? db) as PgDb;
+      return on.transaction((tx) => scope.within(tx, true, work));
+    },
     rows: async <T>(on: Queries, query: SQL) => (await (on as PgDb).execute(query)).rows as T[],
     close: () => pool.end(),
   };
