@@ -37,6 +37,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/namespaces.test.ts',
   'apps/api/test/pg-copy.test.ts',
   'apps/api/test/secrets.security.test.ts',
+  'apps/api/test/services-store.test.ts',
   'apps/api/test/tenants-store.test.ts',
   'apps/api/test/traffic-metrics-redis-down.error.test.ts',
   'apps/api/test/traffic-metrics.test.ts',

@@ -78,6 +78,6 @@ it("reads the fleet's listener count from the row usage_counts keeps, not by cou
     expect((await create(2000)).status).toBe(201);
     expect(kept()).toBe(before + 1);
   } finally {
-    fresh.close();
+    await fresh.close();
   }
 });

@@ -50,7 +50,7 @@ describe('VIPs from the default pool (127.1.0.0/16)', () => {
       expect(lb.body.address).toMatch(/^127\.1\.\d+\.\d+$/);
       expect(lb.body.addresses).toEqual([lb.body.address]);
       // The DNS name answers with the VIP.
-      expect(t.app.services.loadBalancers.addressesOf(lbId)).toEqual([lb.body.address]);
+      expect(await t.app.services.loadBalancers.addressesOf(lbId)).toEqual([lb.body.address]);
       vips.push(lb.body.address);
     }
     expect(new Set(vips).size).toBe(2);
@@ -69,7 +69,7 @@ describe('VIPs from the default pool (127.1.0.0/16)', () => {
     const query = dnsPacket.decode(
       dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'A', name: `${lb.body.id}.slb.internal` }] }),
     );
-    const reply = answer(query, 'slb.internal', (id) => t.app.services.loadBalancers.addressesOf(id));
+    const reply = await answer(query, 'slb.internal', (id) => t.app.services.loadBalancers.addressesOf(id));
     expect(reply.answers?.map((a) => [a.type, (a as { data: string }).data])).toEqual([['A', lb.body.address]]);
   });
 
@@ -316,7 +316,7 @@ describe('address pools (admin)', () => {
     const query = dnsPacket.decode(
       dnsPacket.encode({ type: 'query', id: 1, questions: [{ type: 'AAAA', name: `${lb.body.id}.slb.internal` }] }),
     );
-    const reply = answer(query, 'slb.internal', (id) => t.app.services.loadBalancers.addressesOf(id));
+    const reply = await answer(query, 'slb.internal', (id) => t.app.services.loadBalancers.addressesOf(id));
     expect(reply.answers?.map((a) => [a.type, (a as { data: string }).data])).toEqual([['AAAA', '2001:db8::10']]);
   });
 });

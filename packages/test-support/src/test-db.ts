@@ -9,8 +9,10 @@ import {
   openDatabase,
   rules,
   runMigrations,
+  type Store,
   serverGroups,
   servers,
+  sqliteStore,
   tenants,
 } from '@slb/db';
 import type { HealthCheck } from '@slb/model';
@@ -18,6 +20,8 @@ import type { HealthCheck } from '@slb/model';
 /** Test support (not used at run time): a migrated SQLite file and helpers that insert resources. */
 export interface TestDb {
   db: Db;
+  /** The same connection as an async store (what the services take). */
+  store: Store;
   lbId: string;
   tenantId: string;
   group(): string;
@@ -78,6 +82,7 @@ export function createTestDb(): TestDb {
     .run();
   return {
     db,
+    store: sqliteStore(store),
     lbId,
     tenantId,
     group() {

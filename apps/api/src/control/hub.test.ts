@@ -184,16 +184,16 @@ describe('control hub: node liveness', () => {
 });
 
 describe('control hub: the node status GET /v1/nodes shows', () => {
-  it('is the status placement uses: a node silent while it applies a config stays online until its bound', () => {
+  it('is the status placement uses: a node silent while it applies a config stays online until its bound', async () => {
     const t = createTestDb();
     const clock = new ManualClock();
     const hub = new ControlHub(t.db, logger, Date.now(), { clock });
     try {
-      const service = new NodeService(t.db, (id) => hub.nodeOnline(id));
+      const service = new NodeService(t.store, (id) => hub.nodeOnline(id));
       const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
       const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
       ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load, applying: 7 })), false);
-      const row = service.find('l4-a');
+      const row = await service.find('l4-a');
       const heardAt = Date.parse(row.lastHeartbeatAt ?? '');
       // Silent past the plain threshold: its stored heartbeat alone would say offline, but the hub still
       // places LBs on it, and the API must not tell the admin otherwise.
@@ -212,11 +212,11 @@ describe('control hub: the node status GET /v1/nodes shows', () => {
     }
   });
 
-  it('falls back to the stored heartbeat for a node connected to another replica', () => {
+  it('falls back to the stored heartbeat for a node connected to another replica', async () => {
     const t = createTestDb();
     const hub = new ControlHub(t.db, logger);
     try {
-      const service = new NodeService(t.db, (id) => hub.nodeOnline(id));
+      const service = new NodeService(t.store, (id) => hub.nodeOnline(id));
       registered(hub, 'l4-b', 'l4', '127.0.0.12');
       const heardAt = Date.now();
       t.db
@@ -224,7 +224,7 @@ describe('control hub: the node status GET /v1/nodes shows', () => {
         .set({ lastHeartbeatAt: new Date(heardAt).toISOString() })
         .where(eq(nodes.id, 'l4-b'))
         .run();
-      const row = service.find('l4-b');
+      const row = await service.find('l4-b');
       expect(hub.nodeOnline('l4-b')).toBeUndefined();
       expect(service.view(row, heardAt + OFFLINE_AFTER_MS).status).toBe('online');
       expect(service.view(row, heardAt + OFFLINE_AFTER_MS + 1).status).toBe('offline');

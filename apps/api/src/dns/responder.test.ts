@@ -77,7 +77,7 @@ describe('DNS responder', () => {
       try {
         decoded = dnsPacket.decode(d);
       } catch {}
-      if (decoded?.type === 'query') dnsPacket.encode(answer(decoded, 'slb.internal', (id) => table[id] ?? null));
+      if (decoded?.type === 'query') dnsPacket.encode(await answer(decoded, 'slb.internal', (id) => table[id] ?? null));
     }
     const socket = createSocket('udp4');
     for (const d of sent) await new Promise((r) => socket.send(d, port, '127.0.0.1', r));

@@ -12,7 +12,7 @@ export interface DnsLogger {
 }
 
 /** The addresses of `lbId` (its VIP), or null when no such LB exists. */
-export type LbAddressLookup = (lbId: string) => string[] | null;
+export type LbAddressLookup = (lbId: string) => Promise<string[] | null> | string[] | null;
 
 // dns-packet encodes the response code as the low 4 bits of `flags`.
 const RCODE = { NOERROR: 0, FORMERR: 1, NXDOMAIN: 3, REFUSED: 5 } as const;
@@ -22,7 +22,7 @@ const withRcode = (reply: Packet, rcode: keyof typeof RCODE): Packet => ({
 });
 
 /** Builds the answer to one query: A/AAAA for `<lbId>.<zone>`, NXDOMAIN for unknown names in the zone. */
-export function answer(query: Packet, zone: string, lookup: LbAddressLookup): Packet {
+export async function answer(query: Packet, zone: string, lookup: LbAddressLookup): Promise<Packet> {
   const question = query.questions?.[0];
   const reply: Packet = {
     type: 'response',
@@ -38,7 +38,7 @@ export function answer(query: Packet, zone: string, lookup: LbAddressLookup): Pa
   const suffix = `.${zone.toLowerCase()}`;
   if (!name.endsWith(suffix)) return withRcode(reply, 'REFUSED');
   const label = name.slice(0, -suffix.length);
-  const addresses = /^lb-[0-9a-z]{20}$/.test(label) ? lookup(label) : null;
+  const addresses = /^lb-[0-9a-z]{20}$/.test(label) ? await lookup(label) : null;
   if (addresses === null) return withRcode(reply, 'NXDOMAIN');
   const qtype = question.type as string; // dns-packet names qtype 255 'ANY', which its types omit
   const answers: Answer[] = [];
@@ -97,8 +97,9 @@ export class DnsResponder {
         this.malformed++;
         return;
       }
-      const reply = encodeReply(answer(query, this.zone, this.lookup), message.length, 'udp');
-      udp.send(reply, remote.port, remote.address);
+      answer(query, this.zone, this.lookup)
+        .then((reply) => udp.send(encodeReply(reply, message.length, 'udp'), remote.port, remote.address))
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'dns reply failed'));
     });
     udp.on('error', (err) => this.log.warn({ err: err.message }, 'dns udp error'));
     await new Promise<void>((resolve, reject) => {
@@ -117,6 +118,8 @@ export class DnsResponder {
 
   private serveTcp(socket: Socket): void {
     let buffered = Buffer.alloc(0);
+    // Replies go out in the order of their queries: each waits for the one before.
+    let replied = Promise.resolve();
     socket.setTimeout(5000, () => socket.destroy());
     socket.on('error', () => {});
     socket.on('data', (chunk) => {
@@ -136,7 +139,15 @@ export class DnsResponder {
           socket.destroy();
           return;
         }
-        socket.write(frameTcp(encodeReply(answer(query, this.zone, this.lookup), length, 'tcp')));
+        const reply = answer(query, this.zone, this.lookup);
+        replied = replied
+          .then(async () => {
+            socket.write(frameTcp(encodeReply(await reply, length, 'tcp')));
+          })
+          .catch((err: Error) => {
+            this.log.warn({ err: err.message }, 'dns lookup failed');
+            socket.destroy();
+          });
       }
     });
   }

@@ -13,6 +13,7 @@ export function installJsonBody(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text === '') return done(null, undefined);
+    // biome-ignore lint/nursery/noFloatingPromises: the callback form; it answers through `done`
     parse(request, text, done);
   });
 }

@@ -34,8 +34,6 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
     const { store, controlHub: hub } = app;
     const authenticator = new Authenticator(app.data);
     const services = createServices({
-      db: store.db,
-      sqlite: store.sqlite,
       store: app.data,
       authenticator: () => authenticator,
       runtime: (id, version) => hub.runtime(id, version),
@@ -47,9 +45,9 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
       listenerErrors: (listenerId) => hub.listenerErrors(listenerId),
       nodeLiveness: (nodeId) => hub.nodeOnline(nodeId),
     });
-    upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, store.db, app.log);
+    await upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, app.data, app.log);
     // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.
-    hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
+    hub.setBackendDeny(() => services.backendPolicy.snapshotDeny(store.db));
     app.decorate('services', services);
     app.decorate('authenticator', authenticator);
     app.decorate('idempotency', new IdempotencyStore(app.data));

@@ -28,13 +28,7 @@ export const trafficMetricsPlugin = fp<TrafficMetricsOptions>(
       app.controlHub.setTrafficSink((nodeId, report) => ingest.heartbeat(nodeId, report));
       registerTrafficIngestMetrics(app.metricsRegistry, ingest.stats);
     }
-    const reader = new TrafficMetricsReader(
-      app.store.db,
-      app.services.loadBalancers,
-      redis,
-      prefix,
-      options.metricsClock,
-    );
+    const reader = new TrafficMetricsReader(app.data, app.services.loadBalancers, redis, prefix, options.metricsClock);
     app.decorate('trafficMetrics', reader);
   },
   { name: 'traffic-metrics', dependencies: ['database', 'redis', 'metrics', 'control-hub', 'services'] },

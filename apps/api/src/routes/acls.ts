@@ -39,8 +39,8 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: Acl, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = acls.create(request.auth, request.body);
+      created(app, request, reply, async () => {
+        const row = await acls.create(request.auth, request.body);
         return { body: toAcl(row), revision: row.revision };
       }),
   });
@@ -52,8 +52,8 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: AclParams,
       response: { 200: Acl, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
-      const row = acls.find(scope(request), request.params.aclId);
+    handler: async (request, reply) => {
+      const row = await acls.find(scope(request), request.params.aclId);
       return withEtag(reply, row.revision, toAcl(row));
     },
   });
@@ -68,8 +68,8 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateAcl,
       response: { 200: Acl, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
-    handler: (request, reply) => {
-      const row = acls.update(scope(request), request.params.aclId, request.body, request.headers['if-match']);
+    handler: async (request, reply) => {
+      const row = await acls.update(scope(request), request.params.aclId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, toAcl(row));
     },
   });
@@ -83,8 +83,8 @@ export const aclRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
     },
-    handler: (request, reply) => {
-      acls.remove(scope(request), request.params.aclId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await acls.remove(scope(request), request.params.aclId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });

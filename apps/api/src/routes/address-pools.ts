@@ -30,10 +30,10 @@ export const addressPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateAddressPool,
       response: { 201: AddressPool, ...problems(...AUTH_PROBLEMS, 403, 409, 413, 415, 422) },
     },
-    handler: (request, reply) => {
-      const row = pools.create(request.body);
+    handler: async (request, reply) => {
+      const row = await pools.create(request.body);
       reply.code(201);
-      return pools.toApi(row);
+      return await pools.toApi(row);
     },
   });
 
@@ -45,7 +45,7 @@ export const addressPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: PoolParams,
       response: { 200: AddressPool, ...problems(...AUTH_PROBLEMS, 403, 404) },
     },
-    handler: (request) => pools.toApi(pools.find(request.params.poolId)),
+    handler: async (request) => pools.toApi(await pools.find(request.params.poolId)),
   });
 
   app.delete('/address-pools/:poolId', {
@@ -56,8 +56,8 @@ export const addressPoolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: PoolParams,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 403, 404, 409) },
     },
-    handler: (request, reply) => {
-      pools.remove(request.params.poolId);
+    handler: async (request, reply) => {
+      await pools.remove(request.params.poolId);
       reply.code(204).send(null);
     },
   });

@@ -39,8 +39,8 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: Certificate, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = certs.create(request.auth, request.body);
+      created(app, request, reply, async () => {
+        const row = await certs.create(request.auth, request.body);
         return { body: toCertificate(row), revision: row.revision };
       }),
   });
@@ -52,8 +52,8 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: CertParams,
       response: { 200: Certificate, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
-      const row = certs.find(scope(request), request.params.certId);
+    handler: async (request, reply) => {
+      const row = await certs.find(scope(request), request.params.certId);
       return withEtag(reply, row.revision, toCertificate(row));
     },
   });
@@ -67,8 +67,8 @@ export const certificateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
     },
-    handler: (request, reply) => {
-      certs.remove(scope(request), request.params.certId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await certs.remove(scope(request), request.params.certId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });

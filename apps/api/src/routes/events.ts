@@ -11,9 +11,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       querystring: EventsQuery,
       response: { 200: LoadBalancerEventPage, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request) => {
+    handler: async (request) => {
       // Another tenant's LB, or one deleted (its events went with it): 404.
-      const lb = app.services.loadBalancers.find(scope(request), request.params.lbId);
+      const lb = await app.services.loadBalancers.find(scope(request), request.params.lbId);
       return app.events.list(lb.id, request.query);
     },
   });

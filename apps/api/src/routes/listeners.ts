@@ -41,8 +41,8 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: Listener, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = listeners.create(scope(request), request.params.lbId, request.body);
+      created(app, request, reply, async () => {
+        const row = await listeners.create(scope(request), request.params.lbId, request.body);
         return { body: listeners.toApi(row), revision: row.revision };
       }),
   });
@@ -54,8 +54,8 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: LsnParams,
       response: { 200: Listener, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
-      const row = listeners.find(scope(request), request.params.lbId, request.params.lsnId);
+    handler: async (request, reply) => {
+      const row = await listeners.find(scope(request), request.params.lbId, request.params.lsnId);
       return withEtag(reply, row.revision, listeners.toApi(row));
     },
   });
@@ -70,9 +70,9 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateListener,
       response: { 200: Listener, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, lsnId } = request.params;
-      const row = listeners.update(scope(request), lbId, lsnId, request.body, request.headers['if-match']);
+      const row = await listeners.update(scope(request), lbId, lsnId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, listeners.toApi(row));
     },
   });
@@ -86,8 +86,8 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 412) },
     },
-    handler: (request, reply) => {
-      listeners.remove(scope(request), request.params.lbId, request.params.lsnId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await listeners.remove(scope(request), request.params.lbId, request.params.lsnId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });
@@ -104,8 +104,8 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: LsnParams,
         response: { 200: Listener, ...problems(...AUTH_PROBLEMS, 404) },
       },
-      handler: (request, reply) => {
-        const row = listeners.setStatus(scope(request), request.params.lbId, request.params.lsnId, status);
+      handler: async (request, reply) => {
+        const row = await listeners.setStatus(scope(request), request.params.lbId, request.params.lsnId, status);
         return withEtag(reply, row.revision, listeners.toApi(row));
       },
     });

@@ -45,8 +45,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: LoadBalancer, ...problems(...AUTH_PROBLEMS, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = lbs.create(request.auth, request.body);
+      created(app, request, reply, async () => {
+        const row = await lbs.create(request.auth, request.body);
         // No :lbId in the path: named here, so the hub compiles this LB alone rather than the fleet.
         request.writtenLbId = row.id;
         return { body: lbs.toApi(row), revision: row.revision };
@@ -60,8 +60,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: LbParams,
       response: { 200: LoadBalancer, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
-      const row = lbs.find(scope(request), request.params.lbId);
+    handler: async (request, reply) => {
+      const row = await lbs.find(scope(request), request.params.lbId);
       return withEtag(reply, row.revision, lbs.toApi(row));
     },
   });
@@ -76,8 +76,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateLoadBalancer,
       response: { 200: LoadBalancer, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415, 422) },
     },
-    handler: (request, reply) => {
-      const row = lbs.update(scope(request), request.params.lbId, request.body, request.headers['if-match']);
+    handler: async (request, reply) => {
+      const row = await lbs.update(scope(request), request.params.lbId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, lbs.toApi(row));
     },
   });
@@ -91,8 +91,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
     },
-    handler: (request, reply) => {
-      lbs.remove(scope(request), request.params.lbId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await lbs.remove(scope(request), request.params.lbId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });
@@ -104,6 +104,8 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: LbParams,
       response: { 200: LoadBalancerHealth, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request) => ({ items: app.services.health.forLoadBalancer(scope(request), request.params.lbId) }),
+    handler: async (request) => ({
+      items: await app.services.health.forLoadBalancer(scope(request), request.params.lbId),
+    }),
   });
 };

@@ -30,8 +30,8 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: NodeParams,
       response: { 200: Node, ...problems(...AUTH_PROBLEMS, 403, 404) },
     },
-    handler: (request, reply) => {
-      const row = nodes.find(request.params.nodeId);
+    handler: async (request, reply) => {
+      const row = await nodes.find(request.params.nodeId);
       return withEtag(reply, row.revision, nodes.view(row));
     },
   });
@@ -46,8 +46,8 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateNode,
       response: { 200: Node, ...problems(...AUTH_PROBLEMS, 403, 404, 412, 413, 415) },
     },
-    handler: (request, reply) => {
-      const row = nodes.update(request.params.nodeId, request.body, request.headers['if-match']);
+    handler: async (request, reply) => {
+      const row = await nodes.update(request.params.nodeId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, nodes.view(row));
     },
   });
@@ -62,7 +62,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: RegisteredNode, ...problems(...AUTH_PROBLEMS, 403, 409, 413, 415, 422) },
     },
     // Not under Idempotency-Key: a replay would have to store the join token to return it again.
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       reply.code(201).header('etag', etagOf(1));
       return nodes.register(request.body);
     },
@@ -78,7 +78,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: NodeParams,
       response: { 201: NodeJoinToken, ...problems(...AUTH_PROBLEMS, 403, 404) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       reply.code(201);
       return nodes.newJoinToken(request.params.nodeId);
     },
@@ -94,8 +94,8 @@ export const nodeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 403, 404, 412) },
     },
-    handler: (request, reply) => {
-      nodes.remove(request.params.nodeId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await nodes.remove(request.params.nodeId, request.headers['if-match']);
       app.controlHub.disconnect(request.params.nodeId, 'node deleted');
       reply.code(204).send(null);
     },

@@ -28,7 +28,7 @@ export const quotaRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TenantParams,
       response: { 200: TenantQuotas, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request) => {
+    handler: async (request) => {
       const { tenantId } = request.params;
       // Another tenant is not found, as any other tenant's resource is for a member.
       if (request.auth.role !== 'admin' && tenantId !== request.auth.tenantId) throw notFound('tenant', tenantId);

@@ -42,8 +42,8 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: Rule, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = rules.create(scope(request), request.params.lbId, request.params.lsnId, request.body);
+      created(app, request, reply, async () => {
+        const row = await rules.create(scope(request), request.params.lbId, request.params.lsnId, request.body);
         return { body: toRule(row), revision: row.revision };
       }),
   });
@@ -55,9 +55,9 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: RuleParams,
       response: { 200: Rule, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, lsnId, ruleId } = request.params;
-      const row = rules.find(scope(request), lbId, lsnId, ruleId);
+      const row = await rules.find(scope(request), lbId, lsnId, ruleId);
       return withEtag(reply, row.revision, toRule(row));
     },
   });
@@ -72,9 +72,9 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateRule,
       response: { 200: Rule, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, lsnId, ruleId } = request.params;
-      const row = rules.update(scope(request), lbId, lsnId, ruleId, request.body, request.headers['if-match']);
+      const row = await rules.update(scope(request), lbId, lsnId, ruleId, request.body, request.headers['if-match']);
       return withEtag(reply, row.revision, toRule(row));
     },
   });
@@ -88,9 +88,9 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 412) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, lsnId, ruleId } = request.params;
-      rules.remove(scope(request), lbId, lsnId, ruleId, request.headers['if-match']);
+      await rules.remove(scope(request), lbId, lsnId, ruleId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });

@@ -55,9 +55,9 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: ServerGroup, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const row = groups.create(scope(request), request.params.lbId, request.body);
-        return { body: groups.toApi(row), revision: row.revision };
+      created(app, request, reply, async () => {
+        const row = await groups.create(scope(request), request.params.lbId, request.body);
+        return { body: await groups.toApi(row), revision: row.revision };
       }),
   });
 
@@ -68,9 +68,9 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: SgParams,
       response: { 200: ServerGroup, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
-      const row = groups.find(scope(request), request.params.lbId, request.params.sgId);
-      return withEtag(reply, row.revision, groups.toApi(row));
+    handler: async (request, reply) => {
+      const row = await groups.find(scope(request), request.params.lbId, request.params.sgId);
+      return withEtag(reply, row.revision, await groups.toApi(row));
     },
   });
 
@@ -84,10 +84,10 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateServerGroup,
       response: { 200: ServerGroup, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, sgId } = request.params;
-      const row = groups.update(scope(request), lbId, sgId, request.body, request.headers['if-match']);
-      return withEtag(reply, row.revision, groups.toApi(row));
+      const row = await groups.update(scope(request), lbId, sgId, request.body, request.headers['if-match']);
+      return withEtag(reply, row.revision, await groups.toApi(row));
     },
   });
 
@@ -100,8 +100,8 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 409, 412) },
     },
-    handler: (request, reply) => {
-      groups.remove(scope(request), request.params.lbId, request.params.sgId, request.headers['if-match']);
+    handler: async (request, reply) => {
+      await groups.remove(scope(request), request.params.lbId, request.params.sgId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });
@@ -117,8 +117,13 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: AddedServers, ...problems(...AUTH_PROBLEMS, 404, 409, 413, 415, 422) },
     },
     handler: (request, reply) =>
-      created(app, request, reply, () => {
-        const rows = groups.addServers(scope(request), request.params.lbId, request.params.sgId, request.body.servers);
+      created(app, request, reply, async () => {
+        const rows = await groups.addServers(
+          scope(request),
+          request.params.lbId,
+          request.params.sgId,
+          request.body.servers,
+        );
         return { body: { items: rows.map(toServer) } };
       }),
   });
@@ -130,9 +135,9 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: SrvParams,
       response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, sgId, srvId } = request.params;
-      const row = groups.findServer(scope(request), lbId, sgId, srvId);
+      const row = await groups.findServer(scope(request), lbId, sgId, srvId);
       return withEtag(reply, row.revision, toServer(row));
     },
   });
@@ -148,9 +153,16 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: UpdateServer,
       response: { 200: Server, ...problems(...AUTH_PROBLEMS, 404, 412, 413, 415, 422) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, sgId, srvId } = request.params;
-      const row = groups.updateServer(scope(request), lbId, sgId, srvId, request.body, request.headers['if-match']);
+      const row = await groups.updateServer(
+        scope(request),
+        lbId,
+        sgId,
+        srvId,
+        request.body,
+        request.headers['if-match'],
+      );
       return withEtag(reply, row.revision, toServer(row));
     },
   });
@@ -164,9 +176,9 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaders,
       response: { 204: NoContent, ...problems(...AUTH_PROBLEMS, 404, 412) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       const { lbId, sgId, srvId } = request.params;
-      groups.removeServer(scope(request), lbId, sgId, srvId, request.headers['if-match']);
+      await groups.removeServer(scope(request), lbId, sgId, srvId, request.headers['if-match']);
       reply.code(204).send(null);
     },
   });

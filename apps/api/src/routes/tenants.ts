@@ -68,7 +68,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateToken,
       response: { 201: CreatedToken, ...problems(...AUTH_PROBLEMS, 403, 404, 413, 415) },
     },
-    handler: (request, reply) => {
+    handler: async (request, reply) => {
       reply.code(201);
       return tenants.createToken(request.params.tenantId, request.body);
     },

@@ -1,4 +1,4 @@
-import { acls, type Db, listeners, loadBalancers, newId } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import type { Acl, AclEntryInput, CreateAcl, ListQuery, UpdateAcl } from '@slb/model';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { cidrProblem } from '../domain/cidr.js';
@@ -7,7 +7,7 @@ import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, tenantFilter, toPage } from './common.js';
 import type { QuotaService } from './quotas.js';
 
-type AclRow = typeof acls.$inferSelect;
+type AclRow = Tables['acls']['$inferSelect'];
 
 export const toAcl = (r: AclRow): Acl => ({
   id: r.id,
@@ -31,33 +31,37 @@ function checkEntries(entries: AclEntryInput[]) {
 
 export class AclService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly quotas?: QuotaService,
   ) {}
 
-  find(scope: Scope, id: string): AclRow {
-    const row = this.db
-      .select()
-      .from(acls)
-      .where(and(eq(acls.id, id), tenantFilter(acls.tenantId, scope)))
-      .get();
+  async find(scope: Scope, id: string): Promise<AclRow> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.acls)
+        .where(and(eq(t.acls.id, id), tenantFilter(t.acls.tenantId, scope))),
+    );
     if (!row) throw notFound('acl', id);
     return row;
   }
 
-  list(scope: Scope, query: ListQuery) {
+  async list(scope: Scope, query: ListQuery) {
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(acls)
-      .where(and(tenantFilter(acls.tenantId, scope), cursorFilter(acls.id, query.cursor)))
-      .orderBy(asc(acls.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.acls)
+        .where(and(tenantFilter(t.acls.tenantId, scope), cursorFilter(t.acls.id, query.cursor)))
+        .orderBy(asc(t.acls.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, toAcl);
   }
 
-  create(auth: AuthContext, input: CreateAcl): AclRow {
+  async create(auth: AuthContext, input: CreateAcl): Promise<AclRow> {
     const now = nowIso();
     const row: AclRow = {
       id: newId('acl'),
@@ -68,55 +72,56 @@ export class AclService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.transaction(
-      () => {
-        this.quotas?.check(auth.tenantId, 'acls', auth.tenantId);
-        this.quotas?.enforce(auth.tenantId, 'entriesPerAcl', 0, row.entries.length);
-        this.db.insert(acls).values(row).run();
-      },
-      { behavior: 'immediate' },
-    );
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      await this.quotas?.check(auth.tenantId, 'acls', auth.tenantId);
+      await this.quotas?.enforce(auth.tenantId, 'entriesPerAcl', 0, row.entries.length);
+      await q.insert(t.acls).values(row);
+    });
     return row;
   }
 
-  update(scope: Scope, id: string, input: UpdateAcl, ifMatch?: string): AclRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, id);
+  update(scope: Scope, id: string, input: UpdateAcl, ifMatch?: string): Promise<AclRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, id);
       checkIfMatch(ifMatch, row.revision);
       const entries = input.entries ? checkEntries(input.entries) : row.entries;
-      this.quotas?.enforce(row.tenantId, 'entriesPerAcl', row.entries.length, entries.length - row.entries.length);
+      await this.quotas?.enforce(
+        row.tenantId,
+        'entriesPerAcl',
+        row.entries.length,
+        entries.length - row.entries.length,
+      );
       const next = {
         name: input.name ?? row.name,
         entries,
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(acls).set(next).where(eq(acls.id, id)).run();
+      await q.update(t.acls).set(next).where(eq(t.acls.id, id));
       // Listeners using this ACL get a new config on every LB that has one.
-      const lbIds = this.db
-        .selectDistinct({ id: listeners.loadBalancerId })
-        .from(listeners)
-        .where(eq(listeners.aclId, id))
-        .all()
-        .map((l) => l.id);
+      const lbIds = (
+        await q.selectDistinct({ id: t.listeners.loadBalancerId }).from(t.listeners).where(eq(t.listeners.aclId, id))
+      ).map((l) => l.id);
       if (lbIds.length > 0) {
-        this.db
-          .update(loadBalancers)
-          .set({ configVersion: sql`${loadBalancers.configVersion} + 1` })
-          .where(inArray(loadBalancers.id, lbIds))
-          .run();
+        await q
+          .update(t.loadBalancers)
+          .set({ configVersion: sql`${t.loadBalancers.configVersion} + 1` })
+          .where(inArray(t.loadBalancers.id, lbIds));
       }
       return { ...row, ...next };
     });
   }
 
-  remove(scope: Scope, id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(scope, id);
+  async remove(scope: Scope, id: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.find(scope, id);
       checkIfMatch(ifMatch, row.revision);
-      const users = this.db.select({ id: listeners.id }).from(listeners).where(eq(listeners.aclId, id)).all();
+      const users = await q.select({ id: t.listeners.id }).from(t.listeners).where(eq(t.listeners.aclId, id));
       if (users.length > 0) throw new ApiError('in_use', `acl ${id} is used by ${users.map((u) => u.id).join(', ')}`);
-      this.db.delete(acls).where(eq(acls.id, id)).run();
+      await q.delete(t.acls).where(eq(t.acls.id, id));
     });
   }
 }

@@ -1,4 +1,4 @@
-import { addressHolds, addressPools, type Db, loadBalancers, newId } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import {
   type AddressPool,
   type CreateAddressPool,
@@ -15,7 +15,7 @@ import { ApiError, notFound, unprocessable } from '../errors.js';
 import { cursorFilter, nowIso, toPage } from './common.js';
 import { poolAddressCount } from './usage-counts.js';
 
-export type AddressPoolRow = typeof addressPools.$inferSelect;
+export type AddressPoolRow = Tables['addressPools']['$inferSelect'];
 
 /** The local cloud's pool: loopback apart from the node addresses (127.0.0.x); Linux binds all of 127/8. */
 export const DEFAULT_ADDRESS_POOLS = ['127.1.0.0/16'];
@@ -25,16 +25,18 @@ export const networkOf = (pool: AddressPoolRow): IpNetwork => parseNetwork(pool.
 
 /** The VIP pools of the L4 cluster, cluster-wide: admin only. */
 export class AddressPoolService {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly store: Store) {}
 
-  toApi(row: AddressPoolRow): AddressPool {
-    const allocated = poolAddressCount(this.db, row.id);
-    const held =
-      this.db
+  async toApi(row: AddressPoolRow): Promise<AddressPool> {
+    const { t } = this.store;
+    const allocated = await poolAddressCount(this.store, row.id);
+    const [holds] = await this.store.read((q) =>
+      q
         .select({ n: count() })
-        .from(addressHolds)
-        .where(and(eq(addressHolds.poolId, row.id), gt(addressHolds.holdUntil, nowIso())))
-        .get()?.n ?? 0;
+        .from(t.addressHolds)
+        .where(and(eq(t.addressHolds.poolId, row.id), gt(t.addressHolds.holdUntil, nowIso()))),
+    );
+    const held = holds?.n ?? 0;
     return {
       id: row.id,
       cidr: row.cidr,
@@ -48,86 +50,84 @@ export class AddressPoolService {
   }
 
   /** Every pool, oldest first: the order VIPs are allocated in. */
-  all(): AddressPoolRow[] {
-    return this.db.select().from(addressPools).orderBy(asc(addressPools.id)).all();
+  all(): Promise<AddressPoolRow[]> {
+    const { t } = this.store;
+    return this.store.read((q) => q.select().from(t.addressPools).orderBy(asc(t.addressPools.id)));
   }
 
-  find(id: string): AddressPoolRow {
-    const row = this.db.select().from(addressPools).where(eq(addressPools.id, id)).get();
+  async find(id: string): Promise<AddressPoolRow> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) => q.select().from(t.addressPools).where(eq(t.addressPools.id, id)));
     if (!row) throw notFound('address pool', id);
     return row;
   }
 
-  list(query: ListQuery) {
+  async list(query: ListQuery) {
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(addressPools)
-      .where(cursorFilter(addressPools.id, query.cursor))
-      .orderBy(asc(addressPools.id))
-      .limit(limit + 1)
-      .all();
-    return toPage(rows, limit, (r) => this.toApi(r));
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.addressPools)
+        .where(cursorFilter(t.addressPools.id, query.cursor))
+        .orderBy(asc(t.addressPools.id))
+        .limit(limit + 1),
+    );
+    const page = toPage(rows, limit, (r) => r);
+    return { ...page, items: await Promise.all(page.items.map((r) => this.toApi(r))) };
   }
 
-  create(input: CreateAddressPool): AddressPoolRow {
+  create(input: CreateAddressPool): Promise<AddressPoolRow> {
     const problem = cidrProblem(input.cidr);
     const network = problem === null ? parseNetwork(input.cidr) : null;
     if (network === null) throw unprocessable('/cidr', problem ?? 'not a CIDR');
-    return this.db.transaction(
-      () => {
-        // Two pools sharing an address would hand it out twice.
-        const clash = this.all().find((p) => networksOverlap(networkOf(p), network));
-        if (clash) {
-          throw new ApiError(
-            'address_pool_overlap',
-            `${formatNetwork(network)} overlaps address pool ${clash.id} (${clash.cidr})`,
-            [{ path: '/body/cidr', message: `overlaps ${clash.cidr}` }],
-          );
-        }
-        const now = nowIso();
-        const row: AddressPoolRow = {
-          id: newId('addressPool'),
-          cidr: formatNetwork(network),
-          description: input.description ?? '',
-          createdAt: now,
-          updatedAt: now,
-        };
-        this.db.insert(addressPools).values(row).run();
-        return row;
-      },
-      { behavior: 'immediate' },
-    );
+    return this.store.write(async (q) => {
+      // Two pools sharing an address would hand it out twice.
+      const clash = (await this.all()).find((p) => networksOverlap(networkOf(p), network));
+      if (clash) {
+        throw new ApiError(
+          'address_pool_overlap',
+          `${formatNetwork(network)} overlaps address pool ${clash.id} (${clash.cidr})`,
+          [{ path: '/body/cidr', message: `overlaps ${clash.cidr}` }],
+        );
+      }
+      const now = nowIso();
+      const row: AddressPoolRow = {
+        id: newId('addressPool'),
+        cidr: formatNetwork(network),
+        description: input.description ?? '',
+        createdAt: now,
+        updatedAt: now,
+      };
+      await q.insert(this.store.t.addressPools).values(row);
+      return row;
+    });
   }
 
   /** Held addresses go with the pool: only load balancers still on it keep it. */
-  remove(id: string): void {
-    this.db.transaction(() => {
-      this.find(id);
-      const users = this.db
-        .select({ n: count() })
-        .from(loadBalancers)
-        .where(eq(loadBalancers.addressPoolId, id))
-        .get()?.n;
+  async remove(id: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      await this.find(id);
+      const [lbs] = await q.select({ n: count() }).from(t.loadBalancers).where(eq(t.loadBalancers.addressPoolId, id));
+      const users = lbs?.n;
       if (users) {
         throw new ApiError(
           'address_pool_in_use',
           `address pool ${id} still has ${users} load balancer address(es) allocated: delete those load balancers first`,
         );
       }
-      this.db.delete(addressPools).where(eq(addressPools.id, id)).run();
+      await q.delete(t.addressPools).where(eq(t.addressPools.id, id));
     });
   }
 
   /** At start: a deployment without pools gets the configured ones (none when the list is empty). */
-  seed(cidrs: string[]): number {
-    return this.db.transaction(
-      () => {
-        if (this.db.select({ n: count() }).from(addressPools).get()?.n) return 0;
-        for (const cidr of cidrs) this.create({ cidr, description: 'from SLB_ADDRESS_POOLS' });
-        return cidrs.length;
-      },
-      { behavior: 'immediate' },
-    );
+  seed(cidrs: string[]): Promise<number> {
+    return this.store.write(async (q) => {
+      const [pools] = await q.select({ n: count() }).from(this.store.t.addressPools);
+      if (pools?.n) return 0;
+      for (const cidr of cidrs) await this.create({ cidr, description: 'from SLB_ADDRESS_POOLS' });
+      return cidrs.length;
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { addressPools, type Db, listeners, nodes, rules, servers, tenantBackendNetworks, tenants } from '@slb/db';
+import { addressPools, type Db, nodes, type Store } from '@slb/db';
 import {
   BACKEND_DENY_MESSAGES,
   type BackendNetworks,
@@ -21,6 +21,26 @@ import { eq, inArray, or } from 'drizzle-orm';
 import { cidrProblem } from '../domain/cidr.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { nowIso } from './common.js';
+
+/**
+ * The deny set: static entries, every node address a node owns (not the host's shared loopback), and the
+ * VIP pools: a server at a VIP would make the nodes connect, from their own addresses, to an LB they carry
+ * (a loop through the data plane, with the node's address as the source another tenant's LB trusts).
+ */
+function denyRulesOf(staticDeny: DenyRule[], nodeAddresses: string[], poolCidrs: string[]): DenyRule[] {
+  const rules: DenyRule[] = [];
+  for (const address of nodeAddresses) {
+    const parsed = parseIp(address);
+    if (parsed === null || SHARED_LOOPBACK.has(formatIp(parsed))) continue;
+    const network = parseNetwork(address);
+    if (network !== null) rules.push({ network, port: null });
+  }
+  for (const cidr of poolCidrs) {
+    const network = parseNetwork(cidr);
+    if (network !== null) rules.push({ network, port: null });
+  }
+  return [...staticDeny, ...rules];
+}
 
 /** What the operator configured: the default networks of tenants without their own, and extra deny entries. */
 export interface BackendPolicyOptions {
@@ -86,40 +106,54 @@ export class BackendPolicyService {
   private readonly staticDeny: DenyRule[];
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     options: BackendPolicyOptions,
   ) {
     this.defaults = parseAll(options.defaultNetworks, parseNetwork, 'default backend networks');
     this.staticDeny = parseAll(options.deny, parseDenyRule, 'backend deny');
   }
 
-  get(tenantId: string): BackendNetworks {
-    const tenant = this.db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).get();
+  async get(tenantId: string): Promise<BackendNetworks> {
+    const { t } = this.store;
+    const [tenant] = await this.store.read((q) =>
+      q.select({ id: t.tenants.id }).from(t.tenants).where(eq(t.tenants.id, tenantId)),
+    );
     if (!tenant) throw notFound('tenant', tenantId);
-    const row = this.db.select().from(tenantBackendNetworks).where(eq(tenantBackendNetworks.tenantId, tenantId)).get();
-    const serversOutside = this.countRefused(tenantId);
+    const row = await this.ownNetworks(tenantId);
+    const serversOutside = await this.countRefused(tenantId);
     return row
       ? { tenantId, networks: row.networks, isDefault: false, updatedAt: row.updatedAt, serversOutside }
       : { tenantId, networks: this.defaults.map(formatNetwork), isDefault: true, updatedAt: null, serversOutside };
   }
 
   /** How many of the tenant's servers the policy would refuse today, on their own port. */
-  private countRefused(tenantId: string): number {
-    const policy: BackendPolicy = { allowedNetworks: this.networksOf(tenantId), deny: this.denyRules() };
-    const rows = this.db
-      .select({ address: servers.address, port: servers.port })
-      .from(servers)
-      .where(eq(servers.tenantId, tenantId))
-      .all();
+  private async countRefused(tenantId: string): Promise<number> {
+    const { t } = this.store;
+    const policy: BackendPolicy = { allowedNetworks: await this.networksOf(tenantId), deny: await this.denyRules() };
+    const rows = await this.store.read((q) =>
+      q
+        .select({ address: t.servers.address, port: t.servers.port })
+        .from(t.servers)
+        .where(eq(t.servers.tenantId, tenantId)),
+    );
     return rows.filter((r) => !checkBackend(r.address, r.port, policy).allowed).length;
   }
 
+  private async ownNetworks(tenantId: string) {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q.select().from(t.tenantBackendNetworks).where(eq(t.tenantBackendNetworks.tenantId, tenantId)),
+    );
+    return row;
+  }
+
   /** Sets (or with null clears) a tenant's own networks. Existing servers stay; see README "Security model". */
-  put(tenantId: string, networks: string[] | null): BackendNetworks {
-    return this.db.transaction(() => {
-      this.get(tenantId);
+  put(tenantId: string, networks: string[] | null): Promise<BackendNetworks> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      await this.get(tenantId);
       if (networks === null) {
-        this.db.delete(tenantBackendNetworks).where(eq(tenantBackendNetworks.tenantId, tenantId)).run();
+        await q.delete(t.tenantBackendNetworks).where(eq(t.tenantBackendNetworks.tenantId, tenantId));
         return this.get(tenantId);
       }
       const canonical = networks.map((cidr, i) => {
@@ -130,65 +164,64 @@ export class BackendPolicyService {
       });
       const now = nowIso();
       const row = { tenantId, networks: [...new Set(canonical)], createdAt: now, updatedAt: now };
-      this.db
-        .insert(tenantBackendNetworks)
+      await q
+        .insert(t.tenantBackendNetworks)
         .values(row)
         .onConflictDoUpdate({
-          target: tenantBackendNetworks.tenantId,
+          target: t.tenantBackendNetworks.tenantId,
           set: { networks: row.networks, updatedAt: now },
-        })
-        .run();
+        });
       return this.get(tenantId);
     });
   }
 
   /** Nodes on the host's shared loopback address (a development setup): see loopsThroughSharedNode. */
-  private sharedNodeAddresses(): IpValue[] {
-    return this.db
-      .selectDistinct({ address: nodes.address })
-      .from(nodes)
-      .all()
-      .map((n) => parseIp(n.address))
+  private async sharedNodeAddresses(): Promise<IpValue[]> {
+    return (await this.nodeAddresses())
+      .map((address) => parseIp(address))
       .filter((a): a is IpValue => a !== null && SHARED_LOOPBACK.has(formatIp(a)));
   }
 
+  private async nodeAddresses(): Promise<string[]> {
+    const { t } = this.store;
+    const rows = await this.store.read((q) => q.selectDistinct({ address: t.nodes.address }).from(t.nodes));
+    return rows.map((n) => n.address);
+  }
+
+  /** The deny set now (denyRulesOf). */
+  async denyRules(): Promise<DenyRule[]> {
+    const { t } = this.store;
+    const pools = await this.store.read((q) => q.select({ cidr: t.addressPools.cidr }).from(t.addressPools));
+    return denyRulesOf(
+      this.staticDeny,
+      await this.nodeAddresses(),
+      pools.map((p) => p.cidr),
+    );
+  }
+
   /**
-   * The deny set: static entries, every node address a node owns (not the host's shared loopback), and the
-   * VIP pools: a server at a VIP would make the nodes connect, from their own addresses, to an LB they carry
-   * (a loop through the data plane, with the node's address as the source another tenant's LB trusts).
+   * The deny set as the nodes receive it in their snapshot, read synchronously for the control hub (which
+   * still compiles on the SQLite connection, issue 23).
    */
-  denyRules(): DenyRule[] {
-    const owned = this.db
+  snapshotDeny(db: Db): SnapshotBackendDeny[] {
+    const nodeAddresses = db
       .selectDistinct({ address: nodes.address })
       .from(nodes)
       .all()
-      .map((n) => n.address)
-      .filter((a) => {
-        const parsed = parseIp(a);
-        return parsed !== null && !SHARED_LOOPBACK.has(formatIp(parsed));
-      });
-    const nodeRules: DenyRule[] = [];
-    for (const address of owned) {
-      const network = parseNetwork(address);
-      if (network !== null) nodeRules.push({ network, port: null });
-    }
-    for (const pool of this.db.select({ cidr: addressPools.cidr }).from(addressPools).all()) {
-      const network = parseNetwork(pool.cidr);
-      if (network !== null) nodeRules.push({ network, port: null });
-    }
-    return [...this.staticDeny, ...nodeRules];
-  }
-
-  /** The deny set as the nodes receive it in their snapshot. */
-  snapshotDeny(): SnapshotBackendDeny[] {
-    return this.denyRules().map((r) => ({
+      .map((n) => n.address);
+    const pools = db.select({ cidr: addressPools.cidr }).from(addressPools).all();
+    return denyRulesOf(
+      this.staticDeny,
+      nodeAddresses,
+      pools.map((p) => p.cidr),
+    ).map((r) => ({
       cidr: formatNetwork(r.network),
       ...(r.port === null ? {} : { port: r.port }),
     }));
   }
 
-  private networksOf(tenantId: string): IpNetwork[] {
-    const row = this.db.select().from(tenantBackendNetworks).where(eq(tenantBackendNetworks.tenantId, tenantId)).get();
+  private async networksOf(tenantId: string): Promise<IpNetwork[]> {
+    const row = await this.ownNetworks(tenantId);
     if (!row) return this.defaults;
     return row.networks.map((n) => parseNetwork(n)).filter((n): n is IpNetwork => n !== null);
   }
@@ -197,23 +230,27 @@ export class BackendPolicyService {
    * Ports the listeners using these groups make the cloud connect to besides the servers' own: a
    * listener's backendPort and its health check's port (directly, or through a forwarding rule).
    */
-  listenerPorts(groupIds: readonly string[]): number[] {
+  async listenerPorts(groupIds: readonly string[]): Promise<number[]> {
     if (groupIds.length === 0) return [];
-    const viaRules = this.db
-      .select({ id: rules.listenerId })
-      .from(rules)
-      .where(inArray(rules.serverGroupId, [...groupIds]))
-      .all()
-      .map((r) => r.id);
-    const rows = this.db
-      .select({ backendPort: listeners.backendPort, healthCheck: listeners.healthCheck })
-      .from(listeners)
-      .where(
-        viaRules.length > 0
-          ? or(inArray(listeners.serverGroupId, [...groupIds]), inArray(listeners.id, viaRules))
-          : inArray(listeners.serverGroupId, [...groupIds]),
+    const { t } = this.store;
+    const viaRules = (
+      await this.store.read((q) =>
+        q
+          .select({ id: t.rules.listenerId })
+          .from(t.rules)
+          .where(inArray(t.rules.serverGroupId, [...groupIds])),
       )
-      .all();
+    ).map((r) => r.id);
+    const rows = await this.store.read((q) =>
+      q
+        .select({ backendPort: t.listeners.backendPort, healthCheck: t.listeners.healthCheck })
+        .from(t.listeners)
+        .where(
+          viaRules.length > 0
+            ? or(inArray(t.listeners.serverGroupId, [...groupIds]), inArray(t.listeners.id, viaRules))
+            : inArray(t.listeners.serverGroupId, [...groupIds]),
+        ),
+    );
     const ports = new Set<number>();
     for (const r of rows) {
       if (r.backendPort !== null) ports.add(r.backendPort);
@@ -223,22 +260,22 @@ export class BackendPolicyService {
   }
 
   /** Throws 422 backend_address_denied naming every refused field (the first 20) and why. */
-  check(tenantId: string, endpoints: readonly BackendEndpoint[]): void {
+  async check(tenantId: string, endpoints: readonly BackendEndpoint[]): Promise<void> {
     if (endpoints.length === 0) return;
-    const policy: BackendPolicy = { allowedNetworks: this.networksOf(tenantId), deny: this.denyRules() };
+    const { t } = this.store;
+    const policy: BackendPolicy = { allowedNetworks: await this.networksOf(tenantId), deny: await this.denyRules() };
     const errors: FieldError[] = [];
-    const shared = this.sharedNodeAddresses();
-    let frontend: Set<number> | undefined;
-    const frontendPorts = () => {
-      frontend ??= new Set(
-        this.db
-          .selectDistinct({ port: listeners.port })
-          .from(listeners)
-          .all()
-          .map((l) => l.port),
-      );
-      return frontend;
-    };
+    const shared = await this.sharedNodeAddresses();
+    // Read only when a server is on a shared node address (a development setup): every listener's port.
+    const frontend =
+      shared.length === 0
+        ? new Set<number>()
+        : new Set(
+            (await this.store.read((q) => q.selectDistinct({ port: t.listeners.port }).from(t.listeners))).map(
+              (l) => l.port,
+            ),
+          );
+    const frontendPorts = () => frontend;
     for (const e of endpoints) {
       for (const port of new Set(e.ports)) {
         let verdict = checkBackend(e.address, port, policy);

@@ -55,6 +55,10 @@ export function checkIfMatch(ifMatch: string | undefined, revision: number): voi
   throw new ApiError('precondition_failed', `If-Match ${ifMatch} does not match the current ETag ${current}`);
 }
 
+/** A unique index refused the write: SQLite's code or PostgreSQL's (23505), drizzle's wrapping undone. */
 export function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+  for (let e = err as { code?: string; cause?: unknown } | null; e; e = e.cause as typeof e) {
+    if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === '23505') return true;
+  }
+  return false;
 }

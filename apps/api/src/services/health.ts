@@ -1,4 +1,4 @@
-import { type Db, listeners, rules, serverHealth, servers } from '@slb/db';
+import type { Store } from '@slb/db';
 import { coarseReason } from '@slb/health';
 import type { ServerHealth } from '@slb/model';
 import { asc, eq, inArray } from 'drizzle-orm';
@@ -11,42 +11,34 @@ import type { LoadBalancerService } from './load-balancers.js';
  */
 export class HealthService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly lbs: LoadBalancerService,
   ) {}
 
-  forLoadBalancer(scope: Scope, lbId: string): ServerHealth[] {
-    this.lbs.find(scope, lbId);
-    const lbListeners = this.db
-      .select()
-      .from(listeners)
-      .where(eq(listeners.loadBalancerId, lbId))
-      .orderBy(asc(listeners.id))
-      .all();
+  async forLoadBalancer(scope: Scope, lbId: string): Promise<ServerHealth[]> {
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
+    const lbListeners = await this.store.read((q) =>
+      q.select().from(t.listeners).where(eq(t.listeners.loadBalancerId, lbId)).orderBy(asc(t.listeners.id)),
+    );
     if (lbListeners.length === 0) return [];
     const listenerIds = lbListeners.map((l) => l.id);
-    const ruleGroups = this.db
-      .select({ listenerId: rules.listenerId, serverGroupId: rules.serverGroupId })
-      .from(rules)
-      .where(inArray(rules.listenerId, listenerIds))
-      .all();
+    const ruleGroups = await this.store.read((q) =>
+      q
+        .select({ listenerId: t.rules.listenerId, serverGroupId: t.rules.serverGroupId })
+        .from(t.rules)
+        .where(inArray(t.rules.listenerId, listenerIds)),
+    );
     const groupsOf = new Map(lbListeners.map((l) => [l.id, new Set([l.serverGroupId])]));
     for (const r of ruleGroups) groupsOf.get(r.listenerId)?.add(r.serverGroupId);
     const groupIds = [...new Set([...groupsOf.values()].flatMap((s) => [...s]))];
-    const members = this.db
-      .select()
-      .from(servers)
-      .where(inArray(servers.serverGroupId, groupIds))
-      .orderBy(asc(servers.id))
-      .all();
-    const reports = new Map(
-      this.db
-        .select()
-        .from(serverHealth)
-        .where(inArray(serverHealth.listenerId, listenerIds))
-        .all()
-        .map((h) => [`${h.listenerId}/${h.serverId}`, h]),
+    const members = await this.store.read((q) =>
+      q.select().from(t.servers).where(inArray(t.servers.serverGroupId, groupIds)).orderBy(asc(t.servers.id)),
     );
+    const stored = await this.store.read((q) =>
+      q.select().from(t.serverHealth).where(inArray(t.serverHealth.listenerId, listenerIds)),
+    );
+    const reports = new Map(stored.map((h) => [`${h.listenerId}/${h.serverId}`, h]));
     const items: ServerHealth[] = [];
     for (const listener of lbListeners) {
       const checked = listener.status === 'running' && listener.healthCheck.enabled;

@@ -1,6 +1,5 @@
-import type { Db, Store } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { QuotaLimits } from '@slb/model';
-import type Database from 'better-sqlite3';
 import { AclService } from './acls.js';
 import { AddressPoolService } from './address-pools.js';
 import type { Authenticator } from './auth.js';
@@ -17,8 +16,6 @@ import { TenantService } from './tenants.js';
 import { VipAllocator } from './vip-allocator.js';
 
 export interface ServiceOptions {
-  db: Db;
-  sqlite: Database.Database;
   /** The async store: services moved onto it run on either engine (issue 23). */
   store: Store;
   /** The request authenticator, read when a tenant's tokens change (it caches them). */
@@ -41,8 +38,6 @@ export interface ServiceOptions {
 }
 
 export function createServices({
-  db,
-  sqlite,
   store,
   authenticator,
   runtime,
@@ -54,13 +49,13 @@ export function createServices({
   listenerErrors,
   nodeLiveness,
 }: ServiceOptions) {
-  const quotas = new QuotaService(db, quotaDefaults);
-  const addressPools = new AddressPoolService(db);
-  const vips = new VipAllocator(db, addressPools, vipHoldSeconds);
-  const loadBalancers = new LoadBalancerService(db, sqlite, runtime, dnsZone, quotas, vips);
-  const policy = new BackendPolicyService(db, backendPolicy);
-  const serverGroups = new ServerGroupService(db, loadBalancers, policy, quotas);
-  const listeners = new ListenerService(db, loadBalancers, serverGroups, quotas, listenerErrors);
+  const quotas = new QuotaService(store, quotaDefaults);
+  const addressPools = new AddressPoolService(store);
+  const vips = new VipAllocator(store, addressPools, vipHoldSeconds);
+  const loadBalancers = new LoadBalancerService(store, runtime, dnsZone, quotas, vips);
+  const policy = new BackendPolicyService(store, backendPolicy);
+  const serverGroups = new ServerGroupService(store, loadBalancers, policy, quotas);
+  const listeners = new ListenerService(store, loadBalancers, serverGroups, quotas, listenerErrors);
   return {
     quotas,
     addressPools,
@@ -69,12 +64,12 @@ export function createServices({
     backendPolicy: policy,
     serverGroups,
     listeners,
-    rules: new RuleService(db, loadBalancers, listeners, serverGroups, quotas),
-    certificates: new CertificateService(db, quotas, sealSecret),
-    acls: new AclService(db, quotas),
-    nodes: new NodeService(db, nodeLiveness),
+    rules: new RuleService(store, loadBalancers, listeners, serverGroups, quotas),
+    certificates: new CertificateService(store, quotas, sealSecret),
+    acls: new AclService(store, quotas),
+    nodes: new NodeService(store, nodeLiveness),
     tenants: new TenantService(store, authenticator),
-    health: new HealthService(db, loadBalancers),
+    health: new HealthService(store, loadBalancers),
   };
 }
 export type Services = ReturnType<typeof createServices>;

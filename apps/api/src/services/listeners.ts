@@ -1,4 +1,4 @@
-import { acls, certificates, type Db, listeners, newId, rules } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import {
   type CreateListener,
   type Listener,
@@ -19,7 +19,7 @@ import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 import { fleetCount } from './usage-counts.js';
 
-export type ListenerRow = typeof listeners.$inferSelect;
+export type ListenerRow = Tables['listeners']['$inferSelect'];
 
 /** The nodes that cannot bind a listener's VIP:port, and why: the control hub knows, the database does not. */
 export type ListenerRuntimeView = (listenerId: string) => ListenerBindError[];
@@ -52,7 +52,7 @@ function settingsColumns(s: ListenerSettings) {
 
 export class ListenerService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
     private readonly quotas?: QuotaService,
@@ -74,42 +74,46 @@ export class ListenerService {
     };
   }
 
-  find(scope: Scope, lbId: string, id: string): ListenerRow {
-    this.lbs.find(scope, lbId);
-    const row = this.db
-      .select()
-      .from(listeners)
-      .where(and(eq(listeners.id, id), eq(listeners.loadBalancerId, lbId)))
-      .get();
+  async find(scope: Scope, lbId: string, id: string): Promise<ListenerRow> {
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.listeners)
+        .where(and(eq(t.listeners.id, id), eq(t.listeners.loadBalancerId, lbId))),
+    );
     if (!row) throw notFound('listener', id);
     return row;
   }
 
-  list(scope: Scope, lbId: string, query: ListQuery) {
-    this.lbs.find(scope, lbId);
+  async list(scope: Scope, lbId: string, query: ListQuery) {
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(listeners)
-      .where(and(eq(listeners.loadBalancerId, lbId), cursorFilter(listeners.id, query.cursor)))
-      .orderBy(asc(listeners.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.listeners)
+        .where(and(eq(t.listeners.loadBalancerId, lbId), cursorFilter(t.listeners.id, query.cursor)))
+        .orderBy(asc(t.listeners.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, (r) => this.toApi(r));
   }
 
   /** Certificates and ACLs are tenant resources: one the tenant does not own is simply not found. */
-  private checkReferences(tenantId: string, s: ListenerSettings): void {
+  private async checkReferences(tenantId: string, s: ListenerSettings): Promise<void> {
+    const { t } = this.store;
     const certIds = [...(s.certificateId ? [s.certificateId] : []), ...s.additionalCertificateIds];
     if (certIds.length > 0) {
-      const found = new Set(
-        this.db
-          .select({ id: certificates.id })
-          .from(certificates)
-          .where(and(inArray(certificates.id, certIds), eq(certificates.tenantId, tenantId)))
-          .all()
-          .map((c) => c.id),
+      const rows = await this.store.read((q) =>
+        q
+          .select({ id: t.certificates.id })
+          .from(t.certificates)
+          .where(and(inArray(t.certificates.id, certIds), eq(t.certificates.tenantId, tenantId))),
       );
+      const found = new Set(rows.map((c) => c.id));
       if (s.certificateId && !found.has(s.certificateId)) {
         throw unprocessable('/certificateId', `certificate ${s.certificateId} not found`);
       }
@@ -122,11 +126,13 @@ export class ListenerService {
       }
     }
     if (s.acl) {
-      const acl = this.db
-        .select({ id: acls.id })
-        .from(acls)
-        .where(and(eq(acls.id, s.acl.aclId), eq(acls.tenantId, tenantId)))
-        .get();
+      const { aclId } = s.acl;
+      const [acl] = await this.store.read((q) =>
+        q
+          .select({ id: t.acls.id })
+          .from(t.acls)
+          .where(and(eq(t.acls.id, aclId), eq(t.acls.tenantId, tenantId))),
+      );
       if (!acl) throw unprocessable('/acl/aclId', `acl ${s.acl.aclId} not found`);
     }
   }
@@ -135,18 +141,20 @@ export class ListenerService {
    * Each LB has its own VIP, so a frontend port is unique per LB and transport only: another LB (any
    * tenant's) may use the same port. Checked first for a clear answer; the unique index still decides.
    */
-  private checkPortFree(lbId: string, protocol: ListenerRow['protocol'], port: number): void {
-    const clash = this.db
-      .select({ id: listeners.id })
-      .from(listeners)
-      .where(
-        and(
-          eq(listeners.loadBalancerId, lbId),
-          eq(listeners.transport, transportOf(protocol)),
-          eq(listeners.port, port),
+  private async checkPortFree(lbId: string, protocol: ListenerRow['protocol'], port: number): Promise<void> {
+    const { t } = this.store;
+    const [clash] = await this.store.read((q) =>
+      q
+        .select({ id: t.listeners.id })
+        .from(t.listeners)
+        .where(
+          and(
+            eq(t.listeners.loadBalancerId, lbId),
+            eq(t.listeners.transport, transportOf(protocol)),
+            eq(t.listeners.port, port),
+          ),
         ),
-      )
-      .get();
+    );
     if (clash) throw this.portConflict(lbId, protocol, port);
   }
 
@@ -155,8 +163,8 @@ export class ListenerService {
    * every other LB's changes on it. Any LB can come to be on any L4 node, and every L7 node serves every
    * http/https listener, so the bound is the fleet's.
    */
-  private checkFleetRoom(): void {
-    if (fleetCount(this.db, 'listeners') < MAX_LISTENERS_PER_NODE) return;
+  private async checkFleetRoom(): Promise<void> {
+    if ((await fleetCount(this.store, 'listeners')) < MAX_LISTENERS_PER_NODE) return;
     throw new ApiError(
       'conflict',
       `the fleet already serves ${MAX_LISTENERS_PER_NODE} listeners, the most a node runs: delete one first`,
@@ -169,24 +177,25 @@ export class ListenerService {
     ]);
   }
 
-  create(scope: Scope, lbId: string, input: CreateListener): ListenerRow {
-    return this.db.transaction(() => {
-      const lb = this.lbs.find(scope, lbId);
+  create(scope: Scope, lbId: string, input: CreateListener): Promise<ListenerRow> {
+    const { t } = this.store;
+    return this.store.write(async () => {
+      const lb = await this.lbs.find(scope, lbId);
       const { protocol, port, serverGroupId, ...options } = input;
       const settings = resolveSettings(protocol, options, defaultSettings(protocol));
-      this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
-      this.checkReferences(lb.tenantId, settings);
-      this.groups.checkListenerBackends(lb.tenantId, [serverGroupId], backendPortsOf(settings));
+      await this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
+      await this.checkReferences(lb.tenantId, settings);
+      await this.groups.checkListenerBackends(lb.tenantId, [serverGroupId], backendPortsOf(settings));
       const transport = transportOf(protocol);
-      this.checkPortFree(lbId, protocol, port);
-      this.checkFleetRoom();
-      this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
+      await this.checkPortFree(lbId, protocol, port);
+      await this.checkFleetRoom();
+      await this.quotas?.check(lb.tenantId, 'listenersPerLoadBalancer', lbId);
       // checkFleetRoom bounds every tenant's listeners at MAX_LISTENERS_PER_NODE: a tenant allowed that many
       // (the system tenant) needs no count of its own, a second pass over its listeners on every create.
-      if ((this.quotas?.limitOf(lb.tenantId, 'listeners') ?? 0) < MAX_LISTENERS_PER_NODE) {
-        this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
+      if (((await this.quotas?.limitOf(lb.tenantId, 'listeners')) ?? 0) < MAX_LISTENERS_PER_NODE) {
+        await this.quotas?.check(lb.tenantId, 'listeners', lb.tenantId);
       }
-      const backends = this.quotas?.growth(lb.tenantId, 'backends');
+      const backends = await this.quotas?.growth(lb.tenantId, 'backends');
       const now = nowIso();
       const row: ListenerRow = {
         id: newId('listener'),
@@ -198,74 +207,77 @@ export class ListenerService {
         serverGroupId,
         status: 'running',
         ...settingsColumns(settings),
-        l7Port: servedByL7(protocol) ? allocateL7Port(this.db) : null,
+        l7Port: servedByL7(protocol) ? await allocateL7Port(this.store) : null,
         revision: 1,
         createdAt: now,
         updatedAt: now,
       };
       try {
-        this.db.insert(listeners).values(row).run();
+        // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
+        await this.store.write((q) => q.insert(t.listeners).values(row));
       } catch (err) {
         if (isUniqueViolation(err)) throw this.portConflict(lbId, protocol, port);
         throw err;
       }
-      backends?.check();
-      this.lbs.bumpConfig(lbId);
+      await backends?.check();
+      await this.lbs.bumpConfig(lbId);
       return row;
     });
   }
 
-  update(scope: Scope, lbId: string, id: string, input: UpdateListener, ifMatch?: string): ListenerRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, lbId, id);
+  update(scope: Scope, lbId: string, id: string, input: UpdateListener, ifMatch?: string): Promise<ListenerRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, id);
       checkIfMatch(ifMatch, row.revision);
       const { serverGroupId, ...options } = input;
       const settings = resolveSettings(row.protocol, options, settingsOf(row));
-      if (serverGroupId !== undefined) this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
-      this.checkReferences(row.tenantId, settings);
-      const ruleGroups = this.db
-        .select({ id: rules.serverGroupId })
-        .from(rules)
-        .where(eq(rules.listenerId, id))
-        .all()
-        .map((r) => r.id);
-      this.groups.checkListenerBackends(
+      if (serverGroupId !== undefined) {
+        await this.groups.resolveReference(scope, lbId, serverGroupId, '/serverGroupId');
+      }
+      await this.checkReferences(row.tenantId, settings);
+      const ruleGroups = (
+        await q.select({ id: t.rules.serverGroupId }).from(t.rules).where(eq(t.rules.listenerId, id))
+      ).map((r) => r.id);
+      await this.groups.checkListenerBackends(
         row.tenantId,
         [...new Set([serverGroupId ?? row.serverGroupId, ...ruleGroups])],
         backendPortsOf(settings),
       );
 
-      const backends = serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
+      const backends = serverGroupId === undefined ? undefined : await this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         serverGroupId: serverGroupId ?? row.serverGroupId,
         ...settingsColumns(settings),
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
-      backends?.check();
-      this.lbs.bumpConfig(lbId);
+      await q.update(t.listeners).set(next).where(eq(t.listeners.id, id));
+      await backends?.check();
+      await this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });
   }
 
-  setStatus(scope: Scope, lbId: string, id: string, status: ListenerRow['status']): ListenerRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, lbId, id);
+  setStatus(scope: Scope, lbId: string, id: string, status: ListenerRow['status']): Promise<ListenerRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, id);
       if (row.status === status) return row;
       const next = { status, revision: row.revision + 1, updatedAt: nowIso() };
-      this.db.update(listeners).set(next).where(eq(listeners.id, id)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.update(t.listeners).set(next).where(eq(t.listeners.id, id));
+      await this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });
   }
 
-  remove(scope: Scope, lbId: string, id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(scope, lbId, id);
+  async remove(scope: Scope, lbId: string, id: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, id);
       checkIfMatch(ifMatch, row.revision);
-      this.db.delete(listeners).where(eq(listeners.id, id)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.delete(t.listeners).where(eq(t.listeners.id, id));
+      await this.lbs.bumpConfig(lbId);
     });
   }
 }

@@ -1,26 +1,14 @@
-import { type Db, loadBalancers, newId } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import type { CreateLoadBalancer, ListQuery, LoadBalancer, Placement, UpdateLoadBalancer } from '@slb/model';
-import type Database from 'better-sqlite3';
-import { and, asc, eq, getTableColumns, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { AuthContext } from './auth.js';
 import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, tenantFilter, toPage } from './common.js';
 import type { QuotaService } from './quotas.js';
 import type { VipAllocator } from './vip-allocator.js';
 
-type LoadBalancerRow = typeof loadBalancers.$inferSelect;
+type LoadBalancerRow = Tables['loadBalancers']['$inferSelect'];
 export const DEFAULT_DNS_ZONE = 'slb.internal';
-
-/** A load_balancers row as SQLite returns it (aliased to the drizzle keys), typed as drizzle would. */
-function fromSql(raw: unknown): LoadBalancerRow | undefined {
-  if (raw === undefined) return undefined;
-  const r = raw as Record<string, unknown>;
-  return {
-    ...(r as LoadBalancerRow),
-    deletionProtection: r.deletionProtection === 1,
-    tags: JSON.parse(r.tags as string) as Record<string, string>,
-  };
-}
 
 /**
  * Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. (Its
@@ -38,31 +26,13 @@ export function checkPlacement(placement: Placement): void {
 }
 
 export class LoadBalancerService {
-  // Reads are the hot path of the API: prepared once, not rebuilt by the query builder per request.
-  private readonly byId;
-  private readonly byIdInTenant;
-
   constructor(
-    private readonly db: Db,
-    sqlite: Database.Database,
+    private readonly store: Store,
     private readonly runtime: RuntimeView,
     private readonly dnsZone = DEFAULT_DNS_ZONE,
     private readonly quotas?: QuotaService,
     private readonly vips?: VipAllocator,
-  ) {
-    // Plain better-sqlite3 statements: this read runs on every GET of an LB, and the query builder's
-    // per-call mapping was a measurable share of it.
-    const columns = getTableColumns(loadBalancers);
-    const select = Object.entries(columns)
-      .map(([key, column]) => `"${column.name}" AS "${key}"`)
-      .join(', ');
-    const byId = sqlite.prepare(`SELECT ${select} FROM load_balancers WHERE id = ?`);
-    const byIdInTenant = sqlite.prepare(`SELECT ${select} FROM load_balancers WHERE id = ? AND tenant_id = ?`);
-    this.byId = { get: ({ id }: { id: string }) => fromSql(byId.get(id)) };
-    this.byIdInTenant = {
-      get: ({ id, tenantId }: { id: string; tenantId: string }) => fromSql(byIdInTenant.get(id, tenantId)),
-    };
-  }
+  ) {}
 
   toApi(row: LoadBalancerRow): LoadBalancer {
     const { status, nodes } = this.runtime(row.id, row.configVersion);
@@ -86,33 +56,43 @@ export class LoadBalancerService {
     };
   }
 
-  find(scope: Scope, id: string): LoadBalancerRow {
-    const row =
-      scope.tenantId === null ? this.byId.get({ id }) : this.byIdInTenant.get({ id, tenantId: scope.tenantId });
+  async find(scope: Scope, id: string): Promise<LoadBalancerRow> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.loadBalancers)
+        .where(and(eq(t.loadBalancers.id, id), tenantFilter(t.loadBalancers.tenantId, scope))),
+    );
     if (!row) throw notFound('load balancer', id);
     return row;
   }
 
   /** For the DNS responder: the LB's VIP (none before it has one), or null when there is no such LB. */
-  addressesOf(id: string): string[] | null {
-    const row = this.byId.get({ id });
+  async addressesOf(id: string): Promise<string[] | null> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q.select({ address: t.loadBalancers.address }).from(t.loadBalancers).where(eq(t.loadBalancers.id, id)),
+    );
     if (!row) return null;
     return row.address === null ? [] : [row.address];
   }
 
-  list(scope: Scope, query: ListQuery) {
+  async list(scope: Scope, query: ListQuery) {
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(loadBalancers)
-      .where(and(tenantFilter(loadBalancers.tenantId, scope), cursorFilter(loadBalancers.id, query.cursor)))
-      .orderBy(asc(loadBalancers.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.loadBalancers)
+        .where(and(tenantFilter(t.loadBalancers.tenantId, scope), cursorFilter(t.loadBalancers.id, query.cursor)))
+        .orderBy(asc(t.loadBalancers.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, (r) => this.toApi(r));
   }
 
-  create(auth: AuthContext, input: CreateLoadBalancer): LoadBalancerRow {
+  create(auth: AuthContext, input: CreateLoadBalancer): Promise<LoadBalancerRow> {
     const placement = input.placement ?? { mode: 'all' };
     checkPlacement(placement);
     const now = nowIso();
@@ -133,35 +113,34 @@ export class LoadBalancerService {
       createdAt: now,
       updatedAt: now,
     };
-    // Immediate: the count, the VIP pick and the insert hold the write lock together, even across processes.
-    return this.db.transaction(
-      () => {
-        this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
-        const vip = this.vips?.allocate(auth.tenantId, input.address);
-        const withVip = {
-          ...row,
-          address: vip?.address ?? null,
-          addressPoolId: vip?.poolId ?? null,
-          addressOffset: vip?.offset ?? null,
-        };
-        try {
-          this.db.insert(loadBalancers).values(withVip).run();
-        } catch (err) {
-          // Only the unique VIP index can clash here; the lock makes it a second line of defence.
-          if (isUniqueViolation(err)) {
-            throw new ApiError('address_in_use', `${withVip.address} is not available: another load balancer has it`);
-          }
-          throw err;
+    // One write: the count, the VIP pick and the insert commit together.
+    return this.store.write(async () => {
+      await this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
+      const vip = await this.vips?.allocate(auth.tenantId, input.address);
+      const withVip = {
+        ...row,
+        address: vip?.address ?? null,
+        addressPoolId: vip?.poolId ?? null,
+        addressOffset: vip?.offset ?? null,
+      };
+      try {
+        // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
+        await this.store.write((inner) => inner.insert(this.store.t.loadBalancers).values(withVip));
+      } catch (err) {
+        // Only the unique VIP index can clash here: a second line of defence on SQLite, where writes take
+        // turns; on PostgreSQL two replicas can pick one address, and the loser's client retries.
+        if (isUniqueViolation(err)) {
+          throw new ApiError('address_in_use', `${withVip.address} is not available: another load balancer has it`);
         }
-        return withVip;
-      },
-      { behavior: 'immediate' },
-    );
+        throw err;
+      }
+      return withVip;
+    });
   }
 
-  update(scope: Scope, id: string, input: UpdateLoadBalancer, ifMatch?: string): LoadBalancerRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, id);
+  update(scope: Scope, id: string, input: UpdateLoadBalancer, ifMatch?: string): Promise<LoadBalancerRow> {
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, id);
       checkIfMatch(ifMatch, row.revision);
       if (input.placement) checkPlacement(input.placement);
       const next = {
@@ -174,29 +153,31 @@ export class LoadBalancerService {
         configVersion: row.configVersion + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(loadBalancers).set(next).where(eq(loadBalancers.id, id)).run();
+      await q.update(this.store.t.loadBalancers).set(next).where(eq(this.store.t.loadBalancers.id, id));
       return { ...row, ...next };
     });
   }
 
-  remove(scope: Scope, id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(scope, id);
+  async remove(scope: Scope, id: string, ifMatch?: string): Promise<void> {
+    await this.store.write(async (q) => {
+      const row = await this.find(scope, id);
       checkIfMatch(ifMatch, row.revision);
       if (row.deletionProtection) {
         throw new ApiError('deletion_protected', `load balancer ${id} has deletionProtection on; turn it off first`);
       }
-      this.db.delete(loadBalancers).where(eq(loadBalancers.id, id)).run();
-      this.vips?.hold(row);
+      await q.delete(this.store.t.loadBalancers).where(eq(this.store.t.loadBalancers.id, id));
+      await this.vips?.hold(row);
     });
   }
 
   /** Any change under an LB is a new config version for the nodes that host it. */
-  bumpConfig(id: string): void {
-    this.db
-      .update(loadBalancers)
-      .set({ configVersion: sql`${loadBalancers.configVersion} + 1` })
-      .where(eq(loadBalancers.id, id))
-      .run();
+  async bumpConfig(id: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write((q) =>
+      q
+        .update(t.loadBalancers)
+        .set({ configVersion: sql`${t.loadBalancers.configVersion} + 1` })
+        .where(eq(t.loadBalancers.id, id)),
+    );
   }
 }

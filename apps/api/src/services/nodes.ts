@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { type Db, newId, nodes } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import {
   type CreateNode,
   HEARTBEAT_INTERVAL_MS,
@@ -14,7 +14,7 @@ import { newJoinToken } from '../control/node-credentials.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { checkIfMatch, cursorFilter, nowIso, toPage } from './common.js';
 
-type NodeRow = typeof nodes.$inferSelect;
+type NodeRow = Tables['nodes']['$inferSelect'];
 
 /** Heartbeats a node may miss in a row and still count as online: one lost or late beat is not an outage. */
 export const MISSED_HEARTBEATS_OFFLINE = 3;
@@ -65,7 +65,7 @@ export function toNode(r: NodeRow, now = Date.now(), hubSaysOnline?: boolean): N
  */
 export class NodeService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly liveness: NodeLivenessView = () => undefined,
   ) {}
 
@@ -74,27 +74,31 @@ export class NodeService {
     return toNode(row, now, this.liveness(row.id));
   }
 
-  find(id: string): NodeRow {
-    const row = this.db.select().from(nodes).where(eq(nodes.id, id)).get();
+  async find(id: string): Promise<NodeRow> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) => q.select().from(t.nodes).where(eq(t.nodes.id, id)));
     if (!row) throw notFound('node', id);
     return row;
   }
 
-  list(query: ListQuery) {
+  async list(query: ListQuery) {
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(nodes)
-      .where(and(cursorFilter(nodes.id, query.cursor)))
-      .orderBy(asc(nodes.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.nodes)
+        .where(and(cursorFilter(t.nodes.id, query.cursor)))
+        .orderBy(asc(t.nodes.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, (r) => this.view(r));
   }
 
-  update(id: string, input: UpdateNode, ifMatch?: string): NodeRow {
-    return this.db.transaction(() => {
-      const row = this.find(id);
+  update(id: string, input: UpdateNode, ifMatch?: string): Promise<NodeRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(id);
       checkIfMatch(ifMatch, row.revision);
       const next = {
         capacityWeight: input.capacityWeight ?? row.capacityWeight,
@@ -102,24 +106,24 @@ export class NodeService {
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(nodes).set(next).where(eq(nodes.id, id)).run();
+      await q.update(t.nodes).set(next).where(eq(t.nodes.id, id));
       return { ...row, ...next };
     });
   }
 
-  register(input: CreateNode): RegisteredNode {
+  async register(input: CreateNode): Promise<RegisteredNode> {
     if (isIP(input.address) === 0) throw unprocessable('/address', 'must be an IPv4 or IPv6 address');
-    return this.db.transaction(() => {
-      const clash = this.db
-        .select({ id: nodes.id })
-        .from(nodes)
-        .where(and(eq(nodes.kind, input.kind), eq(nodes.address, input.address)))
-        .get();
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const [clash] = await q
+        .select({ id: t.nodes.id })
+        .from(t.nodes)
+        .where(and(eq(t.nodes.kind, input.kind), eq(t.nodes.address, input.address)));
       if (clash) throw new ApiError('conflict', `${input.kind} node ${clash.id} already has address ${input.address}`);
       const now = nowIso();
       const join = newJoinToken();
-      const row = this.db
-        .insert(nodes)
+      const [row] = await q
+        .insert(t.nodes)
         .values({
           id: newId('node'),
           name: input.name ?? null,
@@ -131,37 +135,38 @@ export class NodeService {
           createdAt: now,
           updatedAt: now,
         })
-        .returning()
-        .get();
+        .returning();
+      if (!row) throw new Error('an insert … returning gave no row');
       return { ...this.view(row), joinToken: join.token };
     });
   }
 
   /** A new join token; the node's current credential keeps working until the node uses it. */
-  newJoinToken(id: string): NodeJoinToken {
-    return this.db.transaction(() => {
-      const row = this.find(id);
+  newJoinToken(id: string): Promise<NodeJoinToken> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(id);
       const join = newJoinToken();
-      this.db
-        .update(nodes)
+      await q
+        .update(t.nodes)
         .set({
           joinTokenHash: join.hash,
           joinTokenExpiresAt: join.expiresAt,
           revision: row.revision + 1,
           updatedAt: nowIso(),
         })
-        .where(eq(nodes.id, id))
-        .run();
+        .where(eq(t.nodes.id, id));
       return { nodeId: id, joinToken: join.token, expiresAt: join.expiresAt };
     });
   }
 
   /** Removes the node and with it its credential: the caller closes its session. */
-  remove(id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(id);
+  async remove(id: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.find(id);
       checkIfMatch(ifMatch, row.revision);
-      this.db.delete(nodes).where(eq(nodes.id, id)).run();
+      await q.delete(t.nodes).where(eq(t.nodes.id, id));
     });
   }
 }

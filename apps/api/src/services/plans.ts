@@ -1,4 +1,4 @@
-import type { Db } from '@slb/db';
+import type { Db, Store } from '@slb/db';
 import { type FieldError, type Plan, type PlanOperation, REF_PREFIX, resolveOperationRefs } from '@slb/model';
 import { ApiError } from '../errors.js';
 import { type AuthContext, scopeOf } from './auth.js';
@@ -8,43 +8,47 @@ import { comparePools, forwardingPools } from './plan-impact.js';
 
 type OperationResult = Plan['operations'][number];
 
-/** Thrown out of the plan's transaction when every operation ran: better-sqlite3 then rolls it all back. */
+/** Thrown out of the plan's transaction when every operation ran: the store then rolls it all back. */
 class RollBack {
   constructor(readonly plan: Plan) {}
 }
 
 /**
- * Runs the operations in order through the services the REST writes call, inside one transaction that is
- * always rolled back, and reports what they would do to live traffic. Synchronous from BEGIN to ROLLBACK:
- * no other request runs in between, so nothing of anyone else's is rolled back with it (the services'
- * own transactions nest as savepoints). The first operation to fail answers as its REST write would, its
- * detail and field paths naming the operation.
+ * Runs the operations in order through the services the REST writes call, inside one store write that is
+ * always rolled back, and reports what they would do to live traffic. On SQLite no other store call runs
+ * in between, so nothing of anyone else's is rolled back with it (the services' own writes nest as
+ * savepoints). The first operation to fail answers as its REST write would, its detail and field paths
+ * naming the operation. The impact is compiled on `db`, the SQLite connection the control hub compiles on
+ * (inside the write: it sees the plan's rows).
  */
-export function runPlan(db: Db, services: Services, auth: AuthContext, operations: PlanOperation[]): Plan {
+export async function runPlan(
+  store: Store,
+  db: Db,
+  services: Services,
+  auth: AuthContext,
+  operations: PlanOperation[],
+): Promise<Plan> {
   const scope = scopeOf(auth);
   try {
-    db.transaction(
-      () => {
-        // A ref names something the plan creates: it is in no compilation before it.
-        const named = operations.flatMap((op) =>
-          'loadBalancerId' in op && !op.loadBalancerId.startsWith(REF_PREFIX) ? [op.loadBalancerId] : [],
-        );
-        const before = forwardingPools(db, visible(services, scope, named));
-        const refs = new Map<string, string>();
-        const results: OperationResult[] = [];
-        const touched = new Set<string>();
-        operations.forEach((raw, index) => {
-          const op = resolve(raw, index, refs);
-          const { status, id } = runOperation(services, auth, scope, op, index);
-          if ('ref' in raw && raw.ref !== undefined && id !== null) refs.set(raw.ref, id);
-          touched.add(op.op === 'createLoadBalancer' ? id! : op.loadBalancerId);
-          results.push({ index, op: op.op, status, id });
-        });
-        const after = forwardingPools(db, visible(services, scope, [...touched]));
-        throw new RollBack({ operations: results, listeners: comparePools(before, after) });
-      },
-      { behavior: 'immediate' },
-    );
+    await store.write(async () => {
+      // A ref names something the plan creates: it is in no compilation before it.
+      const named = operations.flatMap((op) =>
+        'loadBalancerId' in op && !op.loadBalancerId.startsWith(REF_PREFIX) ? [op.loadBalancerId] : [],
+      );
+      const before = forwardingPools(db, await visible(services, scope, named));
+      const refs = new Map<string, string>();
+      const results: OperationResult[] = [];
+      const touched = new Set<string>();
+      for (const [index, raw] of operations.entries()) {
+        const op = resolve(raw, index, refs);
+        const { status, id } = await runOperation(services, auth, scope, op, index);
+        if ('ref' in raw && raw.ref !== undefined && id !== null) refs.set(raw.ref, id);
+        touched.add(op.op === 'createLoadBalancer' ? id! : op.loadBalancerId);
+        results.push({ index, op: op.op, status, id });
+      }
+      const after = forwardingPools(db, await visible(services, scope, [...touched]));
+      throw new RollBack({ operations: results, listeners: comparePools(before, after) });
+    });
   } catch (err) {
     if (err instanceof RollBack) return err.plan;
     throw err;
@@ -53,16 +57,17 @@ export function runPlan(db: Db, services: Services, auth: AuthContext, operation
 }
 
 /** The LBs the caller can see: the others' compilations stay out of its answer, whatever the operations did. */
-function visible(services: Services, scope: Scope, ids: string[]): string[] {
-  return [...new Set(ids)].filter((id) => {
+async function visible(services: Services, scope: Scope, ids: string[]): Promise<string[]> {
+  const seen: string[] = [];
+  for (const id of new Set(ids)) {
     try {
-      services.loadBalancers.find(scope, id);
-      return true;
+      await services.loadBalancers.find(scope, id);
+      seen.push(id);
     } catch (err) {
-      if (err instanceof ApiError) return false;
-      throw err;
+      if (!(err instanceof ApiError)) throw err;
     }
-  });
+  }
+  return seen;
 }
 
 const REF_FIELDS = ['loadBalancerId', 'serverGroupId', 'serverId', 'listenerId', 'ruleId'] as const;
@@ -113,15 +118,15 @@ function inOperation(err: ApiError, index: number, op: string): ApiError {
   return new ApiError(err.code, `operation ${index} (${op}): ${err.detail}`, errors, err.quota);
 }
 
-function runOperation(
+async function runOperation(
   services: Services,
   auth: AuthContext,
   scope: Scope,
   op: PlanOperation,
   index: number,
-): { status: number; id: string | null } {
+): Promise<{ status: number; id: string | null }> {
   try {
-    return apply(services, auth, scope, op);
+    return await apply(services, auth, scope, op);
   } catch (err) {
     if (err instanceof ApiError) throw inOperation(err, index, op.op);
     throw err;
@@ -129,56 +134,59 @@ function runOperation(
 }
 
 /** One operation, as its REST route handler runs it (routes/*.ts). */
-function apply(services: Services, auth: AuthContext, scope: Scope, op: PlanOperation) {
+async function apply(services: Services, auth: AuthContext, scope: Scope, op: PlanOperation) {
   const { loadBalancers: lbs, serverGroups: groups, listeners, rules } = services;
   switch (op.op) {
     case 'createLoadBalancer':
-      return { status: 201, id: lbs.create(auth, op.body).id };
+      return { status: 201, id: (await lbs.create(auth, op.body)).id };
     case 'updateLoadBalancer':
-      return { status: 200, id: lbs.update(scope, op.loadBalancerId, op.body, op.ifMatch).id };
+      return { status: 200, id: (await lbs.update(scope, op.loadBalancerId, op.body, op.ifMatch)).id };
     case 'deleteLoadBalancer':
-      lbs.remove(scope, op.loadBalancerId, op.ifMatch);
+      await lbs.remove(scope, op.loadBalancerId, op.ifMatch);
       return { status: 204, id: op.loadBalancerId };
     case 'createServerGroup':
-      return { status: 201, id: groups.create(scope, op.loadBalancerId, op.body).id };
+      return { status: 201, id: (await groups.create(scope, op.loadBalancerId, op.body)).id };
     case 'updateServerGroup':
       return {
         status: 200,
-        id: groups.update(scope, op.loadBalancerId, op.serverGroupId, op.body, op.ifMatch).id,
+        id: (await groups.update(scope, op.loadBalancerId, op.serverGroupId, op.body, op.ifMatch)).id,
       };
     case 'deleteServerGroup':
-      groups.remove(scope, op.loadBalancerId, op.serverGroupId, op.ifMatch);
+      await groups.remove(scope, op.loadBalancerId, op.serverGroupId, op.ifMatch);
       return { status: 204, id: op.serverGroupId };
     case 'addServers':
-      groups.addServers(scope, op.loadBalancerId, op.serverGroupId, op.body.servers);
+      await groups.addServers(scope, op.loadBalancerId, op.serverGroupId, op.body.servers);
       return { status: 201, id: op.serverGroupId };
     case 'updateServer': {
       const { loadBalancerId: lb, serverGroupId: sg, serverId } = op;
-      return { status: 200, id: groups.updateServer(scope, lb, sg, serverId, op.body, op.ifMatch).id };
+      return { status: 200, id: (await groups.updateServer(scope, lb, sg, serverId, op.body, op.ifMatch)).id };
     }
     case 'deleteServer':
-      groups.removeServer(scope, op.loadBalancerId, op.serverGroupId, op.serverId, op.ifMatch);
+      await groups.removeServer(scope, op.loadBalancerId, op.serverGroupId, op.serverId, op.ifMatch);
       return { status: 204, id: op.serverId };
     case 'createListener':
-      return { status: 201, id: listeners.create(scope, op.loadBalancerId, op.body).id };
+      return { status: 201, id: (await listeners.create(scope, op.loadBalancerId, op.body)).id };
     case 'updateListener':
-      return { status: 200, id: listeners.update(scope, op.loadBalancerId, op.listenerId, op.body, op.ifMatch).id };
+      return {
+        status: 200,
+        id: (await listeners.update(scope, op.loadBalancerId, op.listenerId, op.body, op.ifMatch)).id,
+      };
     case 'deleteListener':
-      listeners.remove(scope, op.loadBalancerId, op.listenerId, op.ifMatch);
+      await listeners.remove(scope, op.loadBalancerId, op.listenerId, op.ifMatch);
       return { status: 204, id: op.listenerId };
     case 'startListener':
     case 'stopListener': {
       const status = op.op === 'startListener' ? 'running' : 'stopped';
-      return { status: 200, id: listeners.setStatus(scope, op.loadBalancerId, op.listenerId, status).id };
+      return { status: 200, id: (await listeners.setStatus(scope, op.loadBalancerId, op.listenerId, status)).id };
     }
     case 'createRule':
-      return { status: 201, id: rules.create(scope, op.loadBalancerId, op.listenerId, op.body).id };
+      return { status: 201, id: (await rules.create(scope, op.loadBalancerId, op.listenerId, op.body)).id };
     case 'updateRule': {
       const { loadBalancerId: lb, listenerId: lsn, ruleId } = op;
-      return { status: 200, id: rules.update(scope, lb, lsn, ruleId, op.body, op.ifMatch).id };
+      return { status: 200, id: (await rules.update(scope, lb, lsn, ruleId, op.body, op.ifMatch)).id };
     }
     case 'deleteRule':
-      rules.remove(scope, op.loadBalancerId, op.listenerId, op.ruleId, op.ifMatch);
+      await rules.remove(scope, op.loadBalancerId, op.listenerId, op.ruleId, op.ifMatch);
       return { status: 204, id: op.ruleId };
   }
 }

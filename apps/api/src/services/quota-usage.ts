@@ -1,7 +1,7 @@
-import type { Db } from '@slb/db';
+import type { Store } from '@slb/db';
 import { QUOTA_NAMES, type QuotaName } from '@slb/model';
 import { type SQL, sql } from 'drizzle-orm';
-import { keptCountQuery } from './usage-counts.js';
+import { countWith, keptCountQuery } from './usage-counts.js';
 
 // How much of each quota is in use. A tenant-wide count is the one row usage_counts keeps: counting a
 // tenant's rows cost in proportion to its size, 0.7 ms a server create at 100,000 servers (issue #22). The
@@ -36,33 +36,31 @@ const COUNT: Record<QuotaName, (parent: string) => SQL> = {
 const USAGE: Record<QuotaName, (tenantId: string) => SQL> = {
   loadBalancers: COUNT.loadBalancers,
   listenersPerLoadBalancer: (t) =>
-    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM listeners WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM listeners WHERE tenant_id = ${t} GROUP BY load_balancer_id) AS per`,
   listeners: COUNT.listeners,
   serverGroupsPerLoadBalancer: (t) =>
-    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM server_groups WHERE tenant_id = ${t} GROUP BY load_balancer_id)`,
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM server_groups WHERE tenant_id = ${t} GROUP BY load_balancer_id) AS per`,
   serversPerServerGroup: (t) =>
-    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM servers WHERE tenant_id = ${t} GROUP BY server_group_id)`,
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM servers WHERE tenant_id = ${t} GROUP BY server_group_id) AS per`,
   servers: COUNT.servers,
   backends: COUNT.backends,
   rulesPerListener: (t) =>
-    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM rules WHERE tenant_id = ${t} GROUP BY listener_id)`,
+    sql`SELECT max(c) AS n FROM (SELECT count(*) AS c FROM rules WHERE tenant_id = ${t} GROUP BY listener_id) AS per`,
   certificates: COUNT.certificates,
   acls: COUNT.acls,
   entriesPerAcl: (t) => sql`SELECT max(json_array_length(entries)) AS n FROM acls WHERE tenant_id = ${t}`,
 };
 
-const read = (db: Db, query: SQL) => db.get<{ n: number | null } | undefined>(query)?.n ?? 0;
-
-export function countOf(db: Db, name: QuotaName, parent: string): number {
-  return read(db, COUNT[name](parent));
+export function countOf(store: Store, name: QuotaName, parent: string): Promise<number> {
+  return countWith(store, COUNT[name](parent));
 }
 
 /** The query countOf runs (for a test of its query plan). */
 export const countQuery = (name: QuotaName, parent: string): SQL => COUNT[name](parent);
 
-export function usageOf(db: Db, tenantId: string): Record<QuotaName, number> {
-  return Object.fromEntries(QUOTA_NAMES.map((name) => [name, read(db, USAGE[name](tenantId))])) as Record<
-    QuotaName,
-    number
-  >;
+export async function usageOf(store: Store, tenantId: string): Promise<Record<QuotaName, number>> {
+  const usage = await Promise.all(
+    QUOTA_NAMES.map(async (name) => [name, await countWith(store, USAGE[name](tenantId))]),
+  );
+  return Object.fromEntries(usage) as Record<QuotaName, number>;
 }

@@ -1,4 +1,4 @@
-import { type Db, tenantQuotas, tenants } from '@slb/db';
+import type { Store } from '@slb/db';
 import {
   DEFAULT_QUOTAS,
   QUOTA_NAMES,
@@ -16,9 +16,10 @@ import { countOf, usageOf } from './quota-usage.js';
 
 /**
  * Per-tenant quotas: the limits in force (deployment defaults, then an admin's overrides), their checks
- * and their usage. Every check runs inside the transaction of the write it guards, before its insert:
- * better-sqlite3 runs a transaction synchronously, so no other write can take the last slot between the
- * count and the insert, and two concurrent creates at the limit cannot both pass.
+ * and their usage. Every check runs inside the transaction of the write it guards, before its insert, and
+ * no other write of the tenant can take the last slot between the count and the insert: on SQLite writes
+ * take turns on the one connection; on PostgreSQL the check locks the tenant's row until the write commits,
+ * so two concurrent creates at the limit cannot both pass, on one replica or several.
  *
  * The system tenant (the operator's own, where admin tokens create) is bounded by the ceilings only, which
  * for node-enforced quotas are what a node can run.
@@ -27,41 +28,57 @@ export class QuotaService {
   private systemTenantId: string | undefined;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly defaults: QuotaLimits = DEFAULT_QUOTAS,
   ) {}
 
-  private baseOf(tenantId: string): QuotaLimits {
-    this.systemTenantId ??= this.db
-      .select({ id: tenants.id })
-      .from(tenants)
-      .where(eq(tenants.name, SYSTEM_TENANT_NAME))
-      .get()?.id;
+  private async baseOf(tenantId: string): Promise<QuotaLimits> {
+    const { t } = this.store;
+    if (this.systemTenantId === undefined) {
+      const [system] = await this.store.read((q) =>
+        q.select({ id: t.tenants.id }).from(t.tenants).where(eq(t.tenants.name, SYSTEM_TENANT_NAME)),
+      );
+      this.systemTenantId = system?.id;
+    }
     if (tenantId !== this.systemTenantId) return this.defaults;
     return Object.fromEntries(QUOTA_NAMES.map((n) => [n, QUOTAS[n].ceiling])) as QuotaLimits;
   }
 
-  private overridesOf(tenantId: string): Partial<QuotaLimits> {
-    const rows = this.db.select().from(tenantQuotas).where(eq(tenantQuotas.tenantId, tenantId)).all();
+  private async overridesOf(tenantId: string): Promise<Partial<QuotaLimits>> {
+    const { t } = this.store;
+    const rows = await this.store.read((q) =>
+      q.select().from(t.tenantQuotas).where(eq(t.tenantQuotas.tenantId, tenantId)),
+    );
     return Object.fromEntries(rows.filter((r) => r.name in QUOTAS).map((r) => [r.name, r.limit]));
   }
 
-  limitOf(tenantId: string, name: QuotaName): number {
-    const row = this.db
-      .select({ limit: tenantQuotas.limit })
-      .from(tenantQuotas)
-      .where(and(eq(tenantQuotas.tenantId, tenantId), eq(tenantQuotas.name, name)))
-      .get();
-    return row?.limit ?? this.baseOf(tenantId)[name];
+  async limitOf(tenantId: string, name: QuotaName): Promise<number> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select({ limit: t.tenantQuotas.limit })
+        .from(t.tenantQuotas)
+        .where(and(eq(t.tenantQuotas.tenantId, tenantId), eq(t.tenantQuotas.name, name))),
+    );
+    return row?.limit ?? (await this.baseOf(tenantId))[name];
+  }
+
+  /**
+   * Holds the tenant's writes back until the caller's transaction ends. PostgreSQL only: there, writes of
+   * other connections (other requests, other replicas) run beside this one. SQLite's writes take turns.
+   */
+  private async lockTenant(tenantId: string): Promise<void> {
+    if (this.store.dialect !== 'postgres') return;
+    await this.store.write((q) => this.store.rows(q, sql`SELECT id FROM tenants WHERE id = ${tenantId} FOR UPDATE`));
   }
 
   /**
    * Refuses a write that would take `name` past the tenant's limit, with `quota_exceeded` naming the
    * quota, its limit and the usage. Only growth is checked, so a tenant over a lowered limit can shrink.
    */
-  enforce(tenantId: string, name: QuotaName, usage: number, adding: number): void {
+  async enforce(tenantId: string, name: QuotaName, usage: number, adding: number): Promise<void> {
     if (adding <= 0) return;
-    const limit = this.limitOf(tenantId, name);
+    const limit = await this.limitOf(tenantId, name);
     if (usage + adding <= limit) return;
     throw new ApiError(
       'quota_exceeded',
@@ -72,9 +89,10 @@ export class QuotaService {
   }
 
   /** Counts the current usage of `name` under `parent` (the tenant, LB, group, listener or ACL) and enforces. */
-  check(tenantId: string, name: QuotaName, parent: string, adding = 1): void {
+  async check(tenantId: string, name: QuotaName, parent: string, adding = 1): Promise<void> {
     if (adding <= 0) return;
-    this.enforce(tenantId, name, countOf(this.db, name, parent), adding);
+    await this.lockTenant(tenantId);
+    await this.enforce(tenantId, name, await countOf(this.store, name, parent), adding);
   }
 
   /**
@@ -82,20 +100,25 @@ export class QuotaService {
    * added to a group every listener of an LB uses): call before the write, and `.check()` after it, in the
    * same transaction. Growth past the limit throws, and the transaction rolls the write back.
    */
-  growth(tenantId: string, name: QuotaName): { check(): void } {
+  async growth(tenantId: string, name: QuotaName): Promise<{ check(): Promise<void> }> {
     // Counting costs a pass over the tenant's rows: a tenant at the ceiling (the system tenant) is not counted.
-    if (this.limitOf(tenantId, name) >= QUOTAS[name].ceiling) return { check: () => {} };
-    const before = countOf(this.db, name, tenantId);
-    return { check: () => this.enforce(tenantId, name, before, countOf(this.db, name, tenantId) - before) };
+    if ((await this.limitOf(tenantId, name)) >= QUOTAS[name].ceiling) return { check: async () => {} };
+    await this.lockTenant(tenantId);
+    const before = await countOf(this.store, name, tenantId);
+    return {
+      check: async () => this.enforce(tenantId, name, before, (await countOf(this.store, name, tenantId)) - before),
+    };
   }
 
-  get(tenantId: string): TenantQuotas {
-    if (!this.db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).get()) {
-      throw notFound('tenant', tenantId);
-    }
-    const base = this.baseOf(tenantId);
-    const overrides = this.overridesOf(tenantId);
-    const usage = usageOf(this.db, tenantId);
+  async get(tenantId: string): Promise<TenantQuotas> {
+    const { t } = this.store;
+    const [tenant] = await this.store.read((q) =>
+      q.select({ id: t.tenants.id }).from(t.tenants).where(eq(t.tenants.id, tenantId)),
+    );
+    if (!tenant) throw notFound('tenant', tenantId);
+    const base = await this.baseOf(tenantId);
+    const overrides = await this.overridesOf(tenantId);
+    const usage = await usageOf(this.store, tenantId);
     return {
       tenantId,
       items: QUOTA_NAMES.map((name) => ({
@@ -112,28 +135,27 @@ export class QuotaService {
   }
 
   /** Sets or (with null) drops overrides. A limit below current usage is allowed: it stops growth only. */
-  update(tenantId: string, input: UpdateTenantQuotas): TenantQuotas {
-    return this.db.transaction(() => {
-      this.get(tenantId);
+  update(tenantId: string, input: UpdateTenantQuotas): Promise<TenantQuotas> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      await this.get(tenantId);
       const now = nowIso();
       for (const name of QUOTA_NAMES) {
         const limit = input[name];
         if (limit === undefined) continue;
         if (limit === null) {
-          this.db
-            .delete(tenantQuotas)
-            .where(and(eq(tenantQuotas.tenantId, tenantId), eq(tenantQuotas.name, name)))
-            .run();
+          await q
+            .delete(t.tenantQuotas)
+            .where(and(eq(t.tenantQuotas.tenantId, tenantId), eq(t.tenantQuotas.name, name)));
           continue;
         }
-        this.db
-          .insert(tenantQuotas)
+        await q
+          .insert(t.tenantQuotas)
           .values({ tenantId, name, limit, createdAt: now, updatedAt: now })
           .onConflictDoUpdate({
-            target: [tenantQuotas.tenantId, tenantQuotas.name],
+            target: [t.tenantQuotas.tenantId, t.tenantQuotas.name],
             set: { limit, updatedAt: sql`excluded.updated_at` },
-          })
-          .run();
+          });
       }
       return this.get(tenantId);
     });

@@ -1,4 +1,4 @@
-import { type Db, newId, rules } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import type { CreateRule, ListQuery, Rule, UpdateRule } from '@slb/model';
 import { and, asc, eq } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
@@ -9,7 +9,7 @@ import type { LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 
-type RuleRow = typeof rules.$inferSelect;
+type RuleRow = Tables['rules']['$inferSelect'];
 const DEFAULT_PRIORITY = 100;
 
 export const toRule = (r: RuleRow): Rule => ({
@@ -25,15 +25,15 @@ export const toRule = (r: RuleRow): Rule => ({
 
 export class RuleService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly listeners: ListenerService,
     private readonly groups: ServerGroupService,
     private readonly quotas?: QuotaService,
   ) {}
 
-  private httpListener(scope: Scope, lbId: string, listenerId: string): ListenerRow {
-    const listener = this.listeners.find(scope, lbId, listenerId);
+  private async httpListener(scope: Scope, lbId: string, listenerId: string): Promise<ListenerRow> {
+    const listener = await this.listeners.find(scope, lbId, listenerId);
     if (listener.protocol !== 'http' && listener.protocol !== 'https') {
       throw new ApiError(
         'unprocessable',
@@ -43,55 +43,58 @@ export class RuleService {
     return listener;
   }
 
-  find(scope: Scope, lbId: string, listenerId: string, id: string): RuleRow {
-    this.listeners.find(scope, lbId, listenerId);
-    const row = this.db
-      .select()
-      .from(rules)
-      .where(and(eq(rules.id, id), eq(rules.listenerId, listenerId)))
-      .get();
+  async find(scope: Scope, lbId: string, listenerId: string, id: string): Promise<RuleRow> {
+    await this.listeners.find(scope, lbId, listenerId);
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.rules)
+        .where(and(eq(t.rules.id, id), eq(t.rules.listenerId, listenerId))),
+    );
     if (!row) throw notFound('rule', id);
     return row;
   }
 
-  list(scope: Scope, lbId: string, listenerId: string, query: ListQuery) {
-    this.listeners.find(scope, lbId, listenerId);
+  async list(scope: Scope, lbId: string, listenerId: string, query: ListQuery) {
+    await this.listeners.find(scope, lbId, listenerId);
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(rules)
-      .where(and(eq(rules.listenerId, listenerId), cursorFilter(rules.id, query.cursor)))
-      .orderBy(asc(rules.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.rules)
+        .where(and(eq(t.rules.listenerId, listenerId), cursorFilter(t.rules.id, query.cursor)))
+        .orderBy(asc(t.rules.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, toRule);
   }
 
   /** Two rules matching the same host and path would make routing depend on insertion order. */
-  private checkUnique(listenerId: string, domain: string | null, path: string | null, self?: string): void {
+  private async checkUnique(listenerId: string, domain: string | null, path: string | null, self?: string) {
     if (domain === null && path === null) throw unprocessable('/domain', 'a rule needs a domain, a path or both');
-    const same = this.db
-      .select()
-      .from(rules)
-      .where(eq(rules.listenerId, listenerId))
-      .all()
-      .find((r) => r.id !== self && r.domain === domain && r.path === path);
+    const { t } = this.store;
+    const same = (
+      await this.store.read((q) => q.select().from(t.rules).where(eq(t.rules.listenerId, listenerId)))
+    ).find((r) => r.id !== self && r.domain === domain && r.path === path);
     if (same) {
       throw new ApiError('conflict', `rule ${same.id} already matches domain ${domain ?? '*'} and path ${path ?? '/'}`);
     }
   }
 
-  create(scope: Scope, lbId: string, listenerId: string, input: CreateRule): RuleRow {
-    return this.db.transaction(() => {
-      const listener = this.httpListener(scope, lbId, listenerId);
-      this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
-      this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
+  create(scope: Scope, lbId: string, listenerId: string, input: CreateRule): Promise<RuleRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const listener = await this.httpListener(scope, lbId, listenerId);
+      await this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
+      await this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
       const domain = input.domain?.toLowerCase() ?? null;
       const path = input.path ?? null;
-      this.checkUnique(listenerId, domain, path);
+      await this.checkUnique(listenerId, domain, path);
       // Bounded by the listener's quota, whose ceiling is what a node builds (MAX_RULES_PER_LISTENER).
-      this.quotas?.check(listener.tenantId, 'rulesPerListener', listenerId);
-      const backends = this.quotas?.growth(listener.tenantId, 'backends');
+      await this.quotas?.check(listener.tenantId, 'rulesPerListener', listenerId);
+      const backends = await this.quotas?.growth(listener.tenantId, 'backends');
       const now = nowIso();
       const row: RuleRow = {
         id: newId('rule'),
@@ -105,26 +108,35 @@ export class RuleService {
         createdAt: now,
         updatedAt: now,
       };
-      this.db.insert(rules).values(row).run();
-      backends?.check();
-      this.lbs.bumpConfig(lbId);
+      await q.insert(t.rules).values(row);
+      await backends?.check();
+      await this.lbs.bumpConfig(lbId);
       return row;
     });
   }
 
-  update(scope: Scope, lbId: string, listenerId: string, id: string, input: UpdateRule, ifMatch?: string): RuleRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, lbId, listenerId, id);
+  update(
+    scope: Scope,
+    lbId: string,
+    listenerId: string,
+    id: string,
+    input: UpdateRule,
+    ifMatch?: string,
+  ): Promise<RuleRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, listenerId, id);
       checkIfMatch(ifMatch, row.revision);
       if (input.serverGroupId !== undefined) {
-        this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
-        const listener = this.httpListener(scope, lbId, listenerId);
-        this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
+        await this.groups.resolveReference(scope, lbId, input.serverGroupId, '/serverGroupId');
+        const listener = await this.httpListener(scope, lbId, listenerId);
+        await this.groups.checkListenerBackends(listener.tenantId, [input.serverGroupId], backendPortsOf(listener));
       }
       const domain = input.domain === undefined ? row.domain : (input.domain?.toLowerCase() ?? null);
       const path = input.path === undefined ? row.path : input.path;
-      this.checkUnique(listenerId, domain, path, id);
-      const backends = input.serverGroupId === undefined ? undefined : this.quotas?.growth(row.tenantId, 'backends');
+      await this.checkUnique(listenerId, domain, path, id);
+      const backends =
+        input.serverGroupId === undefined ? undefined : await this.quotas?.growth(row.tenantId, 'backends');
       const next = {
         domain,
         path,
@@ -133,19 +145,20 @@ export class RuleService {
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(rules).set(next).where(eq(rules.id, id)).run();
-      backends?.check();
-      this.lbs.bumpConfig(lbId);
+      await q.update(t.rules).set(next).where(eq(t.rules.id, id));
+      await backends?.check();
+      await this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });
   }
 
-  remove(scope: Scope, lbId: string, listenerId: string, id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(scope, lbId, listenerId, id);
+  async remove(scope: Scope, lbId: string, listenerId: string, id: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, listenerId, id);
       checkIfMatch(ifMatch, row.revision);
-      this.db.delete(rules).where(eq(rules.id, id)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.delete(t.rules).where(eq(t.rules.id, id));
+      await this.lbs.bumpConfig(lbId);
     });
   }
 }

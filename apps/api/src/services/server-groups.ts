@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { type Db, listeners, newId, rules, serverGroups, servers } from '@slb/db';
+import { newId, type Store, type Tables } from '@slb/db';
 import type {
   CreateServerGroup,
   ListQuery,
@@ -17,8 +17,8 @@ import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common
 import type { LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 
-type GroupRow = typeof serverGroups.$inferSelect;
-type ServerRow = typeof servers.$inferSelect;
+type GroupRow = Tables['serverGroups']['$inferSelect'];
+type ServerRow = Tables['servers']['$inferSelect'];
 
 export const toServer = (r: ServerRow): Server => ({
   id: r.id,
@@ -31,9 +31,18 @@ export const toServer = (r: ServerRow): Server => ({
   updatedAt: r.updatedAt,
 });
 
+const toGroup = (row: GroupRow, members: ServerRow[]): ServerGroup => ({
+  id: row.id,
+  loadBalancerId: row.loadBalancerId,
+  name: row.name,
+  servers: members.map(toServer),
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+});
+
 export class ServerGroupService {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly policy: BackendPolicyService,
     private readonly quotas?: QuotaService,
@@ -43,18 +52,20 @@ export class ServerGroupService {
    * Refuses (422 backend_address_denied) a listener's ports over these groups' servers: the port the cloud
    * would connect to (`backendPort`, else each server's own) and the health check's port.
    */
-  checkListenerBackends(
+  async checkListenerBackends(
     tenantId: string,
     groupIds: readonly string[],
     ports: { backendPort: number | null; healthCheckPort: number | null },
     groupPath = '/body/serverGroupId',
-  ): void {
+  ): Promise<void> {
     if (groupIds.length === 0) return;
-    const members = this.db
-      .select({ address: servers.address, port: servers.port })
-      .from(servers)
-      .where(inArray(servers.serverGroupId, [...groupIds]))
-      .all();
+    const { t } = this.store;
+    const members = await this.store.read((q) =>
+      q
+        .select({ address: t.servers.address, port: t.servers.port })
+        .from(t.servers)
+        .where(inArray(t.servers.serverGroupId, [...groupIds])),
+    );
     const endpoints: BackendEndpoint[] = [];
     for (const m of members) {
       endpoints.push({
@@ -66,36 +77,37 @@ export class ServerGroupService {
         endpoints.push({ address: m.address, ports: [ports.healthCheckPort], path: '/body/healthCheck/port' });
       }
     }
-    this.policy.check(tenantId, endpoints);
+    await this.policy.check(tenantId, endpoints);
   }
 
-  toApi(row: GroupRow, members?: ServerRow[]): ServerGroup {
+  /** The group with its servers, read when not given. */
+  async toApi(row: GroupRow, members?: ServerRow[]): Promise<ServerGroup> {
+    const { t } = this.store;
     const list =
-      members ?? this.db.select().from(servers).where(eq(servers.serverGroupId, row.id)).orderBy(asc(servers.id)).all();
-    return {
-      id: row.id,
-      loadBalancerId: row.loadBalancerId,
-      name: row.name,
-      servers: list.map(toServer),
-      createdAt: row.createdAt,
-      updatedAt: row.updatedAt,
-    };
+      members ??
+      (await this.store.read((q) =>
+        q.select().from(t.servers).where(eq(t.servers.serverGroupId, row.id)).orderBy(asc(t.servers.id)),
+      ));
+    return toGroup(row, list);
   }
 
-  find(scope: Scope, lbId: string, id: string): GroupRow {
-    this.lbs.find(scope, lbId);
-    const row = this.db
-      .select()
-      .from(serverGroups)
-      .where(and(eq(serverGroups.id, id), eq(serverGroups.loadBalancerId, lbId)))
-      .get();
+  async find(scope: Scope, lbId: string, id: string): Promise<GroupRow> {
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.serverGroups)
+        .where(and(eq(t.serverGroups.id, id), eq(t.serverGroups.loadBalancerId, lbId))),
+    );
     if (!row) throw notFound('server group', id);
     return row;
   }
 
   /** A group named by a listener or rule body: unknown is 422, another LB's group is 409. */
-  resolveReference(scope: Scope, lbId: string, id: string, field: string): GroupRow {
-    const row = this.db.select().from(serverGroups).where(eq(serverGroups.id, id)).get();
+  async resolveReference(scope: Scope, lbId: string, id: string, field: string): Promise<GroupRow> {
+    const { t } = this.store;
+    const [row] = await this.store.read((q) => q.select().from(t.serverGroups).where(eq(t.serverGroups.id, id)));
     if (!row || (scope.tenantId !== null && row.tenantId !== scope.tenantId)) {
       throw unprocessable(field, `server group ${id} not found`);
     }
@@ -107,32 +119,37 @@ export class ServerGroupService {
     return row;
   }
 
-  list(scope: Scope, lbId: string, query: ListQuery) {
-    this.lbs.find(scope, lbId);
+  async list(scope: Scope, lbId: string, query: ListQuery) {
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(serverGroups)
-      .where(and(eq(serverGroups.loadBalancerId, lbId), cursorFilter(serverGroups.id, query.cursor)))
-      .orderBy(asc(serverGroups.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.serverGroups)
+        .where(and(eq(t.serverGroups.loadBalancerId, lbId), cursorFilter(t.serverGroups.id, query.cursor)))
+        .orderBy(asc(t.serverGroups.id))
+        .limit(limit + 1),
+    );
     const ids = rows.map((r) => r.id);
     const members = ids.length
-      ? this.db.select().from(servers).where(inArray(servers.serverGroupId, ids)).orderBy(asc(servers.id)).all()
+      ? await this.store.read((q) =>
+          q.select().from(t.servers).where(inArray(t.servers.serverGroupId, ids)).orderBy(asc(t.servers.id)),
+        )
       : [];
     return toPage(rows, limit, (r) =>
-      this.toApi(
+      toGroup(
         r,
         members.filter((m) => m.serverGroupId === r.id),
       ),
     );
   }
 
-  create(scope: Scope, lbId: string, input: CreateServerGroup): GroupRow {
-    return this.db.transaction(() => {
-      const lb = this.lbs.find(scope, lbId);
-      this.quotas?.check(lb.tenantId, 'serverGroupsPerLoadBalancer', lbId);
+  create(scope: Scope, lbId: string, input: CreateServerGroup): Promise<GroupRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const lb = await this.lbs.find(scope, lbId);
+      await this.quotas?.check(lb.tenantId, 'serverGroupsPerLoadBalancer', lbId);
       const now = nowIso();
       const row: GroupRow = {
         id: newId('serverGroup'),
@@ -143,69 +160,78 @@ export class ServerGroupService {
         createdAt: now,
         updatedAt: now,
       };
-      this.db.insert(serverGroups).values(row).run();
-      this.insertServers(row, input.servers ?? [], '/servers');
-      this.lbs.bumpConfig(lbId);
+      await q.insert(t.serverGroups).values(row);
+      await this.insertServers(row, input.servers ?? [], '/servers');
+      await this.lbs.bumpConfig(lbId);
       return row;
     });
   }
 
-  update(scope: Scope, lbId: string, id: string, input: UpdateServerGroup, ifMatch?: string): GroupRow {
-    return this.db.transaction(() => {
-      const row = this.find(scope, lbId, id);
+  update(scope: Scope, lbId: string, id: string, input: UpdateServerGroup, ifMatch?: string): Promise<GroupRow> {
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, id);
       checkIfMatch(ifMatch, row.revision);
       const next = { name: input.name, revision: row.revision + 1, updatedAt: nowIso() };
-      this.db.update(serverGroups).set(next).where(eq(serverGroups.id, id)).run();
+      await q.update(t.serverGroups).set(next).where(eq(t.serverGroups.id, id));
       return { ...row, ...next };
     });
   }
 
-  remove(scope: Scope, lbId: string, id: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.find(scope, lbId, id);
+  async remove(scope: Scope, lbId: string, id: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.find(scope, lbId, id);
       checkIfMatch(ifMatch, row.revision);
-      const users = this.db.select({ id: listeners.id }).from(listeners).where(eq(listeners.serverGroupId, id)).all();
-      const ruleUsers = this.db.select({ id: rules.id }).from(rules).where(eq(rules.serverGroupId, id)).all();
+      const users = await q.select({ id: t.listeners.id }).from(t.listeners).where(eq(t.listeners.serverGroupId, id));
+      const ruleUsers = await q.select({ id: t.rules.id }).from(t.rules).where(eq(t.rules.serverGroupId, id));
       const inUse = [...users, ...ruleUsers].map((u) => u.id);
       if (inUse.length > 0) {
         throw new ApiError('in_use', `server group ${id} is used by ${inUse.join(', ')}; point them elsewhere first`);
       }
-      this.db.delete(serverGroups).where(eq(serverGroups.id, id)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.delete(t.serverGroups).where(eq(t.serverGroups.id, id));
+      await this.lbs.bumpConfig(lbId);
     });
   }
 
-  addServers(scope: Scope, lbId: string, id: string, input: ServerInput[]): ServerRow[] {
-    return this.db.transaction(() => {
-      const group = this.find(scope, lbId, id);
+  addServers(scope: Scope, lbId: string, id: string, input: ServerInput[]): Promise<ServerRow[]> {
+    return this.store.write(async () => {
+      const group = await this.find(scope, lbId, id);
       // Every listener and rule using the group gets the servers too.
-      const backends = this.quotas?.growth(group.tenantId, 'backends');
-      const added = this.insertServers(group, input, '/servers');
-      backends?.check();
-      this.lbs.bumpConfig(lbId);
+      const backends = await this.quotas?.growth(group.tenantId, 'backends');
+      const added = await this.insertServers(group, input, '/servers');
+      await backends?.check();
+      await this.lbs.bumpConfig(lbId);
       return added;
     });
   }
 
-  findServer(scope: Scope, lbId: string, sgId: string, srvId: string): ServerRow {
-    this.find(scope, lbId, sgId);
-    const row = this.db
-      .select()
-      .from(servers)
-      .where(and(eq(servers.id, srvId), eq(servers.serverGroupId, sgId)))
-      .get();
+  async findServer(scope: Scope, lbId: string, sgId: string, srvId: string): Promise<ServerRow> {
+    await this.find(scope, lbId, sgId);
+    const { t } = this.store;
+    const [row] = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.servers)
+        .where(and(eq(t.servers.id, srvId), eq(t.servers.serverGroupId, sgId))),
+    );
     if (!row) throw notFound('server', srvId);
     return row;
   }
 
   updateServer(scope: Scope, lbId: string, sgId: string, srvId: string, input: UpdateServer, ifMatch?: string) {
-    return this.db.transaction(() => {
-      const row = this.findServer(scope, lbId, sgId, srvId);
+    const { t } = this.store;
+    return this.store.write(async (q) => {
+      const row = await this.findServer(scope, lbId, sgId, srvId);
       checkIfMatch(ifMatch, row.revision);
       // A server the tenant's networks no longer cover (or that predates the policy) is refused at its next
       // write: it may still be deleted.
-      this.policy.check(row.tenantId, [
-        { address: row.address, ports: [row.port, ...this.policy.listenerPorts([sgId])], path: '/params/srvId' },
+      await this.policy.check(row.tenantId, [
+        {
+          address: row.address,
+          ports: [row.port, ...(await this.policy.listenerPorts([sgId]))],
+          path: '/params/srvId',
+        },
       ]);
       const next = {
         weight: input.weight ?? row.weight,
@@ -213,36 +239,40 @@ export class ServerGroupService {
         revision: row.revision + 1,
         updatedAt: nowIso(),
       };
-      this.db.update(servers).set(next).where(eq(servers.id, srvId)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.update(t.servers).set(next).where(eq(t.servers.id, srvId));
+      await this.lbs.bumpConfig(lbId);
       return { ...row, ...next };
     });
   }
 
-  removeServer(scope: Scope, lbId: string, sgId: string, srvId: string, ifMatch?: string): void {
-    this.db.transaction(() => {
-      const row = this.findServer(scope, lbId, sgId, srvId);
+  async removeServer(scope: Scope, lbId: string, sgId: string, srvId: string, ifMatch?: string): Promise<void> {
+    const { t } = this.store;
+    await this.store.write(async (q) => {
+      const row = await this.findServer(scope, lbId, sgId, srvId);
       checkIfMatch(ifMatch, row.revision);
-      this.db.delete(servers).where(eq(servers.id, srvId)).run();
-      this.lbs.bumpConfig(lbId);
+      await q.delete(t.servers).where(eq(t.servers.id, srvId));
+      await this.lbs.bumpConfig(lbId);
     });
   }
 
-  private insertServers(group: GroupRow, input: ServerInput[], field: string): ServerRow[] {
-    const existing = this.db.select({ n: count() }).from(servers).where(eq(servers.serverGroupId, group.id)).get();
+  private async insertServers(group: GroupRow, input: ServerInput[], field: string): Promise<ServerRow[]> {
+    const { t } = this.store;
+    const [existing] = await this.store.read((q) =>
+      q.select({ n: count() }).from(t.servers).where(eq(t.servers.serverGroupId, group.id)),
+    );
     if ((existing?.n ?? 0) + input.length > MAX_SERVERS_PER_GROUP) {
       throw unprocessable(field, `a server group holds at most ${MAX_SERVERS_PER_GROUP} servers`);
     }
     // A batch counts every server it adds, against the group's quota and the tenant's.
-    this.quotas?.enforce(group.tenantId, 'serversPerServerGroup', existing?.n ?? 0, input.length);
-    this.quotas?.check(group.tenantId, 'servers', group.tenantId, input.length);
+    await this.quotas?.enforce(group.tenantId, 'serversPerServerGroup', existing?.n ?? 0, input.length);
+    await this.quotas?.check(group.tenantId, 'servers', group.tenantId, input.length);
     input.forEach((s, i) => {
       if (isIP(s.address) === 0)
         throw unprocessable(`${field}/${i}/address`, `${s.address} is not an IPv4 or IPv6 address`);
     });
-    checkDuplicates(this.db, group.id, input, field);
-    const listenerPorts = this.policy.listenerPorts([group.id]);
-    this.policy.check(
+    await checkDuplicates(this.store, group.id, input, field);
+    const listenerPorts = await this.policy.listenerPorts([group.id]);
+    await this.policy.check(
       group.tenantId,
       input.map((s, i) => ({
         address: s.address,
@@ -266,11 +296,9 @@ export class ServerGroupService {
       };
     });
     // Chunked: SQLite limits bound variables per statement.
-    for (let i = 0; i < rows.length; i += 50)
-      this.db
-        .insert(servers)
-        .values(rows.slice(i, i + 50))
-        .run();
+    await this.store.write(async (q) => {
+      for (let i = 0; i < rows.length; i += 50) await q.insert(t.servers).values(rows.slice(i, i + 50));
+    });
     return rows;
   }
 }
@@ -281,7 +309,7 @@ export class ServerGroupService {
  * naming the stored server. Both name the duplicate by address:port and its index in the request, never
  * the group id of a create (that group was rolled back and never existed).
  */
-function checkDuplicates(db: Db, groupId: string, input: ServerInput[], field: string): void {
+async function checkDuplicates(store: Store, groupId: string, input: ServerInput[], field: string): Promise<void> {
   const seen = new Map<string, number>();
   input.forEach((s, i) => {
     const key = hostPort(s.address, s.port);
@@ -291,11 +319,13 @@ function checkDuplicates(db: Db, groupId: string, input: ServerInput[], field: s
     }
     seen.set(key, i);
   });
-  const stored = db
-    .select({ id: servers.id, address: servers.address, port: servers.port })
-    .from(servers)
-    .where(eq(servers.serverGroupId, groupId))
-    .all();
+  const { t } = store;
+  const stored = await store.read((q) =>
+    q
+      .select({ id: t.servers.id, address: t.servers.address, port: t.servers.port })
+      .from(t.servers)
+      .where(eq(t.servers.serverGroupId, groupId)),
+  );
   for (const row of stored) {
     const i = seen.get(hostPort(row.address, row.port));
     if (i === undefined) continue;

@@ -1,4 +1,4 @@
-import { type Db, listeners } from '@slb/db';
+import type { Store } from '@slb/db';
 import {
   BucketTable,
   bucketsOf,
@@ -25,7 +25,7 @@ import type { LoadBalancerService } from './load-balancers.js';
  */
 export class TrafficMetricsReader {
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly redis: Redis | null,
     private readonly prefix: string,
@@ -39,12 +39,14 @@ export class TrafficMetricsReader {
     query: MetricsQuery,
     nowMs = this.now(),
   ): Promise<TrafficMetrics> {
-    this.lbs.find(scope, lbId);
-    const all = this.db
-      .select({ id: listeners.id, protocol: listeners.protocol })
-      .from(listeners)
-      .where(eq(listeners.loadBalancerId, lbId))
-      .all();
+    await this.lbs.find(scope, lbId);
+    const { t } = this.store;
+    const all = await this.store.read((q) =>
+      q
+        .select({ id: t.listeners.id, protocol: t.listeners.protocol })
+        .from(t.listeners)
+        .where(eq(t.listeners.loadBalancerId, lbId)),
+    );
     const chosen = listenerId === null ? all : all.filter((l) => l.id === listenerId);
     if (listenerId !== null && chosen.length === 0) throw notFound('listener', listenerId);
     const planned = planMetricsQuery(query, nowMs);

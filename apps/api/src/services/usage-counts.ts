@@ -1,4 +1,4 @@
-import { type Db, FLEET_SCOPE } from '@slb/db';
+import { FLEET_SCOPE, type Store } from '@slb/db';
 import { type SQL, sql } from 'drizzle-orm';
 
 // Reads the counts usage_counts keeps (triggers, migrations/0012): one row, where counting the rows cost
@@ -8,16 +8,21 @@ import { type SQL, sql } from 'drizzle-orm';
 export const keptCountQuery = (scope: string, name: string): SQL =>
   sql`SELECT used AS n FROM usage_counts WHERE scope = ${scope} AND name = ${name}`;
 
-function keptCount(db: Db, scope: string, name: string): number {
-  return db.get<{ n: number } | undefined>(keptCountQuery(scope, name))?.n ?? 0;
+/**
+ * The number in column `n` of a query's first row, 0 without one. PostgreSQL gives count(*), sum and
+ * bigint back as text: read as a number here, as SQLite gives them.
+ */
+export async function countWith(store: Store, query: SQL): Promise<number> {
+  const [row] = await store.read((q) => store.rows<{ n: number | string | null }>(q, query));
+  return Number(row?.n ?? 0);
 }
 
 /** What the fleet holds: listeners of every tenant, and those of them served on an L7 port. */
-export function fleetCount(db: Db, name: 'listeners' | 'l7Ports'): number {
-  return keptCount(db, FLEET_SCOPE, name);
+export function fleetCount(store: Store, name: 'listeners' | 'l7Ports'): Promise<number> {
+  return countWith(store, keptCountQuery(FLEET_SCOPE, name));
 }
 
 /** The load balancers holding a VIP from an address pool. */
-export function poolAddressCount(db: Db, poolId: string): number {
-  return keptCount(db, poolId, 'addresses');
+export function poolAddressCount(store: Store, poolId: string): Promise<number> {
+  return countWith(store, keptCountQuery(poolId, 'addresses'));
 }
