@@ -6,6 +6,8 @@ export * from './schema/index.js';
 export {
   changedRows,
   type Dialect,
+  type Preparable,
+  type PreparedRun,
   type Queries,
   type Store,
   StoreScope,

@@ -132,6 +132,29 @@ describe.each(all)('store on $name', (engine) => {
     },
   );
 
+  it.skipIf(!engine.available)('runs a prepared read many times, inside a write on its transaction', async () => {
+    const store = await start();
+    const { t } = store;
+    const byName = store.prepare('tenant_by_name', (q) =>
+      q
+        .select({ id: t.tenants.id })
+        .from(t.tenants)
+        .where(eq(t.tenants.name, sql.placeholder('name'))),
+    );
+    await store.write((q) => q.insert(t.tenants).values({ id: 'ten-a', name: 'a', ...stamps }));
+    expect(await byName({ name: 'a' })).toEqual([{ id: 'ten-a' }]);
+    expect(await byName({ name: 'b' })).toEqual([]);
+    const seen = await store
+      .write(async (q) => {
+        await q.insert(t.tenants).values({ id: 'ten-b', name: 'b', ...stamps });
+        const inside = await byName({ name: 'b' });
+        throw Object.assign(new Error('roll back'), { inside });
+      })
+      .catch((err: { inside: unknown }) => err.inside);
+    expect(seen).toEqual([{ id: 'ten-b' }]);
+    expect(await byName({ name: 'b' })).toEqual([]);
+  });
+
   it.skipIf(!engine.available)('counts changed rows and runs raw SQL the same way', async () => {
     const store = await start();
     const { t } = store;

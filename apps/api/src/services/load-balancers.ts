@@ -1,4 +1,4 @@
-import { newId, type Store, type Tables } from '@slb/db';
+import { newId, type PreparedRun, type Store, type Tables } from '@slb/db';
 import type { CreateLoadBalancer, ListQuery, LoadBalancer, Placement, UpdateLoadBalancer } from '@slb/model';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
@@ -26,13 +26,34 @@ export function checkPlacement(placement: Placement): void {
 }
 
 export class LoadBalancerService {
+  // Reads on every GET of an LB or anything under it: prepared once, not rebuilt per request (the query
+  // builder cost 2.5x the rest of such a request).
+  private readonly byId: PreparedRun<LoadBalancerRow[]>;
+  private readonly byIdInTenant: PreparedRun<LoadBalancerRow[]>;
+
   constructor(
     private readonly store: Store,
     private readonly runtime: RuntimeView,
     private readonly dnsZone = DEFAULT_DNS_ZONE,
     private readonly quotas?: QuotaService,
     private readonly vips?: VipAllocator,
-  ) {}
+  ) {
+    const { t } = store;
+    this.byId = store.prepare('lb_by_id', (q) =>
+      q
+        .select()
+        .from(t.loadBalancers)
+        .where(eq(t.loadBalancers.id, sql.placeholder('id'))),
+    );
+    this.byIdInTenant = store.prepare('lb_by_id_in_tenant', (q) =>
+      q
+        .select()
+        .from(t.loadBalancers)
+        .where(
+          and(eq(t.loadBalancers.id, sql.placeholder('id')), eq(t.loadBalancers.tenantId, sql.placeholder('tenantId'))),
+        ),
+    );
+  }
 
   toApi(row: LoadBalancerRow): LoadBalancer {
     const { status, nodes } = this.runtime(row.id, row.configVersion);
@@ -57,23 +78,15 @@ export class LoadBalancerService {
   }
 
   async find(scope: Scope, id: string): Promise<LoadBalancerRow> {
-    const { t } = this.store;
-    const [row] = await this.store.read((q) =>
-      q
-        .select()
-        .from(t.loadBalancers)
-        .where(and(eq(t.loadBalancers.id, id), tenantFilter(t.loadBalancers.tenantId, scope))),
-    );
+    const [row] =
+      scope.tenantId === null ? await this.byId({ id }) : await this.byIdInTenant({ id, tenantId: scope.tenantId });
     if (!row) throw notFound('load balancer', id);
     return row;
   }
 
   /** For the DNS responder: the LB's VIP (none before it has one), or null when there is no such LB. */
   async addressesOf(id: string): Promise<string[] | null> {
-    const { t } = this.store;
-    const [row] = await this.store.read((q) =>
-      q.select({ address: t.loadBalancers.address }).from(t.loadBalancers).where(eq(t.loadBalancers.id, id)),
-    );
+    const [row] = await this.byId({ id });
     if (!row) return null;
     return row.address === null ? [] : [row.address];
   }

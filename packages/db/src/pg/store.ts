@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import * as pgSchema from '../schema-pg/index.js';
-import { type Queries, type Store, StoreScope, type Tables, WriteInsideRead } from '../store.js';
+import { type Preparable, type Queries, type Store, StoreScope, type Tables, WriteInsideRead } from '../store.js';
 import { type PgDb, runPgMigrations } from './migrate.js';
 
 export interface PgStoreOptions {
@@ -42,6 +42,14 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     read: (work) => {
       const outer = scope.current();
       return outer ? work(outer.q) : scope.within(q, false, work);
+    },
+    prepare: <T>(name: string, build: (q: Queries) => Preparable<T>) => {
+      const prepared = build(q).prepare(name);
+      return (params: Record<string, unknown>) => {
+        // Inside a write: the same statement, on the write's connection and transaction.
+        const outer = scope.current();
+        return outer ? build(outer.q).prepare(name).execute(params) : prepared.execute(params);
+      };
     },
     write: (work) => {
       const outer = scope.current();
