@@ -6,6 +6,7 @@ export * from './schema/index.js';
 export {
   changedRows,
   type Dialect,
+  LockOutsideWrite,
   type Preparable,
   type PreparedRun,
   type Queries,

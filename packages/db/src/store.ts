@@ -48,6 +48,12 @@ export interface Store {
    * write's transaction. `name` is unique per query.
    */
   prepare<T>(name: string, build: (q: Queries) => Preparable<T>): PreparedRun<T>;
+  /**
+   * Holds `key` until the enclosing write ends, so writers that take the same key run one after another: a
+   * PostgreSQL advisory transaction lock (other connections, other replicas). SQLite's writes take turns
+   * already. Only inside a write.
+   */
+  lock(key: string): Promise<void>;
   /** A raw statement's rows, on the queries given (a transaction's, or the store's for a plain read). */
   rows<T>(q: Queries, query: SQL): Promise<T[]>;
   close(): Promise<void>;
@@ -57,6 +63,13 @@ export interface Store {
 export function changedRows(result: unknown): number {
   const r = result as { changes?: number; rowCount?: number | null };
   return r.changes ?? r.rowCount ?? 0;
+}
+
+/** A lock asked for outside a write: it would be released at once. */
+export class LockOutsideWrite extends Error {
+  constructor() {
+    super('a store lock outside a write: it lasts as long as the write that takes it');
+  }
 }
 
 /** A write asked for inside a read: the read is not a transaction, so the write could not be part of it. */
@@ -168,6 +181,9 @@ export function sqliteStore(open: OpenDatabase): Store {
         if (open.sqlite.inTransaction) return savepoint(run);
         return transaction('BEGIN IMMEDIATE', 'COMMIT', ['ROLLBACK'], run);
       });
+    },
+    lock: async () => {
+      if (!scope.current()?.writing) throw new LockOutsideWrite();
     },
     rows: async <T>(_q: Queries, query: SQL) => open.db.all<T>(query),
     close: async () => open.close(),

@@ -1,4 +1,4 @@
-import { changedRows, WriteInsideRead } from '@slb/db';
+import { changedRows, LockOutsideWrite, WriteInsideRead } from '@slb/db';
 import { engines, type TestStore } from '@slb/test-support/stores';
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -116,11 +116,19 @@ describe.each(all)('store on $name', (engine) => {
   });
 
   it.skipIf(!engine.available)(
-    'refuses a write inside a read, and a promise settled after a call is outside it',
+    'refuses a write inside a read and a lock outside a write; a promise settled after a call is outside it',
     async () => {
       const store = await start();
       const { t } = store;
       await expect(store.read(async () => store.write(async () => 1))).rejects.toBeInstanceOf(WriteInsideRead);
+      // A lock lasts as long as the write that takes it: outside one it would be gone at once.
+      await expect(store.lock('key')).rejects.toBeInstanceOf(LockOutsideWrite);
+      await expect(store.read(() => store.lock('key'))).rejects.toBeInstanceOf(LockOutsideWrite);
+      const locked = store.write(async () => {
+        await store.lock('key');
+        return 'locked';
+      });
+      expect(await locked).toBe('locked');
       let later!: Promise<unknown>;
       await store.write(async () => {
         later = new Promise((resolve) => setTimeout(resolve, 5)).then(() =>

@@ -55,10 +55,29 @@ export function checkIfMatch(ifMatch: string | undefined, revision: number): voi
   throw new ApiError('precondition_failed', `If-Match ${ifMatch} does not match the current ETag ${current}`);
 }
 
-/** A unique index refused the write: SQLite's code or PostgreSQL's (23505), drizzle's wrapping undone. */
-export function isUniqueViolation(err: unknown): boolean {
-  for (let e = err as { code?: string; cause?: unknown } | null; e; e = e.cause as typeof e) {
-    if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === '23505') return true;
+/**
+ * A unique index refused the write: SQLite's code or PostgreSQL's (23505), drizzle's wrapping undone. With
+ * `on`, only that index: PostgreSQL names it, SQLite's message names its columns (`table.column`).
+ */
+export function isUniqueViolation(err: unknown, on?: { index: string; column: string }): boolean {
+  type DbError = { code?: string; cause?: unknown; constraint?: string; message?: string };
+  for (let e = err as DbError | null; e; e = e.cause as DbError | null) {
+    if (e.code === '23505') return on === undefined || e.constraint === on.index;
+    if (e.code === 'SQLITE_CONSTRAINT_UNIQUE') return on === undefined || (e.message ?? '').includes(on.column);
   }
   return false;
+}
+
+/**
+ * Runs `attempt` again (up to `times`) while it fails on `retryOn`: an allocation that read a free value
+ * another writer took before it committed (PostgreSQL replicas; SQLite's writes take turns and never do).
+ */
+export async function retrying<T>(times: number, retryOn: (err: unknown) => boolean, attempt: () => Promise<T>) {
+  for (let left = times; ; left--) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (left <= 1 || !retryOn(err)) throw err;
+    }
+  }
 }

@@ -10,6 +10,8 @@ import { countWith, fleetCount } from './usage-counts.js';
  * collision impossible, where hashing ids at compile time could collide). Its row going frees it.
  */
 export async function allocateL7Port(store: Store): Promise<number> {
+  // One pick at a time across replicas, until the listener's insert commits.
+  await store.lock('l7-ports');
   // Ports go out lowest first, so those taken are most often exactly BASE…max: then max + 1 is the lowest
   // free one, known from one index seek and the kept count, without counting or reading every http/https
   // listener of the fleet (which cost in proportion to it on every create).

@@ -1,4 +1,4 @@
-import { newId, type Store, type Tables } from '@slb/db';
+import { newId, type PreparedRun, type Store, type Tables } from '@slb/db';
 import {
   type CreateListener,
   type Listener,
@@ -8,18 +8,21 @@ import {
   transportOf,
   type UpdateListener,
 } from '@slb/model';
-import { and, asc, eq, inArray } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { backendPortsOf } from './backend-policy.js';
-import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
+import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, retrying, type Scope, toPage } from './common.js';
 import { allocateL7Port, servedByL7 } from './l7-ports.js';
-import type { LoadBalancerService } from './load-balancers.js';
+import { ALLOCATION_ATTEMPTS, type LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 import { fleetCount } from './usage-counts.js';
 
 export type ListenerRow = Tables['listeners']['$inferSelect'];
+
+const PORT_INDEX = { index: 'listeners_port_uq', column: 'listeners.load_balancer_id' };
+const L7_PORT_INDEX = { index: 'listeners_l7_port_uq', column: 'listeners.l7_port' };
 
 /** The nodes that cannot bind a listener's VIP:port, and why: the control hub knows, the database does not. */
 export type ListenerRuntimeView = (listenerId: string) => ListenerBindError[];
@@ -51,13 +54,23 @@ function settingsColumns(s: ListenerSettings) {
 }
 
 export class ListenerService {
+  private readonly byIdInLb: PreparedRun<ListenerRow[]>;
+
   constructor(
     private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
     private readonly quotas?: QuotaService,
     private readonly bindErrors: ListenerRuntimeView = () => [],
-  ) {}
+  ) {
+    const { t } = store;
+    this.byIdInLb = store.prepare('listener_by_id_in_lb', (q) =>
+      q
+        .select()
+        .from(t.listeners)
+        .where(and(eq(t.listeners.id, sql.placeholder('id')), eq(t.listeners.loadBalancerId, sql.placeholder('lbId')))),
+    );
+  }
 
   toApi(row: ListenerRow): Listener {
     return {
@@ -76,13 +89,7 @@ export class ListenerService {
 
   async find(scope: Scope, lbId: string, id: string): Promise<ListenerRow> {
     await this.lbs.find(scope, lbId);
-    const { t } = this.store;
-    const [row] = await this.store.read((q) =>
-      q
-        .select()
-        .from(t.listeners)
-        .where(and(eq(t.listeners.id, id), eq(t.listeners.loadBalancerId, lbId))),
-    );
+    const [row] = await this.byIdInLb({ id, lbId });
     if (!row) throw notFound('listener', id);
     return row;
   }
@@ -207,18 +214,24 @@ export class ListenerService {
         serverGroupId,
         status: 'running',
         ...settingsColumns(settings),
-        l7Port: servedByL7(protocol) ? await allocateL7Port(this.store) : null,
+        l7Port: null,
         revision: 1,
         createdAt: now,
         updatedAt: now,
       };
-      try {
-        // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
-        await this.store.write((q) => q.insert(t.listeners).values(row));
-      } catch (err) {
-        if (isUniqueViolation(err)) throw this.portConflict(lbId, protocol, port);
+      // An L7 port picked while another replica inserts it is refused by its unique index: pick again.
+      await retrying(
+        ALLOCATION_ATTEMPTS,
+        (err) => isUniqueViolation(err, L7_PORT_INDEX),
+        async () => {
+          if (servedByL7(protocol)) row.l7Port = await allocateL7Port(this.store);
+          // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
+          await this.store.write((q) => q.insert(t.listeners).values(row));
+        },
+      ).catch((err: unknown) => {
+        if (isUniqueViolation(err, PORT_INDEX)) throw this.portConflict(lbId, protocol, port);
         throw err;
-      }
+      });
       await backends?.check();
       await this.lbs.bumpConfig(lbId);
       return row;

@@ -17,9 +17,9 @@ import { countOf, usageOf } from './quota-usage.js';
 /**
  * Per-tenant quotas: the limits in force (deployment defaults, then an admin's overrides), their checks
  * and their usage. Every check runs inside the transaction of the write it guards, before its insert, and
- * no other write of the tenant can take the last slot between the count and the insert: on SQLite writes
- * take turns on the one connection; on PostgreSQL the check locks the tenant's row until the write commits,
- * so two concurrent creates at the limit cannot both pass, on one replica or several.
+ * no other write of the tenant can take the last slot between the count and the insert: the check holds a
+ * lock of the tenant until the write ends (Store.lock), so two concurrent creates at the limit cannot both
+ * pass, on one replica or several.
  *
  * The system tenant (the operator's own, where admin tokens create) is bounded by the ceilings only, which
  * for node-enforced quotas are what a node can run.
@@ -63,13 +63,9 @@ export class QuotaService {
     return row?.limit ?? (await this.baseOf(tenantId))[name];
   }
 
-  /**
-   * Holds the tenant's writes back until the caller's transaction ends. PostgreSQL only: there, writes of
-   * other connections (other requests, other replicas) run beside this one. SQLite's writes take turns.
-   */
-  private async lockTenant(tenantId: string): Promise<void> {
-    if (this.store.dialect !== 'postgres') return;
-    await this.store.write((q) => this.store.rows(q, sql`SELECT id FROM tenants WHERE id = ${tenantId} FOR UPDATE`));
+  /** Holds the tenant's other quota-checked writes back until the caller's write ends (Store.lock). */
+  private lockTenant(tenantId: string): Promise<void> {
+    return this.store.lock(`quota:${tenantId}`);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { newId, type Store, type Tables } from '@slb/db';
+import { newId, type PreparedRun, type Store, type Tables } from '@slb/db';
 import type {
   CreateServerGroup,
   ListQuery,
@@ -10,7 +10,7 @@ import type {
   UpdateServerGroup,
 } from '@slb/model';
 import { hostPort, MAX_SERVERS_PER_GROUP } from '@slb/model';
-import { and, asc, count, eq, inArray } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { BackendEndpoint, BackendPolicyService } from './backend-policy.js';
 import { checkIfMatch, cursorFilter, nowIso, type Scope, toPage } from './common.js';
@@ -41,12 +41,24 @@ const toGroup = (row: GroupRow, members: ServerRow[]): ServerGroup => ({
 });
 
 export class ServerGroupService {
+  private readonly byIdInLb: PreparedRun<GroupRow[]>;
+
   constructor(
     private readonly store: Store,
     private readonly lbs: LoadBalancerService,
     private readonly policy: BackendPolicyService,
     private readonly quotas?: QuotaService,
-  ) {}
+  ) {
+    const { t } = store;
+    this.byIdInLb = store.prepare('group_by_id_in_lb', (q) =>
+      q
+        .select()
+        .from(t.serverGroups)
+        .where(
+          and(eq(t.serverGroups.id, sql.placeholder('id')), eq(t.serverGroups.loadBalancerId, sql.placeholder('lbId'))),
+        ),
+    );
+  }
 
   /**
    * Refuses (422 backend_address_denied) a listener's ports over these groups' servers: the port the cloud
@@ -93,13 +105,7 @@ export class ServerGroupService {
 
   async find(scope: Scope, lbId: string, id: string): Promise<GroupRow> {
     await this.lbs.find(scope, lbId);
-    const { t } = this.store;
-    const [row] = await this.store.read((q) =>
-      q
-        .select()
-        .from(t.serverGroups)
-        .where(and(eq(t.serverGroups.id, id), eq(t.serverGroups.loadBalancerId, lbId))),
-    );
+    const [row] = await this.byIdInLb({ id, lbId });
     if (!row) throw notFound('server group', id);
     return row;
   }

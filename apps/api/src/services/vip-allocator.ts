@@ -31,9 +31,9 @@ function offsetIn(range: PoolRange, address: string): number | null {
 }
 
 /**
- * Hands out load balancers' VIPs. Called inside the caller's write: on SQLite the pick and the insert hold
- * the write turn together; on PostgreSQL two writers can pick the same address, and the unique index on
- * load_balancers.address refuses the second (the create answers 409 and a retry picks again).
+ * Hands out load balancers' VIPs. Called inside the caller's write, whose lock of the allocation (Store.lock)
+ * it holds until the insert commits, so replicas pick one after another. The unique index on
+ * load_balancers.address is the second line: the create picks again if it refuses.
  */
 export class VipAllocator {
   constructor(
@@ -44,6 +44,8 @@ export class VipAllocator {
 
   async allocate(tenantId: string, requested?: string): Promise<Vip> {
     const { t } = this.store;
+    // One pick at a time across replicas: concurrent picks would read the same lowest free address.
+    await this.store.lock('vip-allocation');
     await this.store.write((q) => q.delete(t.addressHolds).where(lte(t.addressHolds.holdUntil, nowIso())));
     return requested === undefined ? this.lowestFree() : this.claim(tenantId, requested);
   }

@@ -1,8 +1,16 @@
-import type { SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import * as pgSchema from '../schema-pg/index.js';
-import { type Preparable, type Queries, type Store, StoreScope, type Tables, WriteInsideRead } from '../store.js';
+import {
+  LockOutsideWrite,
+  type Preparable,
+  type Queries,
+  type Store,
+  StoreScope,
+  type Tables,
+  WriteInsideRead,
+} from '../store.js';
 import { type PgDb, runPgMigrations } from './migrate.js';
 
 export interface PgStoreOptions {
@@ -57,6 +65,11 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
       // Inside a write, drizzle's nested transaction is a savepoint of it.
       const on = (outer?.q ?? db) as PgDb;
       return on.transaction((tx) => scope.within(tx, true, work));
+    },
+    lock: async (key) => {
+      const outer = scope.current();
+      if (!outer?.writing) throw new LockOutsideWrite();
+      await (outer.q as PgDb).execute(sql`SELECT pg_advisory_xact_lock(hashtext(${key}))`);
     },
     rows: async <T>(on: Queries, query: SQL) => (await (on as PgDb).execute(query)).rows as T[],
     close: () => pool.end(),
