@@ -59,8 +59,8 @@ export function countOf(store: Store, name: QuotaName, parent: string): Promise<
 export const countQuery = (name: QuotaName, parent: string): SQL => COUNT[name](parent);
 
 export async function usageOf(store: Store, tenantId: string): Promise<Record<QuotaName, number>> {
-  const usage = await Promise.all(
-    QUOTA_NAMES.map(async (name) => [name, await countWith(store, USAGE[name](tenantId))]),
-  );
-  return Object.fromEntries(usage) as Record<QuotaName, number>;
+  // One after another: inside a write they share its connection, which runs one query at a time.
+  const usage: Partial<Record<QuotaName, number>> = {};
+  for (const name of QUOTA_NAMES) usage[name] = await countWith(store, USAGE[name](tenantId));
+  return usage as Record<QuotaName, number>;
 }
