@@ -36,6 +36,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/namespace-shared-db.test.ts',
   'apps/api/test/namespaces.test.ts',
   'apps/api/test/pg-copy.test.ts',
+  'apps/api/test/readiness-store.test.ts',
   'apps/api/test/replicas-store.test.ts',
   'apps/api/test/secrets.security.test.ts',
   'apps/api/test/services-store.test.ts',
