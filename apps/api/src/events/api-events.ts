@@ -1,4 +1,4 @@
-import { type Db, listeners, rules, serverGroups, servers } from '@slb/db';
+import type { Store } from '@slb/db';
 import { eq } from 'drizzle-orm';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { EventStore } from './store.js';
@@ -76,35 +76,49 @@ const DESCRIBE: Record<string, Describe> = {
 };
 
 /** Reads of what a write is about to replace or remove, by operationId: only where its line needs it. */
-function beforeReads(db: Db): Record<string, (params: Facts['params']) => Any | undefined> {
+function beforeReads(store: Store): Record<string, (params: Facts['params']) => Promise<Any | undefined>> {
+  const { t } = store;
+  const first = async <T>(rows: Promise<T[]>) => (await rows)[0];
   const server = (p: Facts['params']) =>
-    db
-      .select({ address: servers.address, port: servers.port, weight: servers.weight })
-      .from(servers)
-      .where(eq(servers.id, p.srvId ?? ''))
-      .get();
+    first(
+      store.read((q) =>
+        q
+          .select({ address: t.servers.address, port: t.servers.port, weight: t.servers.weight })
+          .from(t.servers)
+          .where(eq(t.servers.id, p.srvId ?? '')),
+      ),
+    );
   const listener = (p: Facts['params']) =>
-    db
-      .select({ protocol: listeners.protocol, port: listeners.port })
-      .from(listeners)
-      .where(eq(listeners.id, p.lsnId ?? ''))
-      .get();
+    first(
+      store.read((q) =>
+        q
+          .select({ protocol: t.listeners.protocol, port: t.listeners.port })
+          .from(t.listeners)
+          .where(eq(t.listeners.id, p.lsnId ?? '')),
+      ),
+    );
   return {
     updateServer: server,
     deleteServer: server,
     deleteListener: listener,
     deleteServerGroup: (p) =>
-      db
-        .select({ name: serverGroups.name })
-        .from(serverGroups)
-        .where(eq(serverGroups.id, p.sgId ?? ''))
-        .get(),
+      first(
+        store.read((q) =>
+          q
+            .select({ name: t.serverGroups.name })
+            .from(t.serverGroups)
+            .where(eq(t.serverGroups.id, p.sgId ?? '')),
+        ),
+      ),
     deleteRule: (p) =>
-      db
-        .select({ domain: rules.domain, path: rules.path })
-        .from(rules)
-        .where(eq(rules.id, p.ruleId ?? ''))
-        .get(),
+      first(
+        store.read((q) =>
+          q
+            .select({ domain: t.rules.domain, path: t.rules.path })
+            .from(t.rules)
+            .where(eq(t.rules.id, p.ruleId ?? '')),
+        ),
+      ),
   };
 }
 
@@ -123,16 +137,15 @@ export function recordsApiEvents(url: string, methods: string[], dryRun: boolean
 }
 
 /** The hooks a recorded write route gets: before-read (some operations), keep the result, record on send. */
-export function apiEventHooks(db: Db, events: Pick<EventStore, 'recordNow'>, operationId: string | undefined) {
-  const read = operationId ? beforeReads(db)[operationId] : undefined;
+export function apiEventHooks(store: Store, events: Pick<EventStore, 'recordNow'>, operationId: string | undefined) {
+  const read = operationId ? beforeReads(store)[operationId] : undefined;
   const preHandler: preHandlerHookHandler | undefined = read
-    ? (request, _reply, done) => {
+    ? async (request) => {
         try {
-          results.set(request, { result: null, before: read(request.params as Facts['params']) ?? null });
+          results.set(request, { result: null, before: (await read(request.params as Facts['params'])) ?? null });
         } catch {
           // The line loses a detail; the write goes on.
         }
-        done();
       }
     : undefined;
   const preSerialization = (

@@ -18,7 +18,7 @@ export const apiEventsPlugin = fp(
       const methods = apiWriteMethods(route);
       if (methods.length === 0 || !recordsApiEvents(route.url, methods, route.config?.dryRun)) return;
       const operationId = (route.schema as { operationId?: string } | undefined)?.operationId;
-      const { preHandler, preSerialization, onSend } = apiEventHooks(app.store.db, app.events, operationId);
+      const { preHandler, preSerialization, onSend } = apiEventHooks(app.data, app.events, operationId);
       if (preHandler) route.preHandler = [...hooksOf(route.preHandler), preHandler] as typeof route.preHandler;
       route.preSerialization = [...hooksOf(route.preSerialization), preSerialization] as typeof route.preSerialization;
       route.onSend = [...hooksOf(route.onSend), onSend] as typeof route.onSend;
