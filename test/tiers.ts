@@ -35,6 +35,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/metrics-host.test.ts',
   'apps/api/test/namespace-shared-db.test.ts',
   'apps/api/test/namespaces.test.ts',
+  'apps/api/test/node-credentials-store.test.ts',
   'apps/api/test/pg-copy.test.ts',
   'apps/api/test/readiness-store.test.ts',
   'apps/api/test/replicas-store.test.ts',

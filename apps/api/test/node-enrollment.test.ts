@@ -39,7 +39,7 @@ describe('node enrollment', () => {
     const first = await enroll(t, created.body.joinToken);
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ nodeId: created.body.id, kind: 'l7', address: '127.0.0.21' });
-    expect(identityOf(t.app.store.db, first.body.credential)).toEqual({
+    expect(await identityOf(t.app.data, first.body.credential)).toEqual({
       nodeId: created.body.id,
       kind: 'l7',
       address: '127.0.0.21',
@@ -75,10 +75,10 @@ describe('node enrollment', () => {
     const rotated = await call(t.app, ADMIN_TOKEN, 'POST', `/v1/nodes/${created.body.id}/credentials`);
     expect(rotated.status).toBe(201);
     expect(rotated.body.nodeId).toBe(created.body.id);
-    expect(identityOf(t.app.store.db, old)?.nodeId).toBe(created.body.id);
+    expect((await identityOf(t.app.data, old))?.nodeId).toBe(created.body.id);
     const fresh = (await enroll(t, rotated.body.joinToken)).body.credential as string;
-    expect(identityOf(t.app.store.db, old)).toBeNull();
-    expect(identityOf(t.app.store.db, fresh)?.nodeId).toBe(created.body.id);
+    expect(await identityOf(t.app.data, old)).toBeNull();
+    expect((await identityOf(t.app.data, fresh))?.nodeId).toBe(created.body.id);
     expect((await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes/node-unknown/credentials')).status).toBe(404);
   });
 
@@ -99,7 +99,7 @@ describe('node enrollment', () => {
     const created = await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address: '127.0.0.13' });
     const credential = (await enroll(t, created.body.joinToken)).body.credential as string;
     expect((await call(t.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${created.body.id}`)).status).toBe(204);
-    expect(identityOf(t.app.store.db, credential)).toBeNull();
+    expect(await identityOf(t.app.data, credential)).toBeNull();
     expect((await call(t.app, ADMIN_TOKEN, 'GET', `/v1/nodes/${created.body.id}`)).status).toBe(404);
     expect((await call(t.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${created.body.id}`)).status).toBe(404);
   });

@@ -38,12 +38,14 @@ export function installChannelServer(app: FastifyInstance, hub: ControlHub, opti
   const refuse = (socket: Duplex, status: number, text: string) => {
     socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   };
-  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const upgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
     if (path !== CONTROL_CHANNEL_PATH) return refuse(socket, 404, 'Not Found');
     const remote = request.socket.remoteAddress ?? 'unknown';
     const secret = bearerOf(request.headers.authorization);
-    const identity = secret ? identityOf(app.store.db, secret) : null;
+    const identity = secret ? await identityOf(app.data, secret) : null;
+    // The socket may have gone while the credential was looked up.
+    if (socket.destroyed) return;
     const legacy = identity === null && secret !== null && sameSecret(secret, options.legacyToken);
     if (!identity && !legacy) {
       // Failures count against the address (then 429, logged once per burst); a good credential is limited
@@ -63,6 +65,13 @@ export function installChannelServer(app: FastifyInstance, hub: ControlHub, opti
         app.log.warn({ remote, code: (err as { code?: string }).code }, 'control channel closed: protocol error'),
       );
       hub.attach(ws, identity ?? undefined);
+    });
+  };
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgrade(request, socket, head).catch((err: Error) => {
+      // The database did not answer: the node retries, as after any refused dial.
+      app.log.warn({ err: err.message }, 'control channel upgrade failed');
+      if (!socket.destroyed) refuse(socket, 503, 'Service Unavailable');
     });
   });
   app.addHook('onClose', async () => {

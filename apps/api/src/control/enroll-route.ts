@@ -15,7 +15,7 @@ export function installEnrollRoute(app: FastifyInstance, hub: ControlHub, guard:
     const remote = request.socket.remoteAddress ?? 'unknown';
     const token = bearerOf(request.headers.authorization);
     // As on the channel: only failures count against the address, so a good join token always goes through.
-    const enrolled = token ? redeemJoinToken(app.store.db, token) : null;
+    const enrolled = token ? await redeemJoinToken(app.data, token) : null;
     if (!enrolled) {
       if (guard.admit(remote) !== 'ok') {
         reply.header('retry-after', '10');

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Db, nodes } from '@slb/db';
+import { type Db, nodes, type Store } from '@slb/db';
 import type { EnrollResponse } from '@slb/model';
 import { and, eq, gt } from 'drizzle-orm';
 
@@ -31,13 +31,15 @@ function newCredential(): { credential: string; hash: string } {
 }
 
 /** The node a credential belongs to, or null (unknown, revoked, or replaced by a rotation). */
-export function identityOf(db: Db, credential: string): NodeIdentity | null {
+export async function identityOf(store: Store, credential: string): Promise<NodeIdentity | null> {
   if (!credential.startsWith(CREDENTIAL_PREFIX)) return null;
-  const row = db
-    .select({ nodeId: nodes.id, kind: nodes.kind, address: nodes.address })
-    .from(nodes)
-    .where(eq(nodes.credentialHash, secretHash(credential)))
-    .get();
+  const { t } = store;
+  const [row] = await store.read((q) =>
+    q
+      .select({ nodeId: t.nodes.id, kind: t.nodes.kind, address: t.nodes.address })
+      .from(t.nodes)
+      .where(eq(t.nodes.credentialHash, secretHash(credential))),
+  );
   return row ?? null;
 }
 
@@ -45,27 +47,32 @@ export function identityOf(db: Db, credential: string): NodeIdentity | null {
  * Exchanges a join token for the node's credential, once: the token is consumed, and the credential replaces
  * whatever the node had (a rotation revokes the old one here). Null for an unknown, used or expired token.
  */
-export function redeemJoinToken(db: Db, joinToken: string, now = Date.now()): EnrollResponse | null {
+export async function redeemJoinToken(
+  store: Store,
+  joinToken: string,
+  now = Date.now(),
+): Promise<EnrollResponse | null> {
   if (!joinToken.startsWith(JOIN_PREFIX)) return null;
-  return db.transaction(() => {
-    const row = db
-      .select()
-      .from(nodes)
-      .where(
-        and(eq(nodes.joinTokenHash, secretHash(joinToken)), gt(nodes.joinTokenExpiresAt, new Date(now).toISOString())),
-      )
-      .get();
-    if (!row) return null;
+  const { t } = store;
+  return store.write(async (q) => {
+    // Consumed by the update itself: of two replicas redeeming one token at once, one updates the row.
     const { credential, hash } = newCredential();
-    db.update(nodes)
+    const [row] = await q
+      .update(t.nodes)
       .set({
         credentialHash: hash,
         joinTokenHash: null,
         joinTokenExpiresAt: null,
         updatedAt: new Date(now).toISOString(),
       })
-      .where(eq(nodes.id, row.id))
-      .run();
+      .where(
+        and(
+          eq(t.nodes.joinTokenHash, secretHash(joinToken)),
+          gt(t.nodes.joinTokenExpiresAt, new Date(now).toISOString()),
+        ),
+      )
+      .returning({ id: t.nodes.id, kind: t.nodes.kind, address: t.nodes.address });
+    if (!row) return null;
     return { nodeId: row.id, kind: row.kind, address: row.address, credential };
   });
 }
