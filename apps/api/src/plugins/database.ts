@@ -50,7 +50,7 @@ export const databasePlugin = fp<DatabaseOptions>(
       const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
       app.log.info({ applied }, 'database migrations checked');
       box = new SecretBox(options.secretKeys ?? loadSecretKeys({ dbPath: options.dbPath }).keys);
-      const reencrypted = reencryptCertificateKeys(store.db, box);
+      const reencrypted = await reencryptCertificateKeys(data, box);
       if (reencrypted > 0) {
         // The clear (or old-key) text stays in free pages and the WAL until rewritten: rewrite them now.
         store.sqlite.exec('VACUUM');
