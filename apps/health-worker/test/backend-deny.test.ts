@@ -36,7 +36,13 @@ it('never probes a denied target and reports it abnormal with a coarse reason', 
     onCheck: (r) => reports.push(r),
   });
   closers.push(() => worker.close());
-  const consumer = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix, consumer: 'c', blockMs: 100 });
+  const consumer = new TransitionConsumer({
+    store: t.store,
+    redisUrl: REDIS_URL,
+    keyPrefix,
+    consumer: 'c',
+    blockMs: 100,
+  });
   closers.push(() => consumer.close());
   const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   closers.push(() => scheduler.close());

@@ -30,7 +30,13 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
     onCheck: (r) => reports.push(r),
   });
   closers.push(() => worker.close());
-  const consumer = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix, consumer: 'c', blockMs: 100 });
+  const consumer = new TransitionConsumer({
+    store: t.store,
+    redisUrl: REDIS_URL,
+    keyPrefix,
+    consumer: 'c',
+    blockMs: 100,
+  });
   closers.push(() => consumer.close());
   const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   closers.push(() => scheduler.close());

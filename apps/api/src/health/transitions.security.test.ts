@@ -27,7 +27,7 @@ beforeEach(async () => {
     error: () => {},
     info: () => {},
   } as never;
-  consumer = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100, logger });
+  consumer = new TransitionConsumer({ store: t.store, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100, logger });
   await consumer.start();
 });
 afterEach(async () => {

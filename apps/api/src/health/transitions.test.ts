@@ -40,7 +40,7 @@ describe('TransitionConsumer', () => {
     const base = Date.now();
     const seen: HealthTransitionMessage[] = [];
     consumer = new TransitionConsumer({
-      db: t.db,
+      store: t.store,
       redisUrl: REDIS_URL,
       keyPrefix: prefix,
       consumer: 'c1',
@@ -94,7 +94,7 @@ describe('TransitionConsumer', () => {
     // A previous incarnation read it and died before storing it.
     await redis.xreadgroup('GROUP', 'api', 'c1', 'COUNT', 10, 'STREAMS', stream, '>');
     consumer = new TransitionConsumer({
-      db: t.db,
+      store: t.store,
       redisUrl: REDIS_URL,
       keyPrefix: prefix,
       consumer: 'c1',
@@ -110,8 +110,8 @@ describe('TransitionConsumer names', () => {
   it('gives every process its own consumer name by default, and a clean stop leaves none behind', async () => {
     // Two API processes of one deployment (or of two, before namespaces) on one host: under one consumer
     // name each would take the other's deliveries for its own pending entries.
-    const a = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
-    const b = new TransitionConsumer({ db: t.db, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
+    const a = new TransitionConsumer({ store: t.store, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
+    const b = new TransitionConsumer({ store: t.store, redisUrl: REDIS_URL, keyPrefix: prefix, blockMs: 100 });
     await a.start();
     await b.start();
     const stream = healthTransitionsStream(prefix);
@@ -133,7 +133,7 @@ describe('TransitionConsumer names', () => {
     // is not idle long enough to claim, so only a claim while running stores it.
     await redis.xreadgroup('GROUP', 'api', 'crashed-process', 'COUNT', 10, 'STREAMS', stream, '>');
     consumer = new TransitionConsumer({
-      db: t.db,
+      store: t.store,
       redisUrl: REDIS_URL,
       keyPrefix: prefix,
       blockMs: 50,
@@ -157,7 +157,7 @@ describe('TransitionConsumer names', () => {
     await new Promise((r) => setTimeout(r, 250)); // real idle time: Redis measures it, no fake clock reaches it
     // claimIdleMs above the wait, so the pending entry is still gone-with-work's when consumers are judged.
     consumer = new TransitionConsumer({
-      db: t.db,
+      store: t.store,
       redisUrl: REDIS_URL,
       keyPrefix: prefix,
       consumer: 'me',

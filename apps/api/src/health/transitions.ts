@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Value } from '@sinclair/typebox/value';
-import { type Db, listeners, serverHealth, servers } from '@slb/db';
+import { changedRows, type Store } from '@slb/db';
 import { coarseReason } from '@slb/health';
 import {
   HEALTH_KEY_PREFIX_DEFAULT,
@@ -16,7 +16,8 @@ import type { EventStore } from '../events/store.js';
 import { DEFAULT_MAX_CLOCK_SKEW_MS, implausibleSince } from './transition-time.js';
 
 export interface TransitionConsumerOptions {
-  db: Db;
+  /** Where the targets' health is stored. */
+  store: Store;
   redisUrl: string;
   /** Prefix of the fleet's keys; the workers' `SLB_HEALTH_KEY_PREFIX`. Default: `slb:health`. */
   keyPrefix?: string;
@@ -237,7 +238,7 @@ export class TransitionConsumer {
         this.stats.invalid++;
         this.options.logger?.warn({ id }, 'malformed health transition dropped');
       } else {
-        const outcome = this.store(message, id);
+        const outcome = await this.save(message, id);
         this.stats[outcome]++;
         if (outcome === 'skipped') {
           // A listener or server deleted while its check was in flight, normally. Kept visible (and counted in
@@ -265,26 +266,25 @@ export class TransitionConsumer {
    * report never overwrites a newer one. The stored reason is the tenant's coarse one (the table is what
    * the health route shows); the workers log the detail.
    */
-  private store(m: HealthTransitionMessage, id: string): 'stored' | 'skipped' | 'stale' | 'implausible' {
-    const { db } = this.options;
+  private save(m: HealthTransitionMessage, id: string): Promise<'stored' | 'skipped' | 'stale' | 'implausible'> {
+    const { store } = this.options;
+    const { t } = store;
     const now = Date.now();
     const skew = this.options.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS;
-    return db.transaction((tx) => {
-      const listener = tx
+    return store.write(async (q) => {
+      const [listener] = await q
         .select({
-          createdAt: listeners.createdAt,
-          loadBalancerId: listeners.loadBalancerId,
-          protocol: listeners.protocol,
-          port: listeners.port,
+          createdAt: t.listeners.createdAt,
+          loadBalancerId: t.listeners.loadBalancerId,
+          protocol: t.listeners.protocol,
+          port: t.listeners.port,
         })
-        .from(listeners)
-        .where(eq(listeners.id, m.listenerId))
-        .get();
-      const server = tx
-        .select({ createdAt: servers.createdAt, address: servers.address, port: servers.port })
-        .from(servers)
-        .where(eq(servers.id, m.serverId))
-        .get();
+        .from(t.listeners)
+        .where(eq(t.listeners.id, m.listenerId));
+      const [server] = await q
+        .select({ createdAt: t.servers.createdAt, address: t.servers.address, port: t.servers.port })
+        .from(t.servers)
+        .where(eq(t.servers.id, m.serverId));
       if (!listener || !server) return 'skipped';
       const why = implausibleSince(m.since, [listener.createdAt, server.createdAt], now, skew);
       if (why) {
@@ -303,20 +303,20 @@ export class TransitionConsumer {
       };
       // A row dated beyond now + skew was stored before reports were checked: any report replaces it.
       const future = new Date(now + skew).toISOString();
-      const previous = tx
-        .select({ status: serverHealth.status })
-        .from(serverHealth)
-        .where(and(eq(serverHealth.listenerId, m.listenerId), eq(serverHealth.serverId, m.serverId)))
-        .get();
-      const { changes } = tx
-        .insert(serverHealth)
-        .values({ listenerId: m.listenerId, serverId: m.serverId, ...row })
-        .onConflictDoUpdate({
-          target: [serverHealth.listenerId, serverHealth.serverId],
-          set: row,
-          setWhere: sql`${serverHealth.since} <= excluded.since OR ${serverHealth.since} > ${future}`,
-        })
-        .run();
+      const [previous] = await q
+        .select({ status: t.serverHealth.status })
+        .from(t.serverHealth)
+        .where(and(eq(t.serverHealth.listenerId, m.listenerId), eq(t.serverHealth.serverId, m.serverId)));
+      const changes = changedRows(
+        await q
+          .insert(t.serverHealth)
+          .values({ listenerId: m.listenerId, serverId: m.serverId, ...row })
+          .onConflictDoUpdate({
+            target: [t.serverHealth.listenerId, t.serverHealth.serverId],
+            set: row,
+            setWhere: sql`${t.serverHealth.since} <= excluded.since OR ${t.serverHealth.since} > ${future}`,
+          }),
+      );
       if (changes > 0 && previous?.status !== m.status) {
         try {
           this.options.events?.recordNow({

@@ -35,7 +35,7 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
       : null;
     const transitions = redisUrl
       ? new TransitionConsumer({
-          db: store.db,
+          store: app.data,
           redisUrl,
           keyPrefix: namespace.healthKeyPrefix,
           logger: app.log,

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { HEALTH_TRANSITION_FIELD, healthTransitionsStream } from '@slb/model';
+import { until } from '@slb/test-support/fleet';
+import { engines, type TestStore } from '@slb/test-support/stores';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TransitionConsumer } from '../src/health/transitions.js';
+import { createServices } from '../src/services/index.js';
+
+// Health transitions stored on both engines (issue 23): the upsert that keeps the newest report (an older
+// one arriving late changes nothing) is written once for SQLite and PostgreSQL alike.
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const all = await engines('apps/api/test/health-transitions-store.test.ts');
+let open: TestStore | undefined;
+let consumer: TransitionConsumer | undefined;
+let redis: Redis | undefined;
+let prefix = '';
+
+afterEach(async () => {
+  await consumer?.close();
+  consumer = undefined;
+  if (redis) {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+    redis = undefined;
+  }
+  await open?.drop();
+  open = undefined;
+});
+
+describe.each(all)('health transitions on $name', (engine) => {
+  it.skipIf(!engine.available)(
+    'stores the newest report of a target, and not an older one that comes late',
+    async () => {
+      open = await engine.open();
+      const { store } = open;
+      const at0 = '2026-12-05T00:00:00.000Z';
+      await store.write((q) =>
+        q.insert(store.t.tenants).values({ id: 'ten-aaaaaaaaaaaaaaaaaaaa', name: 'a', createdAt: at0, updatedAt: at0 }),
+      );
+      const services = createServices({
+        store,
+        authenticator: () => {
+          throw new Error('not used');
+        },
+        runtime: () => ({ status: 'active', addresses: [], nodes: [] }),
+        backendPolicy: { defaultNetworks: ['10.0.0.0/8'], deny: [] },
+      });
+      await services.addressPools.seed(['198.51.100.0/24']);
+      const auth = { tokenId: 'tok-x', tenantId: 'ten-aaaaaaaaaaaaaaaaaaaa', role: 'member' as const };
+      const scope = { tenantId: auth.tenantId };
+      const lb = await services.loadBalancers.create(auth, { name: 'web' });
+      const group = await services.serverGroups.create(scope, lb.id, {
+        name: 'g',
+        servers: [{ address: '10.0.0.1', port: 80 }],
+      });
+      const [server] = (await services.serverGroups.toApi(group)).servers;
+      const listener = await services.listeners.create(scope, lb.id, {
+        protocol: 'tcp',
+        port: 80,
+        serverGroupId: group.id,
+      });
+
+      redis = new Redis(REDIS_URL);
+      prefix = `test-${randomUUID()}`;
+      consumer = new TransitionConsumer({
+        store,
+        redisUrl: REDIS_URL,
+        keyPrefix: prefix,
+        consumer: 'c1',
+        blockMs: 100,
+      });
+      await consumer.start();
+      const base = Date.now();
+      const report = (status: string, ms: number) =>
+        redis!.xadd(
+          healthTransitionsStream(prefix),
+          '*',
+          HEALTH_TRANSITION_FIELD,
+          JSON.stringify({
+            listenerId: listener.id,
+            serverId: server!.id,
+            status,
+            since: new Date(base + ms).toISOString(),
+            lastError: status === 'abnormal' ? 'ECONNREFUSED' : null,
+          }),
+        );
+      await report('abnormal', -10_000);
+      await report('normal', -1_000);
+      await report('abnormal', -5_000); // older than the stored one: stale
+      const stats = consumer.stats;
+      await until('all handled', () => stats.stored + stats.stale === 3, 5000);
+      expect(stats).toMatchObject({ stored: 2, stale: 1 });
+      const health = await services.health.forLoadBalancer(scope, lb.id);
+      expect(health.map((h) => [h.status, h.since])).toEqual([['normal', new Date(base - 1_000).toISOString()]]);
+    },
+  );
+});
