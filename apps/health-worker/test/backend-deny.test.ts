@@ -44,7 +44,7 @@ it('never probes a denied target and reports it abnormal with a coarse reason', 
     blockMs: 100,
   });
   closers.push(() => consumer.close());
-  const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  const scheduler = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   closers.push(() => scheduler.close());
   await consumer.start();
   await worker.start();

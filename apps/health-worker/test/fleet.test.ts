@@ -81,7 +81,7 @@ beforeAll(async () => {
   t.listener({ serverGroupId: g, port: 80, healthCheck: { interval: INTERVAL_MS / 1000, timeout: 1 } });
   await Promise.all([startWorker(), startWorker()]);
   // Few shards, so that shard jobs carry several probes each and the workers split jobs, not single probes.
-  scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0, shards: 3 });
+  scheduler = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0, shards: 3 });
   const synced = await scheduler.sync();
   expect(synced).toMatchObject({ probes: 6 });
   expect(synced.total).toBeLessThan(6);

@@ -20,7 +20,7 @@ beforeEach(async () => {
   queue = `test-${randomUUID()}`;
   keyPrefix = `test-${randomUUID()}`;
   t = createTestDb();
-  scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  scheduler = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   worker = new HealthWorker({ redisUrl: REDIS_URL, queue, keyPrefix, concurrency: 10 });
   await worker.start();
 });
@@ -126,7 +126,7 @@ it('re-phases a shard whose place in the interval moved, and leaves the others b
     { name: 'health-shard', data: moved!.template?.data },
   );
   expect((await scheduler.queue.getJobSchedulers(0, -1, true)).find((s) => s.key === moved!.key)?.offset).toBe(offset);
-  const fresh = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  const fresh = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   closers.push(() => fresh.close());
   expect(await fresh.sync()).toMatchObject({ total: first.total, upserted: 1, removed: 0 });
   const after = new Map((await scheduler.queue.getJobSchedulers(0, -1, true)).map((s) => [s.key, s]));
@@ -141,7 +141,7 @@ it('the periodic repair puts back a lost schedule from the kept plan, without pl
   const g = t.group();
   t.server(g, '127.0.0.1', a.port);
   t.listener({ serverGroupId: g, port: 90, healthCheck: fast });
-  const repairing = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 300 });
+  const repairing = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 300 });
   closers.push(() => repairing.close());
   const first = await repairing.sync();
   expect(first).toMatchObject({ total: 1, probes: 1 });

@@ -38,7 +38,7 @@ it('turns normal after exactly M successes and abnormal after exactly N failures
     blockMs: 100,
   });
   closers.push(() => consumer.close());
-  const scheduler = new HealthScheduler({ db: t.db, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
+  const scheduler = new HealthScheduler({ store: t.store, redisUrl: REDIS_URL, queue, resyncIntervalMs: 0 });
   closers.push(() => scheduler.close());
   await consumer.start();
   await worker.start();

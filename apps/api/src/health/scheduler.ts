@@ -1,4 +1,4 @@
-import type { Db } from '@slb/db';
+import type { Store } from '@slb/db';
 import { HEALTH_JOBS, HEALTH_QUEUE_DEFAULT, redisOptionsFromUrl } from '@slb/model';
 import { Queue } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
@@ -8,7 +8,8 @@ import { planHealthChecks } from './targets.js';
 const JOB_NAME = 'health-shard' satisfies keyof typeof HEALTH_JOBS;
 
 export interface HealthSchedulerOptions {
-  db: Db;
+  /** Where the listeners and servers to check are read from. */
+  store: Store;
   /** Redis of the BullMQ queue. */
   redisUrl: string;
   /** BullMQ queue name; the workers' `SLB_HEALTH_QUEUE`. Default: `slb-health`. */
@@ -57,7 +58,7 @@ export interface SyncResult {
  */
 export class HealthScheduler {
   readonly queue: Queue;
-  private readonly db: Db;
+  private readonly store: Store;
   private readonly shards: number;
   private readonly debounceMs: number;
   private readonly log: FastifyBaseLogger | undefined;
@@ -73,7 +74,7 @@ export class HealthScheduler {
    * periodic repair only needs a fresh look at Redis, and planning reads every checked listener and
    * server (hundreds of ms of the API's event loop at 40,000 targets).
    */
-  private computed: ReturnType<HealthScheduler['plan']> | null = null;
+  private computed: Awaited<ReturnType<HealthScheduler['plan']>> | null = null;
   private resync: NodeJS.Timeout | null = null;
   private readonly resyncEvery: number;
   /** Syncing on its own (see start()). */
@@ -83,7 +84,7 @@ export class HealthScheduler {
   private closed = false;
 
   constructor(options: HealthSchedulerOptions) {
-    this.db = options.db;
+    this.store = options.store;
     this.shards = options.shards ?? HEALTH_SHARDS_DEFAULT;
     planShards([], this.shards); // a bad shard count fails here, not at the first sync
     this.debounceMs = options.debounceMs ?? 50;
@@ -196,15 +197,15 @@ export class HealthScheduler {
     await this.queue.close();
   }
 
-  private plan() {
-    const plan = planHealthChecks(this.db);
+  private async plan() {
+    const plan = await planHealthChecks(this.store);
     const shards = planShards(plan.probes.values(), this.shards);
     const planned = new Map([...shards].map(([id, s]) => [id, `${s.every}|${s.offset}|${JSON.stringify(s.job)}`]));
     return { plan, shards, planned };
   }
 
   private async syncOnce(): Promise<SyncResult> {
-    this.computed ??= this.plan();
+    this.computed ??= await this.plan();
     const { plan, shards, planned } = this.computed;
     const counts = { total: shards.size, probes: plan.probes.size, skipped: plan.skipped.length };
     if (this.lastPlan && samePlan(this.lastPlan, planned)) {

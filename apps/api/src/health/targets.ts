@@ -1,7 +1,7 @@
-import { type Db, listeners, rules, servers } from '@slb/db';
+import type { Dialect, Store } from '@slb/db';
 import { type HealthCheckConfig, probeKey, resolveHealthCheck } from '@slb/health';
 import type { HealthCheck, HealthCheckTarget, HealthProbe } from '@slb/model';
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, type Column, eq, inArray, type SQL, sql } from 'drizzle-orm';
 
 /** A target the settings could not be resolved for (bad stored data); it is left out, not guessed. */
 export interface SkippedTarget {
@@ -22,32 +22,42 @@ export interface HealthPlan {
  * identical (same address, port and settings) share one probe, so a server behind several listeners is
  * probed once per interval.
  */
-export function planHealthChecks(db: Db): HealthPlan {
+/** Whether a JSON column's boolean field is true, in each engine's JSON functions. */
+function jsonFieldTrue(dialect: Dialect, column: Column, field: string): SQL {
+  return dialect === 'postgres' ? sql`(${column}->>${field})::boolean` : sql`json_extract(${column}, ${`$.${field}`})`;
+}
+
+export async function planHealthChecks(store: Store): Promise<HealthPlan> {
+  const { t } = store;
   // Filtered in SQL too: a listener with its check off is not read and mapped at all. A sync follows the
   // writes (at least once a second under a stream of them), and read every listener of the fleet.
-  const checked = db
-    .select()
-    .from(listeners)
-    .where(and(eq(listeners.status, 'running'), sql`json_extract(${listeners.healthCheck}, '$.enabled')`))
-    .all()
-    .filter((l) => l.healthCheck.enabled);
+  const running = await store.read((q) =>
+    q
+      .select()
+      .from(t.listeners)
+      .where(and(eq(t.listeners.status, 'running'), jsonFieldTrue(store.dialect, t.listeners.healthCheck, 'enabled'))),
+  );
+  const checked = running.filter((l) => l.healthCheck.enabled);
   const groupsOf = new Map(checked.map((l) => [l.id, new Set([l.serverGroupId])]));
   if (checked.length > 0) {
-    const ruleGroups = db
-      .select({ listenerId: rules.listenerId, serverGroupId: rules.serverGroupId })
-      .from(rules)
-      .where(
-        inArray(
-          rules.listenerId,
-          checked.map((l) => l.id),
+    const ruleGroups = await store.read((q) =>
+      q
+        .select({ listenerId: t.rules.listenerId, serverGroupId: t.rules.serverGroupId })
+        .from(t.rules)
+        .where(
+          inArray(
+            t.rules.listenerId,
+            checked.map((l) => l.id),
+          ),
         ),
-      )
-      .all();
+    );
     for (const r of ruleGroups) groupsOf.get(r.listenerId)?.add(r.serverGroupId);
   }
   const groupIds = [...new Set([...groupsOf.values()].flatMap((s) => [...s]))];
   const members =
-    groupIds.length === 0 ? [] : db.select().from(servers).where(inArray(servers.serverGroupId, groupIds)).all();
+    groupIds.length === 0
+      ? []
+      : await store.read((q) => q.select().from(t.servers).where(inArray(t.servers.serverGroupId, groupIds)));
   const byGroup = new Map<string, typeof members>();
   for (const m of members) byGroup.set(m.serverGroupId, [...(byGroup.get(m.serverGroupId) ?? []), m]);
 

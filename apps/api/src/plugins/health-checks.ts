@@ -22,11 +22,11 @@ export interface HealthChecksOptions {
 /** The health-check fleet: checks scheduled on BullMQ from the database, transitions stored and pushed. */
 export const healthChecksPlugin = fp<HealthChecksOptions>(
   async (app, { redisUrl }) => {
-    const { store, namespace, events } = app;
+    const { data, namespace, events } = app;
     const { controlHub: hub, clusterSignals: signals } = app;
     const healthScheduler = redisUrl
       ? new HealthScheduler({
-          db: store.db,
+          store: data,
           redisUrl,
           queue: namespace.healthQueue,
           logger: app.log,
@@ -35,7 +35,7 @@ export const healthChecksPlugin = fp<HealthChecksOptions>(
       : null;
     const transitions = redisUrl
       ? new TransitionConsumer({
-          store: app.data,
+          store: data,
           redisUrl,
           keyPrefix: namespace.healthKeyPrefix,
           logger: app.log,
