@@ -3,8 +3,8 @@ import {
   addressHolds,
   addressPools,
   certificates,
+  cluster,
   type Db,
-  ensureClusterId,
   idempotencyKeys,
   lbEvents,
   lbPlacements,
@@ -47,7 +47,7 @@ const stamps = { createdAt: AT, updatedAt: '2026-02-03T04:05:06.789Z' };
  * many digits, integers past 2^31, the partial unique index's column both null and set.
  */
 export function populateEveryTable(db: Db, options: { placements?: boolean } = {}): void {
-  ensureClusterId(db);
+  db.insert(cluster).values({ singleton: 1, id: 'slb-0123456789ab', createdAt: AT }).run();
   db.insert(tenants)
     .values([
       { id: 'ten-a', name: 'acme ✓ café 日本', ...stamps },

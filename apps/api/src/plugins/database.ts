@@ -58,7 +58,7 @@ export const databasePlugin = fp<DatabaseOptions>(
         app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
       }
       ({ generatedToken } = await bootstrapAdmin(data, options.adminToken));
-      namespace = namespaceWithOverrides(ensureClusterId(store.db), options.namespaceOverrides ?? {});
+      namespace = namespaceWithOverrides(await ensureClusterId(data), options.namespaceOverrides ?? {});
     } catch (err) {
       store.close();
       throw err;
