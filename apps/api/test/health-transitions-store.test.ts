@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { planHealthChecks } from '../src/health/targets.js';
 import { TransitionConsumer } from '../src/health/transitions.js';
-import { createServices } from '../src/services/index.js';
+import { servicesOn } from './store-services.js';
 
 // Health checks on both engines (issue 23): the plan's filter on a JSON field, and the upsert that keeps a
 // target's newest report (an older one arriving late changes nothing), written once for SQLite and PostgreSQL.
@@ -39,14 +39,7 @@ async function setUp(engine: Engine) {
   await store.write((q) =>
     q.insert(store.t.tenants).values({ id: 'ten-aaaaaaaaaaaaaaaaaaaa', name: 'a', createdAt: at0, updatedAt: at0 }),
   );
-  const services = createServices({
-    store,
-    authenticator: () => {
-      throw new Error('not used');
-    },
-    runtime: () => ({ status: 'active', addresses: [], nodes: [] }),
-    backendPolicy: { defaultNetworks: ['10.0.0.0/8'], deny: [] },
-  });
+  const services = servicesOn(store);
   await services.addressPools.seed(['198.51.100.0/24']);
   const auth = { tokenId: 'tok-x', tenantId: 'ten-aaaaaaaaaaaaaaaaaaaa', role: 'member' as const };
   const scope = { tenantId: auth.tenantId };

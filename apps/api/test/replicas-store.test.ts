@@ -3,8 +3,8 @@ import { openPgStore } from '@slb/db/pg';
 import { L7_PORT_BASE } from '@slb/model';
 import { createTestPgDatabase, pgReachable, type TestPgDatabase } from '@slb/test-support/pg-database';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AuthContext, Authenticator } from '../src/services/auth.js';
-import { createServices } from '../src/services/index.js';
+import type { AuthContext } from '../src/services/auth.js';
+import { servicesOn } from './store-services.js';
 
 // Two API replicas' services on one PostgreSQL (issue 23), writing at the same time: each on its own pool,
 // as two processes would be. On SQLite one process owns the file and its writes take turns; here the
@@ -30,14 +30,7 @@ async function twoReplicas() {
   for (let i = 0; i < 2; i++) {
     const store = await openPgStore(database.url, { max: 4 });
     stores.push(store);
-    const authenticator = new Authenticator(store);
-    const services = createServices({
-      store,
-      authenticator: () => authenticator,
-      runtime: () => ({ status: 'active', addresses: [], nodes: [] }),
-      backendPolicy: { defaultNetworks: ['10.0.0.0/8'], deny: [] },
-    });
-    replicas.push(services);
+    replicas.push(servicesOn(store));
   }
   const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
   await stores[0]!.write((q) =>

@@ -1,9 +1,10 @@
 import { L7_PORT_BASE } from '@slb/model';
 import { engines, type TestStore } from '@slb/test-support/stores';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type AuthContext, Authenticator } from '../src/services/auth.js';
-import { createServices } from '../src/services/index.js';
+import type { AuthContext } from '../src/services/auth.js';
+import type { createServices } from '../src/services/index.js';
 import { makeCertificate } from './helpers.js';
+import { servicesOn } from './store-services.js';
 
 // The resource services on both engines (issue 23): the same calls through the async store give the same
 // rows and the same refusals on a real SQLite file and a real PostgreSQL 15 database. The engine-specific
@@ -26,14 +27,7 @@ describe.each(all)('resource services on $name', (engine) => {
     await store.write((q) =>
       q.insert(store.t.tenants).values({ id: 'ten-aaaaaaaaaaaaaaaaaaaa', name: 'a', ...stamps }),
     );
-    const authenticator = new Authenticator(store);
-    const services = createServices({
-      store,
-      authenticator: () => authenticator,
-      runtime: () => ({ status: 'active', addresses: [], nodes: [] }),
-      backendPolicy: { defaultNetworks: ['10.0.0.0/8'], deny: ['10.9.9.9'] },
-      quotaDefaults,
-    });
+    const services = servicesOn(store, { quotaDefaults, deny: ['10.9.9.9'] });
     await services.addressPools.seed(['198.51.100.0/30']);
     const auth: AuthContext = { tokenId: 'tok-x', tenantId: 'ten-aaaaaaaaaaaaaaaaaaaa', role: 'member' };
     return { store, services, auth, scope: { tenantId: auth.tenantId } };
