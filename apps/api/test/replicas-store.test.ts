@@ -4,6 +4,7 @@ import { L7_PORT_BASE } from '@slb/model';
 import { createTestPgDatabase, pgReachable, type TestPgDatabase } from '@slb/test-support/pg-database';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AuthContext } from '../src/services/auth.js';
+import { IdempotencyStore } from '../src/services/idempotency.js';
 import { servicesOn } from './store-services.js';
 
 // Two API replicas' services on one PostgreSQL (issue 23), writing at the same time: each on its own pool,
@@ -71,6 +72,23 @@ describe.skipIf(!reachable)('two replicas on one PostgreSQL', () => {
     for (const r of refused) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'quota_exceeded' });
     const usage = (await b.quotas.get(TENANTS[0]!)).items.find((i) => i.name === 'loadBalancers');
     expect(usage?.usage).toBe(3);
+  });
+
+  it('create once for one Idempotency-Key sent to both at once, and replay it on the other', async () => {
+    const { a, b } = await twoReplicas();
+    const keysA = new IdempotencyStore(stores[0]!);
+    const keysB = new IdempotencyStore(stores[1]!);
+    const create = (services: typeof a) => async () => {
+      const lb = await services.loadBalancers.create(member(TENANTS[0]!), { name: 'once' });
+      return { status: 201, body: { id: lb.id }, headers: {} };
+    };
+    const [first, second] = await Promise.all([
+      keysA.run(TENANTS[0]!, 'key-1', 'POST /v1/load-balancers {"name":"once"}', create(a)),
+      keysB.run(TENANTS[0]!, 'key-1', 'POST /v1/load-balancers {"name":"once"}', create(b)),
+    ]);
+    expect([first.replayed, second.replayed].sort()).toEqual([false, true]);
+    expect(second.body).toEqual(first.body);
+    expect((await a.loadBalancers.list({ tenantId: TENANTS[0]! }, {})).items).toHaveLength(1);
   });
 
   it('give every concurrent http listener its own L7 port', async () => {

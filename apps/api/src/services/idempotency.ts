@@ -36,6 +36,8 @@ export class IdempotencyStore {
     await this.purgeExpired();
     const { t } = this.store;
     return this.store.write(async (q) => {
+      // A retry on another replica while the first attempt runs waits for it, then replays its response.
+      await this.store.lock(`idempotency:${tenantId}:${key}`);
       const [previous] = await q
         .select()
         .from(t.idempotencyKeys)
