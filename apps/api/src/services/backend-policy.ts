@@ -78,12 +78,16 @@ function loopsThroughSharedNode(
   shared: readonly IpValue[],
   address: string,
   port: number,
-  frontendPorts: () => Set<number>,
+  frontendPorts: ReadonlySet<number>,
 ): boolean {
+  if (!onSharedNode(shared, address)) return false;
+  return (port >= L7_PORT_BASE && port < L7_PORT_BASE + L7_PORT_RANGE) || frontendPorts.has(port);
+}
+
+function onSharedNode(shared: readonly IpValue[], address: string): boolean {
   if (shared.length === 0) return false;
   const target = parseIp(address);
-  if (target === null || !shared.some((a) => a.family === target.family && a.value === target.value)) return false;
-  return (port >= L7_PORT_BASE && port < L7_PORT_BASE + L7_PORT_RANGE) || frontendPorts().has(port);
+  return target !== null && shared.some((a) => a.family === target.family && a.value === target.value);
 }
 
 /** Addresses every process on a host shares: a node there does not own them, so they are not denied whole. */
@@ -129,7 +133,8 @@ export class BackendPolicyService {
   /** How many of the tenant's servers the policy would refuse today, on their own port. */
   private async countRefused(tenantId: string): Promise<number> {
     const { t } = this.store;
-    const policy: BackendPolicy = { allowedNetworks: await this.networksOf(tenantId), deny: await this.denyRules() };
+    const deny = await this.denyRules(await this.nodeAddresses());
+    const policy: BackendPolicy = { allowedNetworks: await this.networksOf(tenantId), deny };
     const rows = await this.store.read((q) =>
       q
         .select({ address: t.servers.address, port: t.servers.port })
@@ -175,26 +180,19 @@ export class BackendPolicyService {
     });
   }
 
-  /** Nodes on the host's shared loopback address (a development setup): see loopsThroughSharedNode. */
-  private async sharedNodeAddresses(): Promise<IpValue[]> {
-    return (await this.nodeAddresses())
-      .map((address) => parseIp(address))
-      .filter((a): a is IpValue => a !== null && SHARED_LOOPBACK.has(formatIp(a)));
-  }
-
   private async nodeAddresses(): Promise<string[]> {
     const { t } = this.store;
     const rows = await this.store.read((q) => q.selectDistinct({ address: t.nodes.address }).from(t.nodes));
     return rows.map((n) => n.address);
   }
 
-  /** The deny set now (denyRulesOf). */
-  async denyRules(): Promise<DenyRule[]> {
+  /** The deny set now (denyRulesOf), from the node addresses given. */
+  private async denyRules(nodeAddresses: string[]): Promise<DenyRule[]> {
     const { t } = this.store;
     const pools = await this.store.read((q) => q.select({ cidr: t.addressPools.cidr }).from(t.addressPools));
     return denyRulesOf(
       this.staticDeny,
-      await this.nodeAddresses(),
+      nodeAddresses,
       pools.map((p) => p.cidr),
     );
   }
@@ -263,19 +261,24 @@ export class BackendPolicyService {
   async check(tenantId: string, endpoints: readonly BackendEndpoint[]): Promise<void> {
     if (endpoints.length === 0) return;
     const { t } = this.store;
-    const policy: BackendPolicy = { allowedNetworks: await this.networksOf(tenantId), deny: await this.denyRules() };
+    const nodeAddresses = await this.nodeAddresses();
+    const policy: BackendPolicy = {
+      allowedNetworks: await this.networksOf(tenantId),
+      deny: await this.denyRules(nodeAddresses),
+    };
     const errors: FieldError[] = [];
-    const shared = await this.sharedNodeAddresses();
-    // Read only when a server is on a shared node address (a development setup): every listener's port.
-    const frontend =
-      shared.length === 0
-        ? new Set<number>()
-        : new Set(
-            (await this.store.read((q) => q.selectDistinct({ port: t.listeners.port }).from(t.listeners))).map(
-              (l) => l.port,
-            ),
-          );
-    const frontendPorts = () => frontend;
+    // Nodes on the host's shared loopback address (a development setup): see loopsThroughSharedNode.
+    const shared = nodeAddresses
+      .map((address) => parseIp(address))
+      .filter((a): a is IpValue => a !== null && SHARED_LOOPBACK.has(formatIp(a)));
+    // Every listener's port, read only when an endpoint is on such an address.
+    const frontendPorts = endpoints.some((e) => onSharedNode(shared, e.address))
+      ? new Set(
+          (await this.store.read((q) => q.selectDistinct({ port: t.listeners.port }).from(t.listeners))).map(
+            (l) => l.port,
+          ),
+        )
+      : new Set<number>();
     for (const e of endpoints) {
       for (const port of new Set(e.ports)) {
         let verdict = checkBackend(e.address, port, policy);

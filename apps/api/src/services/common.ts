@@ -67,17 +67,3 @@ export function isUniqueViolation(err: unknown, on?: { index: string; column: st
   }
   return false;
 }
-
-/**
- * Runs `attempt` again (up to `times`) while it fails on `retryOn`: an allocation that read a free value
- * another writer took before it committed (PostgreSQL replicas; SQLite's writes take turns and never do).
- */
-export async function retrying<T>(times: number, retryOn: (err: unknown) => boolean, attempt: () => Promise<T>) {
-  for (let left = times; ; left--) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (left <= 1 || !retryOn(err)) throw err;
-    }
-  }
-}

@@ -9,9 +9,12 @@ import { countWith, fleetCount } from './usage-counts.js';
  * chosen in the listener's create transaction and kept for its life (the unique index on l7_port makes a
  * collision impossible, where hashing ids at compile time could collide). Its row going frees it.
  */
+/** Held by every pick of L7 ports until its write commits (Store.lock). */
+const L7_PORTS_LOCK = 'l7-ports';
+
 export async function allocateL7Port(store: Store): Promise<number> {
   // One pick at a time across replicas, until the listener's insert commits.
-  await store.lock('l7-ports');
+  await store.lock(L7_PORTS_LOCK);
   // Ports go out lowest first, so those taken are most often exactly BASE…max: then max + 1 is the lowest
   // free one, known from one index seek and the kept count, without counting or reading every http/https
   // listener of the fleet (which cost in proportion to it on every create).
@@ -57,6 +60,8 @@ export const servedByL7 = (protocol: string) => protocol === 'http' || protocol 
 export function backfillL7Ports(store: Store): Promise<number> {
   const { t } = store;
   return store.write(async (q) => {
+    // As allocateL7Port: a replica's create meanwhile waits for these picks.
+    await store.lock(L7_PORTS_LOCK);
     const rows = await q
       .select({ id: t.listeners.id })
       .from(t.listeners)

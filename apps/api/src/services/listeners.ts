@@ -12,9 +12,9 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { defaultSettings, type ListenerSettings, resolveSettings } from '../domain/listener-settings.js';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import { backendPortsOf } from './backend-policy.js';
-import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, retrying, type Scope, toPage } from './common.js';
+import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, toPage } from './common.js';
 import { allocateL7Port, servedByL7 } from './l7-ports.js';
-import { ALLOCATION_ATTEMPTS, type LoadBalancerService } from './load-balancers.js';
+import type { LoadBalancerService } from './load-balancers.js';
 import type { QuotaService } from './quotas.js';
 import type { ServerGroupService } from './server-groups.js';
 import { fleetCount } from './usage-counts.js';
@@ -22,7 +22,6 @@ import { fleetCount } from './usage-counts.js';
 export type ListenerRow = Tables['listeners']['$inferSelect'];
 
 const PORT_INDEX = { index: 'listeners_port_uq', column: 'listeners.load_balancer_id' };
-const L7_PORT_INDEX = { index: 'listeners_l7_port_uq', column: 'listeners.l7_port' };
 
 /** The nodes that cannot bind a listener's VIP:port, and why: the control hub knows, the database does not. */
 export type ListenerRuntimeView = (listenerId: string) => ListenerBindError[];
@@ -214,24 +213,18 @@ export class ListenerService {
         serverGroupId,
         status: 'running',
         ...settingsColumns(settings),
-        l7Port: null,
+        l7Port: servedByL7(protocol) ? await allocateL7Port(this.store) : null,
         revision: 1,
         createdAt: now,
         updatedAt: now,
       };
-      // An L7 port picked while another replica inserts it is refused by its unique index: pick again.
-      await retrying(
-        ALLOCATION_ATTEMPTS,
-        (err) => isUniqueViolation(err, L7_PORT_INDEX),
-        async () => {
-          if (servedByL7(protocol)) row.l7Port = await allocateL7Port(this.store);
-          // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
-          await this.store.write((q) => q.insert(t.listeners).values(row));
-        },
-      ).catch((err: unknown) => {
+      try {
+        // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
+        await this.store.write((q) => q.insert(t.listeners).values(row));
+      } catch (err) {
         if (isUniqueViolation(err, PORT_INDEX)) throw this.portConflict(lbId, protocol, port);
         throw err;
-      });
+      }
       await backends?.check();
       await this.lbs.bumpConfig(lbId);
       return row;

@@ -3,23 +3,12 @@ import type { CreateLoadBalancer, ListQuery, LoadBalancer, Placement, UpdateLoad
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { ApiError, notFound, unprocessable } from '../errors.js';
 import type { AuthContext } from './auth.js';
-import {
-  checkIfMatch,
-  cursorFilter,
-  isUniqueViolation,
-  nowIso,
-  retrying,
-  type Scope,
-  tenantFilter,
-  toPage,
-} from './common.js';
+import { checkIfMatch, cursorFilter, isUniqueViolation, nowIso, type Scope, tenantFilter, toPage } from './common.js';
 import type { QuotaService } from './quotas.js';
 import type { VipAllocator } from './vip-allocator.js';
 
 type LoadBalancerRow = Tables['loadBalancers']['$inferSelect'];
 export const DEFAULT_DNS_ZONE = 'slb.internal';
-/** Picks of a free VIP or L7 port a create makes before it gives up (others kept taking what it picked). */
-export const ALLOCATION_ATTEMPTS = 5;
 const VIP_INDEX = { index: 'load_balancers_address_uq', column: 'load_balancers.address' };
 
 /**
@@ -141,28 +130,23 @@ export class LoadBalancerService {
     // One write: the count, the VIP pick and the insert commit together.
     return this.store.write(async () => {
       await this.quotas?.check(auth.tenantId, 'loadBalancers', auth.tenantId);
-      // An address picked while another replica inserts it is refused by the unique index: pick again.
-      const pickAgain = (err: unknown) => input.address === undefined && isUniqueViolation(err, VIP_INDEX);
-      const withVip = await retrying(ALLOCATION_ATTEMPTS, pickAgain, async () => {
-        const vip = await this.vips?.allocate(auth.tenantId, input.address);
-        const picked = {
-          ...row,
-          address: vip?.address ?? null,
-          addressPoolId: vip?.poolId ?? null,
-          addressOffset: vip?.offset ?? null,
-        };
+      const vip = await this.vips?.allocate(auth.tenantId, input.address);
+      const withVip = {
+        ...row,
+        address: vip?.address ?? null,
+        addressPoolId: vip?.poolId ?? null,
+        addressOffset: vip?.offset ?? null,
+      };
+      try {
         // A savepoint: on PostgreSQL a refused statement would otherwise abort the whole transaction.
-        await this.store.write((inner) => inner.insert(this.store.t.loadBalancers).values(picked));
-        return picked;
-      }).catch((err: unknown) => {
+        await this.store.write((inner) => inner.insert(this.store.t.loadBalancers).values(withVip));
+      } catch (err) {
+        // The allocation's lock keeps replicas from picking one address; the unique index is the second line.
         if (isUniqueViolation(err, VIP_INDEX)) {
-          throw new ApiError(
-            'address_in_use',
-            `${input.address ?? 'the address'} is not available: another load balancer has it`,
-          );
+          throw new ApiError('address_in_use', `${withVip.address} is not available: another load balancer has it`);
         }
         throw err;
-      });
+      }
       return withVip;
     });
   }

@@ -63,8 +63,11 @@ export class QuotaService {
     return row?.limit ?? (await this.baseOf(tenantId))[name];
   }
 
-  /** Holds the tenant's other quota-checked writes back until the caller's write ends (Store.lock). */
-  private lockTenant(tenantId: string): Promise<void> {
+  /**
+   * Holds the tenant's other quota-checked writes back until the caller's write ends (Store.lock). `check`
+   * and `growth` take it; a caller that counts a usage itself for `enforce` takes it before counting.
+   */
+  lockTenant(tenantId: string): Promise<void> {
     return this.store.lock(`quota:${tenantId}`);
   }
 

@@ -263,6 +263,8 @@ export class ServerGroupService {
 
   private async insertServers(group: GroupRow, input: ServerInput[], field: string): Promise<ServerRow[]> {
     const { t } = this.store;
+    // Before the count: another write adding to this group waits until this one commits.
+    await this.quotas?.lockTenant(group.tenantId);
     const [existing] = await this.store.read((q) =>
       q.select({ n: count() }).from(t.servers).where(eq(t.servers.serverGroupId, group.id)),
     );

@@ -33,7 +33,7 @@ function offsetIn(range: PoolRange, address: string): number | null {
 /**
  * Hands out load balancers' VIPs. Called inside the caller's write, whose lock of the allocation (Store.lock)
  * it holds until the insert commits, so replicas pick one after another. The unique index on
- * load_balancers.address is the second line: the create picks again if it refuses.
+ * load_balancers.address is the second line.
  */
 export class VipAllocator {
   constructor(
@@ -44,10 +44,17 @@ export class VipAllocator {
 
   async allocate(tenantId: string, requested?: string): Promise<Vip> {
     const { t } = this.store;
-    // One pick at a time across replicas: concurrent picks would read the same lowest free address.
-    await this.store.lock('vip-allocation');
+    await this.lockPicks();
     await this.store.write((q) => q.delete(t.addressHolds).where(lte(t.addressHolds.holdUntil, nowIso())));
     return requested === undefined ? this.lowestFree() : this.claim(tenantId, requested);
+  }
+
+  /**
+   * One pick at a time across replicas, each held until its write commits: concurrent picks would read the
+   * same lowest free address.
+   */
+  private lockPicks(): Promise<void> {
+    return this.store.lock('vip-allocation');
   }
 
   /** A specific address: free, or held for this very tenant (it takes its old VIP back). */
@@ -171,6 +178,7 @@ export class VipAllocator {
   backfill(): Promise<{ assigned: number; unassigned: number }> {
     const { t } = this.store;
     return this.store.write(async (q) => {
+      await this.lockPicks();
       await this.backfillOffsets();
       const rows = await q
         .select({ id: t.loadBalancers.id })
