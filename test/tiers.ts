@@ -31,6 +31,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/drizzle-imports.test.ts',
   'apps/api/test/e2e.test.ts',
   'apps/api/test/events-health.test.ts',
+  'apps/api/test/events-store.test.ts',
   'apps/api/test/health-transitions-store.test.ts',
   'apps/api/test/idempotency-store.test.ts',
   'apps/api/test/metrics-host.test.ts',

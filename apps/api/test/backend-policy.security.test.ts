@@ -67,7 +67,7 @@ describe('the cloud endpoints and special addresses', () => {
   it.each(refused)(
     'refuses %s port %i with 422 backend_address_denied and stores nothing',
     async (address, port, why) => {
-      const before = dumpDatabase(t.app);
+      const before = await dumpDatabase(t.app);
       const res = await groupWith(address, port);
       expect(res.status, JSON.stringify(res.body)).toBe(422);
       expect(res.headers['content-type']).toContain('application/problem+json');
@@ -77,7 +77,7 @@ describe('the cloud endpoints and special addresses', () => {
       for (const internal of ['6379', '8080', '8053', '5432', '10.9.9.9', '127.0.0.11']) {
         if (!`${address} ${port}`.includes(internal)) expect(res.body.detail).not.toContain(internal);
       }
-      expect(dumpDatabase(t.app)).toBe(before);
+      expect(await dumpDatabase(t.app)).toBe(before);
     },
   );
 
@@ -110,7 +110,7 @@ describe('the cloud endpoints and special addresses', () => {
 
   it('checks servers added to a group, listing every refused one', async () => {
     const group = await groupWith('127.0.0.1', 9010);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const res = await call(
       t.app,
       member.token,
@@ -129,13 +129,13 @@ describe('the cloud endpoints and special addresses', () => {
       '/body/servers/1/address',
       '/body/servers/2/address',
     ]);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it("refuses a listener whose backendPort or health-check port points the group's servers at an endpoint", async () => {
     const group = await groupWith('127.0.0.1', 9020);
     const base = `/v1/load-balancers/${lbId}/listeners`;
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const viaBackendPort = await call(t.app, member.token, 'POST', base, {
       protocol: 'tcp',
       port: 7001,
@@ -152,7 +152,7 @@ describe('the cloud endpoints and special addresses', () => {
     });
     expect(viaHealthPort.status).toBe(422);
     expect(viaHealthPort.body.errors[0].path).toBe('/body/healthCheck/port');
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
 
     const ok = await call(t.app, member.token, 'POST', base, {
       protocol: 'tcp',

@@ -44,14 +44,14 @@ describe('certificate key types and sizes', () => {
     'refuses %s with 422 certificate_key_unsupported and stores nothing',
     async (_name, newkey, says) => {
       const pem = certificateWithKey(newkey);
-      const before = dumpDatabase(t.app);
+      const before = await dumpDatabase(t.app);
       const res = await call(t.app, ADMIN_TOKEN, 'POST', '/v1/certificates', { name: 'big', ...pem });
       expect(res.status).toBe(422);
       expect(res.headers['content-type']).toContain('application/problem+json');
       expect(res.body.code).toBe('certificate_key_unsupported');
       expect(res.body.errors).toEqual([{ path: '/body/privateKey', message: expect.stringContaining(says) }]);
       expect(res.body.detail).toContain('RSA 2048-4096 bits or ECDSA P-256/P-384');
-      expect(dumpDatabase(t.app)).toBe(before);
+      expect(await dumpDatabase(t.app)).toBe(before);
     },
     180_000,
   );

@@ -28,11 +28,11 @@ describe('Idempotency-Key', () => {
   it('the same key with a different request is refused (422) and changes nothing', async () => {
     const headers = { 'idempotency-key': 'create-web-2' };
     await call(t.app, token, 'POST', '/v1/load-balancers', { name: 'a' }, headers);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const other = await call(t.app, token, 'POST', '/v1/load-balancers', { name: 'b' }, headers);
     expect(other.status).toBe(422);
     expect(other.body.code).toBe('idempotency_key_reused');
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it('keys are per tenant: another tenant with the same key gets its own resource', async () => {
@@ -63,12 +63,12 @@ describe('ETag and If-Match', () => {
     const etag = lb.headers.etag as string;
     const first = await call(t.app, token, 'PATCH', url, { name: 'one' }, { 'if-match': etag });
     expect(first.status).toBe(200);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const stale = await call(t.app, token, 'PATCH', url, { name: 'two' }, { 'if-match': etag });
     expect(stale.status).toBe(412);
     expect(stale.body.code).toBe('precondition_failed');
     expect((await call(t.app, token, 'DELETE', url, undefined, { 'if-match': etag })).status).toBe(412);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
     const fresh = await call(t.app, token, 'DELETE', url, undefined, { 'if-match': first.headers.etag as string });
     expect(fresh.status).toBe(204);
   });

@@ -68,7 +68,7 @@ const valid = [
 
 describe('control channel: bad messages', () => {
   it('malformed, truncated and schema-breaking messages each get an error reply and change nothing', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const { ws, replies } = await open();
     const message = fc.oneof(
       nastyString(300),
@@ -105,26 +105,26 @@ describe('control channel: bad messages', () => {
     expect([...types]).toEqual(['error']);
     expect(ws.readyState).toBe(WebSocket.OPEN);
     ws.close();
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
     await channelWorks('node-after-garbage');
   });
 
   it('a binary message is refused with a reason', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const { ws, replies } = await open();
     ws.send(Buffer.from(JSON.stringify(hello)));
     await vi.waitUntil(() => replies.length === 1, POLL);
     expect(JSON.parse(replies[0]!)).toMatchObject({ type: 'error', reason: expect.stringContaining('binary') });
     ws.close();
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it('an oversized message closes the connection (1009) before it is read, and changes nothing', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const { ws, closed } = await open();
     ws.send(JSON.stringify({ ...hello, nodeId: 'node-big', pad: 'x'.repeat(NODE_MESSAGE_MAX_BYTES) }));
     expect(await closed).toBe(1009);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
     await channelWorks('node-after-oversize');
   });
 });
@@ -178,12 +178,12 @@ describe('control channel: broken frames', () => {
       Buffer.concat([Buffer.from([0x81, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), mask]),
     ],
   ])('%s closes that connection and nothing else', async (_what, bytes) => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const socket = await rawChannel();
     const closed = new Promise((r) => socket.once('close', r));
     socket.write(bytes);
     await closed;
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
   });
 

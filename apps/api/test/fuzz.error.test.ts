@@ -97,7 +97,7 @@ beforeAll(async () => {
       cidr: fc.constantFrom('10.0.0.0/8', '2001:db8::/32', '10.0.0.1/33', '::/0', '1.2.3.4', '::/129', '1.2.3.4/-1'),
     },
   };
-  baseline = dumpDatabase(t.app);
+  baseline = await dumpDatabase(t.app);
   console.log(`API fuzz: seed ${SEED} (replay with SLB_FUZZ_SEED=${SEED}), ${CASES} cases`);
   cases = fuzzCases(operations, { ids, hints });
 });
@@ -135,7 +135,7 @@ async function check(op: Operation, c: FuzzCase): Promise<void> {
       expect(typeof problem.type === 'string' && typeof problem.title === 'string', label).toBe(true);
       expect(typeof problem.detail, label).toBe('string');
       // total_changes is a cheap first look; a write that was rolled back by the app itself still counts there.
-      if (totalChanges() !== changesBefore) expect(dumpDatabase(t.app), label).toBe(baseline);
+      if (totalChanges() !== changesBefore) expect(await dumpDatabase(t.app), label).toBe(baseline);
     }
     if (c.badUrl) expect(status, label).toBe(400);
     else if (c.tooLong) expect(status, label).toBeGreaterThanOrEqual(400);
@@ -180,7 +180,7 @@ describe('fuzzing every route of the OpenAPI document', () => {
   );
 
   it('found before, pinned here: tag keys outside their pattern, bad escapes and over-long path parameters', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     // A tag key the pattern refuses used to skip the value's checks and be stored, then dropped on read.
     for (const tags of [{ '\n': { nested: 1 } }, { '': 'x'.repeat(300) }]) {
       const res = await call(t.app, ADMIN_TOKEN, 'PATCH', `/v1/load-balancers/${ids.lbId}`, { tags });
@@ -194,14 +194,14 @@ describe('fuzzing every route of the OpenAPI document', () => {
       expect(res.statusCode, url).toBeLessThan(500);
       expect(res.headers['content-type'], url).toMatch(/^application\/problem\+json/);
     }
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it(`ran at least ${CASES} cases, the database is as before, and the app still serves`, async () => {
     expect(tally.cases).toBeGreaterThanOrEqual(CASES);
     // A fuzz that only ever hits validation says little: the fixtures must let real requests through too.
     expect(tally.accepted).toBeGreaterThan(CASES / 50);
-    expect(dumpDatabase(t.app)).toBe(baseline);
+    expect(await dumpDatabase(t.app)).toBe(baseline);
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await call(t.app, ADMIN_TOKEN, 'GET', `/v1/load-balancers/${ids.lbId}`)).status).toBe(200);
   });

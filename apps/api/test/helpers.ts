@@ -95,9 +95,9 @@ export async function newLoadBalancer(app: FastifyInstance, token: string) {
 }
 
 /** Every row of every table: "nothing changed" means this is identical before and after. */
-export function dumpDatabase(app: FastifyInstance): string {
+export async function dumpDatabase(app: FastifyInstance): Promise<string> {
   // Events wait for their batched INSERT until the next turn of the event loop: they are state all the same.
-  app.events.flush();
+  await app.events.flush();
   const sqlite = app.store.sqlite;
   const tables = sqlite
     .prepare("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")

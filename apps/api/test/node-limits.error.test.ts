@@ -17,13 +17,13 @@ describe('ACL entries the nodes cannot parse', () => {
     const { token } = await newTenant(t.app, `zone-${cidr}`);
     const acl = await call(t.app, token, 'POST', '/v1/acls', { name: 'ok', entries: [{ cidr: '10.0.0.0/8' }] });
     expect(acl.status).toBe(201);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const created = await call(t.app, token, 'POST', '/v1/acls', { name: 'zoned', entries: [{ cidr }] });
     expect(created.status).toBe(422);
     expect(created.body.errors[0].path).toBe('/body/entries/0/cidr');
     const updated = await call(t.app, token, 'PATCH', `/v1/acls/${acl.body.id}`, { entries: [{ cidr }] });
     expect(updated.status).toBe(422);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 });
 
@@ -62,10 +62,10 @@ describe('rules per listener', () => {
       .run(MAX_RULES_PER_LISTENER - 2, seed.body.id);
 
     expect((await call(t.app, token, 'POST', base, { path: '/last', serverGroupId: sgId })).status).toBe(201);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const refused = await call(t.app, token, 'POST', base, { path: '/one-too-many', serverGroupId: sgId });
     expect(refused.status).toBe(409);
     expect(refused.body.quota).toMatchObject({ name: 'rulesPerListener', limit: MAX_RULES_PER_LISTENER });
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   }, 60_000);
 });

@@ -65,7 +65,7 @@ async function populate(app: FastifyInstance): Promise<void> {
     await call(app, ADMIN_TOKEN, 'PUT', `/v1/tenants/${tenantId}/backend-networks`, { networks: ['10.1.0.0/16'] }),
   );
   created(await call(app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l7', address: '127.0.0.21', name: 'l7-node-1' }));
-  app.events.flush();
+  await app.events.flush();
 }
 
 beforeAll(async () => {

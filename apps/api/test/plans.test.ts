@@ -29,7 +29,7 @@ async function snapshot() {
     lbs: (await call(t.app, token, 'GET', '/v1/load-balancers')).body,
     pools: (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/address-pools')).body,
     quotas: (await call(t.app, token, 'GET', '/v1/quotas')).body,
-    rows: dumpDatabase(t.app),
+    rows: await dumpDatabase(t.app),
   };
 }
 
@@ -181,7 +181,7 @@ describe('a plan that fails answers as the REST write would', () => {
     const body = { protocol: 'tcp', port: 80, serverGroupId: sgId };
     expect((await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, body)).status).toBe(201);
     const rest = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, body);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const res = await plan([
       { op: 'updateServerGroup', loadBalancerId: lbId, serverGroupId: sgId, body: { name: 'renamed' } },
       { op: 'createListener', loadBalancerId: lbId, body },
@@ -193,7 +193,7 @@ describe('a plan that fails answers as the REST write would', () => {
     expect(res.body.detail).toBe(`operation 1 (createListener): ${rest.body.detail}`);
     expect(res.body.errors).toEqual(rest.body.errors.map((e: any) => ({ ...e, path: `/operations/1${e.path}` })));
     expect(res.body.errors[0].path).toBe('/operations/1/body/port');
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it('422 with the field path of the operation’s body; an unknown ref is 422 on its field', async () => {

@@ -35,9 +35,9 @@ function expectQuotaExceeded(res: Call, name: string, limit: number, usage: numb
 
 /** Runs a create that must be refused by `name`, and checks the database did not move. */
 async function refusedWithoutChange(make: () => Promise<Call>, name: string, limit: number, usage: number) {
-  const before = dumpDatabase(t.app);
+  const before = await dumpDatabase(t.app);
   expectQuotaExceeded(await make(), name, limit, usage);
-  expect(dumpDatabase(t.app)).toBe(before);
+  expect(await dumpDatabase(t.app)).toBe(before);
 }
 
 const usageOf = async (token: string) => {
@@ -265,7 +265,7 @@ describe('the quota routes', () => {
     const a = await newTenant(t.app, 'a');
     const b = await newTenant(t.app, 'b');
     expect((await call(t.app, a.token, 'GET', `/v1/tenants/${b.tenantId}/quotas`)).status).toBe(404);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const self = await call(t.app, a.token, 'PATCH', `/v1/tenants/${a.tenantId}/quotas`, { loadBalancers: 10_000 });
     expect(self.status).toBe(403);
     const cases: unknown[] = [
@@ -282,7 +282,7 @@ describe('the quota routes', () => {
       expect(res.body.code).toBe('validation_failed');
     }
     expect((await setQuotas('tnt-aaaaaaaaaaaaaaaaaaaa', { acls: 1 })).status).toBe(404);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it('SLB_QUOTA_DEFAULTS sets the deployment defaults; a bad value stops the process with a reason', async () => {

@@ -19,7 +19,7 @@ afterAll(() => t.close());
 
 describe('duplicate servers', () => {
   it('in a create: 422 naming the duplicate and its index, no group id, nothing stored', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const res = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/server-groups`, {
       name: 'dup',
       servers: [
@@ -33,7 +33,7 @@ describe('duplicate servers', () => {
     expect(res.body.detail).toContain('servers/0');
     expect(res.body.detail).not.toMatch(/sg-/);
     expect(res.body.errors).toEqual([{ path: '/body/servers/2', message: expect.stringContaining('127.0.0.1:9101') }]);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it('twice in one batch added to a group: 422 as well', async () => {

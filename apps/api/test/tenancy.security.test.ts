@@ -265,7 +265,7 @@ describe('authentication on every operation', () => {
 
   it.each(operations.map((op) => [label(op), op] as const))('%s: 401 problem+json, nothing changes', async (_n, op) => {
     const { url, body } = requestFor(op, tenants[0]!);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     for (const [what, headers] of presented()) {
       const target = what === 'the token in a query string' ? `${url}?access_token=${ADMIN_TOKEN}` : url;
       const res = await call(t.app, null, op.method, target, body, headers);
@@ -273,7 +273,7 @@ describe('authentication on every operation', () => {
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(res.headers['www-authenticate']).toContain('Bearer');
     }
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 
   it.each(operations.map((op) => [label(op), op] as const))(
@@ -281,7 +281,7 @@ describe('authentication on every operation', () => {
     async (_n, op) => {
       // The router decodes the path, the guard must not look at the raw URL: /%761/… is /v1/….
       const { url, body } = requestFor(op, tenants[0]!);
-      const before = dumpDatabase(t.app);
+      const before = await dumpDatabase(t.app);
       for (const encoded of [url.replace('/v1/', '/%761/'), url.replace('/v1/', '/v%31/')]) {
         expect((await call(t.app, null, op.method, encoded, body)).status, encoded).toBe(401);
         const member = await rolledBack(() => call(t.app, tenants[1]!.token, op.method, encoded, body));
@@ -289,7 +289,7 @@ describe('authentication on every operation', () => {
         else if (namesResources(op)) expect(member.status, encoded).toBe(404);
         else expect(member.status, encoded).toBeLessThan(300);
       }
-      expect(dumpDatabase(t.app)).toBe(before);
+      expect(await dumpDatabase(t.app)).toBe(before);
     },
   );
 });
@@ -305,11 +305,11 @@ describe('tenant isolation on every tenant operation', () => {
       `%s: tenant ${attacker} gets 404 for tenant ${victim}'s resource and changes nothing`,
       async (_n, op) => {
         const { url, body } = requestFor(op, tenants[victim]!);
-        const before = dumpDatabase(t.app);
+        const before = await dumpDatabase(t.app);
         const res = await call(t.app, tenants[attacker]!.token, op.method, url, body);
         expect(res.status, `${label(op)}: ${JSON.stringify(res.body)}`).toBe(404);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-        expect(dumpDatabase(t.app)).toBe(before);
+        expect(await dumpDatabase(t.app)).toBe(before);
         // The control: the owner reaches the same resource with the same request, so the 404 was tenancy.
         const own = await rolledBack(() => call(t.app, tenants[victim]!.token, op.method, url, body));
         expect([401, 403, 404], `${label(op)} by its owner: ${JSON.stringify(own.body)}`).not.toContain(own.status);
@@ -350,7 +350,7 @@ describe('tenant isolation on every tenant operation', () => {
   it("a listener cannot use another tenant's certificate, ACL or server group", async () => {
     const [a, b] = tenants as [Fixture, Fixture];
     const url = `/v1/load-balancers/${a.ids.lbId}/listeners`;
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const cert = await call(t.app, a.token, 'POST', url, {
       protocol: 'https',
       port: 443,
@@ -373,7 +373,7 @@ describe('tenant isolation on every tenant operation', () => {
       serverGroupId: b.ids.sgId,
     });
     expect([404, 422]).toContain(rule.status);
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 });
 
@@ -384,13 +384,13 @@ describe('cluster operations', () => {
     '%s: 403 for a member token, nothing changes; an admin gets through',
     async (_n, op) => {
       const { url, body } = requestFor(op, tenants[1]!);
-      const before = dumpDatabase(t.app);
+      const before = await dumpDatabase(t.app);
       for (const fixture of tenants) {
         const res = await call(t.app, fixture.token, op.method, url, body);
         expect(res.status, `${label(op)}: ${JSON.stringify(res.body)}`).toBe(403);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       }
-      expect(dumpDatabase(t.app)).toBe(before);
+      expect(await dumpDatabase(t.app)).toBe(before);
       const admin = await rolledBack(() => call(t.app, ADMIN_TOKEN, op.method, url, body));
       expect([401, 403, 404], `${label(op)} as admin: ${JSON.stringify(admin.body)}`).not.toContain(admin.status);
       expect(admin.status).toBeLessThan(500);
@@ -404,7 +404,7 @@ describe('tokens', () => {
     const created = await call(t.app, ADMIN_TOKEN, 'POST', `/v1/tenants/${tenant.body.id}/tokens`, { name: 'ci' });
     expect(created.body.token).toMatch(/^slb_/);
     const secret: string = created.body.token;
-    expect(dumpDatabase(t.app)).not.toContain(secret);
+    expect(await dumpDatabase(t.app)).not.toContain(secret);
     const listed = await call(t.app, ADMIN_TOKEN, 'GET', `/v1/tenants/${tenant.body.id}/tokens`);
     expect(JSON.stringify(listed.body)).not.toContain(secret);
     expect((await call(t.app, secret, 'GET', '/v1/load-balancers')).status).toBe(200);

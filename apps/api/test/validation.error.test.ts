@@ -47,7 +47,7 @@ function fill(text: string): string {
 
 describe('validation: every rule answers the exact status with problem+json naming the field, and changes nothing', () => {
   it.each(cases)('%s → %s %s', async (_name, method, path, body, status, field) => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const payload =
       body === undefined ? undefined : typeof body === 'string' ? body : JSON.parse(fill(JSON.stringify(body)));
     const res = await call(t.app, token, method, fill(path), payload);
@@ -61,7 +61,7 @@ describe('validation: every rule answers the exact status with problem+json nami
         detail: expect.any(String),
       });
       if (field) expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(field);
-      expect(dumpDatabase(t.app)).toBe(before);
+      expect(await dumpDatabase(t.app)).toBe(before);
     }
   });
 
@@ -110,7 +110,7 @@ describe('validation: every rule answers the exact status with problem+json nami
   });
 
   it('body over 1 MiB is 413, wrong content type is 415, and neither changes anything', async () => {
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const big = await t.app.inject({
       method: 'POST',
       url: '/v1/load-balancers',
@@ -127,6 +127,6 @@ describe('validation: every rule answers the exact status with problem+json nami
     });
     expect(text.statusCode).toBe(415);
     expect(JSON.parse(text.body).code).toBe('unsupported_media_type');
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 });

@@ -80,7 +80,7 @@ describe('VIPs from the default pool (127.1.0.0/16)', () => {
     expect(granted.status).toBe(201);
     expect(granted.body.address).toBe('127.1.0.200');
     // Any spelling of the same address is the same address.
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     for (const address of ['127.1.0.200', '::ffff:127.1.0.200']) {
       const taken = await createLb(t, other.token, { address });
       expect(taken.status).toBe(409);
@@ -92,7 +92,7 @@ describe('VIPs from the default pool (127.1.0.0/16)', () => {
       expect(refused.status, address).toBe(422);
       expect(refused.body.errors?.[0]?.path).toBe('/body/address');
     }
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 });
 
@@ -108,13 +108,13 @@ describe('a full pool', () => {
     const a = await createLb(t, token);
     const b = await createLb(t, token);
     expect([a.body.address, b.body.address]).toEqual(['10.9.0.1', '10.9.0.2']);
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const full = await createLb(t, token);
     expect(full.status).toBe(409);
     expect(full.body.code).toBe('address_pool_exhausted');
     expect(full.body.detail).toContain(a.body.addressPoolId);
     expect(full.body.detail).toContain('10.9.0.0/30');
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
   });
 });
 

@@ -1,15 +1,15 @@
 import type { Store } from '@slb/db';
 import { eq } from 'drizzle-orm';
-import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onSendAsyncHookHandler, preHandlerHookHandler } from 'fastify';
 import type { EventStore } from './store.js';
 
 /*
  * `api` events: every successful write under /v1/load-balancers, who made it (the token's id, tenant and
  * role, never the token) and what (the operationId and the resource), with a line for people. The hooks are
- * attached to those write routes only. The event is one prepared INSERT before the response goes out (tens of
- * µs): once a client has its answer the event is there, and a write a caller rolls back (a test's outer
- * transaction) takes its event with it, which a queued INSERT after the response would not. It never fails
- * the write.
+ * attached to those write routes only. The event is one INSERT (`recordNow`, through the store's write)
+ * awaited before the response goes out: once a client has its answer the event is there, and a write a caller
+ * rolls back (a test's outer transaction) takes its event with it, which a queued INSERT after the response
+ * would not. It never fails the write.
  */
 
 /** The fields of a request or response body the lines use; any of them may be absent. */
@@ -126,6 +126,11 @@ function beforeReads(store: Store): Record<string, (params: Facts['params']) => 
 const PARAM_ORDER = ['srvId', 'ruleId', 'lsnId', 'sgId', 'lbId'] as const;
 
 const results = new WeakMap<FastifyRequest, { result: Any | null; before: Any | null }>();
+/**
+ * Each request's recording, once: an async handler that sends without `return reply` has fastify send
+ * (and run onSend) a second time while the first onSend still awaits the INSERT.
+ */
+const recordings = new WeakMap<FastifyRequest, Promise<void>>();
 
 /** Whether a route's writes are recorded: a write under /v1/load-balancers that is not a dry run. */
 export function recordsApiEvents(url: string, methods: string[], dryRun: boolean | undefined): boolean {
@@ -160,23 +165,26 @@ export function apiEventHooks(store: Store, events: Pick<EventStore, 'recordNow'
     }
     done(null, payload);
   };
-  const onSend: onSendHookHandler = (request, reply, payload, done) => {
-    try {
-      record(events, request, reply, operationId);
-    } catch (err) {
-      request.log.warn({ err: String(err) }, 'api event not recorded');
+  const onSend: onSendAsyncHookHandler = async (request, reply, payload) => {
+    let recording = recordings.get(request);
+    if (recording === undefined) {
+      recording = record(events, request, reply, operationId).catch((err: unknown) => {
+        request.log.warn({ err: String(err) }, 'api event not recorded');
+      });
+      recordings.set(request, recording);
     }
-    done(null, payload);
+    await recording;
+    return payload;
   };
   return { preHandler, preSerialization, onSend };
 }
 
-function record(
+async function record(
   events: Pick<EventStore, 'recordNow'>,
   request: FastifyRequest,
   reply: FastifyReply,
   operationId?: string,
-): void {
+): Promise<void> {
   // A failed write changed nothing; a replayed create (Idempotency-Key) did not write again.
   if (reply.statusCode >= 400 || reply.getHeader('idempotent-replayed') === 'true') return;
   const params = (request.params ?? {}) as Facts['params'];
@@ -197,7 +205,7 @@ function record(
   };
   const described = DESCRIBE[operation]?.(facts) ?? { summary: `${operation} ${resourceId}` };
   const { tokenId, tenantId, role } = request.auth;
-  events.recordNow({
+  await events.recordNow({
     loadBalancerId: lbId,
     kind: 'api',
     summary: described.summary,

@@ -1,8 +1,7 @@
-import { type Db, firstIdAt, lbEvents, newId } from '@slb/db';
+import { AsyncResource } from 'node:async_hooks';
+import { changedRows, firstIdAt, newId, type Queries, type Store, type Tables } from '@slb/db';
 import { EVENTS_KEPT_PER_LB, EVENTS_RETENTION_SECONDS, type EventsQuery, type LoadBalancerEvent } from '@slb/model';
-import type Database from 'better-sqlite3';
-import type { Statement } from 'better-sqlite3';
-import { and, desc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, lte, type SQL } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import { cursorBeforeFilter, toPage } from '../services/common.js';
 
@@ -43,62 +42,49 @@ export interface EventStats {
   pruned: number;
 }
 
-type Row = [
-  id: string,
-  lbId: string,
-  kind: string,
-  at: string,
-  summary: string,
-  actor: string | null,
-  operation: string | null,
-  resourceId: string | null,
-  detail: string,
-];
+type EventRow = Tables['lbEvents']['$inferInsert'] & { loadBalancerId: string };
+
+/** Load balancer ids per existence check: well under SQLite's bound-variable limit (999 on old builds). */
+const IDS_PER_CHECK = 500;
+/** Rows per INSERT: 9 columns each, 450 variables, under the same limit. */
+const ROWS_PER_INSERT = 50;
 
 /**
- * The events of every load balancer. `record` never throws: events are queued and written by one INSERT
- * transaction per turn of the event loop (the hub's, which may come by the thousand); reads flush the queue
- * first. `recordNow` writes one at once (an API write's, a health transition's, in their own turn). Retention
- * is pruned in bounded batches.
+ * The events of every load balancer, on either engine. `record` never throws: events are queued and written
+ * by one transaction per turn of the event loop (the hub's, which may come by the thousand); reads flush the
+ * queue first. `recordNow` writes one at once, inside the caller's write when there is one (an API write's,
+ * a health transition's). Retention is pruned in bounded batches.
  */
 export class EventStore implements EventSink {
   readonly stats: EventStats = { recorded: 0, dropped: 0, pruned: 0 };
-  private pending: Row[] = [];
+  private pending: EventRow[] = [];
+  /** Events taken off the queue by a flush whose transaction has not ended yet. */
+  private writing = 0;
   private scheduled = false;
   private closed = false;
+  /** The last flush: each one waits for the one before, so batches are written one at a time, in order. */
+  private flushed: Promise<void> = Promise.resolve();
+  /** The pruning run in progress, if any (the timer's: close() waits for it). */
+  private pruning: Promise<void> | null = null;
   /** LBs that got events since they were last checked against the per-LB cap. */
   private readonly grown = new Set<string>();
-  private readonly insert: Statement;
-  private readonly deleteOlder: Statement;
-  private readonly nthNewest: Statement;
-  private readonly deleteLbUpTo: Statement;
   private readonly keep: number;
   private readonly retentionMs: number;
   private readonly batch: number;
   private readonly batchesPerRun: number;
   private readonly maxPending: number;
   private timer: NodeJS.Timeout | null = null;
+  /**
+   * The context the store was made in, outside any write. Queued batches are written there: an event
+   * recorded while some write was open (the scheduled flush inherits its context) is not part of that
+   * write's transaction, and must not wait for it to end or fail with it.
+   */
+  private readonly outside = new AsyncResource('EventStore');
 
   constructor(
-    private readonly db: Db,
-    private readonly sqlite: Database.Database,
+    private readonly store: Store,
     private readonly options: EventStoreOptions = {},
   ) {
-    // An event may name an LB deleted since (a node leaving it, a queued write's event): it is not stored.
-    this.insert = sqlite.prepare(
-      `INSERT INTO lb_events (id, load_balancer_id, kind, at, summary, actor, operation, resource_id, detail)
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM load_balancers WHERE id = ?)`,
-    );
-    this.deleteOlder = sqlite.prepare(
-      'DELETE FROM lb_events WHERE id IN (SELECT id FROM lb_events WHERE id < ? ORDER BY id LIMIT ?)',
-    );
-    this.nthNewest = sqlite
-      .prepare('SELECT id FROM lb_events WHERE load_balancer_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?')
-      .pluck();
-    this.deleteLbUpTo = sqlite.prepare(
-      `DELETE FROM lb_events WHERE id IN
-       (SELECT id FROM lb_events WHERE load_balancer_id = ? AND id <= ? ORDER BY id LIMIT ?)`,
-    );
     this.keep = options.keepPerLb ?? EVENTS_KEPT_PER_LB;
     this.retentionMs = (options.retentionSeconds ?? EVENTS_RETENTION_SECONDS) * 1000;
     this.batch = options.pruneBatch ?? 500;
@@ -108,7 +94,7 @@ export class EventStore implements EventSink {
 
   record(event: NewEvent): void {
     if (this.closed) return;
-    if (this.pending.length >= this.maxPending) {
+    if (this.pending.length + this.writing >= this.maxPending) {
       if (this.stats.dropped++ % 1000 === 0) {
         this.options.logger?.warn({ dropped: this.stats.dropped }, 'events dropped: too many waiting to be written');
       }
@@ -117,85 +103,135 @@ export class EventStore implements EventSink {
     this.pending.push(toRow(event, Date.now()));
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => this.flush());
+      // flush() never rejects.
+      setImmediate(() => void this.flush());
     }
   }
 
   /**
-   * Writes an event now, on the caller's connection: inside a caller's transaction it commits (or rolls back)
-   * with it. Throws as the INSERT does; for callers that want the event only if their own write happens.
+   * Writes an event now, through `store.write`: inside a caller's write it is part of that transaction (a
+   * savepoint of it) and commits or rolls back with it. An event of an LB that does not exist is not stored.
+   * Throws as the INSERT does; for callers that want the event only if their own write happens.
    */
-  recordNow(event: NewEvent): void {
+  async recordNow(event: NewEvent): Promise<void> {
     const row = toRow(event, Date.now());
-    this.insert.run(...row, event.loadBalancerId);
+    await this.store.write((q) => this.insert(q, [row]));
     this.stats.recorded++;
     this.grown.add(event.loadBalancerId);
   }
 
-  /** Writes what is queued, in one transaction. */
-  flush(): void {
+  /**
+   * Writes what is queued, in one transaction, after the flushes before it have ended (so a reader that
+   * awaits it sees every event recorded before the call). Never rejects: a failed batch is counted as
+   * dropped and logged.
+   */
+  flush(): Promise<void> {
     this.scheduled = false;
-    if (this.pending.length === 0) return;
     const rows = this.pending;
     this.pending = [];
+    this.writing += rows.length;
+    this.flushed = this.flushed.then(() => this.writeBatch(rows));
+    return this.flushed;
+  }
+
+  private async writeBatch(rows: EventRow[]): Promise<void> {
+    if (rows.length === 0) return;
     try {
-      this.sqlite.transaction(() => {
-        for (const row of rows) this.insert.run(...row, row[1]);
-      })();
+      await this.outside.runInAsyncScope(() => this.store.write((q) => this.insert(q, rows)));
       this.stats.recorded += rows.length;
-      for (const row of rows) this.grown.add(row[1]);
+      for (const row of rows) this.grown.add(row.loadBalancerId);
     } catch (err) {
       this.stats.dropped += rows.length;
       this.options.logger?.error({ err: String(err), events: rows.length }, 'events could not be written');
+    } finally {
+      this.writing -= rows.length;
     }
   }
 
-  list(lbId: string, query: EventsQuery) {
-    this.flush();
+  /**
+   * Inserts the rows whose LB exists (an event may name an LB deleted since: a node leaving it, a queued
+   * write's event), in the caller's transaction. On PostgreSQL the LBs found are held (FOR KEY SHARE, as the
+   * foreign key's own check would) so that one deleted meanwhile cannot fail the whole batch.
+   */
+  private async insert(q: Queries, rows: EventRow[]): Promise<void> {
+    const { t, dialect } = this.store;
+    const ids = [...new Set(rows.map((r) => r.loadBalancerId))];
+    const existing = new Set<string>();
+    for (let i = 0; i < ids.length; i += IDS_PER_CHECK) {
+      const select = q
+        .select({ id: t.loadBalancers.id })
+        .from(t.loadBalancers)
+        .where(inArray(t.loadBalancers.id, ids.slice(i, i + IDS_PER_CHECK)));
+      // SQLite's builder has no locking clause (and needs none: its writes take turns).
+      const found = await (dialect === 'postgres' ? select.for('key share') : select);
+      for (const { id } of found) existing.add(id);
+    }
+    const kept = existing.size === ids.length ? rows : rows.filter((r) => existing.has(r.loadBalancerId));
+    for (let i = 0; i < kept.length; i += ROWS_PER_INSERT) {
+      await q.insert(t.lbEvents).values(kept.slice(i, i + ROWS_PER_INSERT));
+    }
+  }
+
+  async list(lbId: string, query: EventsQuery) {
+    await this.flush();
+    const { t } = this.store;
     const limit = query.limit ?? 50;
-    const rows = this.db
-      .select()
-      .from(lbEvents)
-      .where(
-        and(
-          eq(lbEvents.loadBalancerId, lbId),
-          query.kind === undefined ? undefined : eq(lbEvents.kind, query.kind),
-          cursorBeforeFilter(lbEvents.id, query.cursor),
-        ),
-      )
-      .orderBy(desc(lbEvents.id))
-      .limit(limit + 1)
-      .all();
+    const rows = await this.store.read((q) =>
+      q
+        .select()
+        .from(t.lbEvents)
+        .where(
+          and(
+            eq(t.lbEvents.loadBalancerId, lbId),
+            query.kind === undefined ? undefined : eq(t.lbEvents.kind, query.kind),
+            cursorBeforeFilter(t.lbEvents.id, query.cursor),
+          ),
+        )
+        .orderBy(desc(t.lbEvents.id))
+        .limit(limit + 1),
+    );
     return toPage(rows, limit, toApi);
   }
 
   /**
    * One bounded pruning run: events past the retention (a primary-key range: ids carry their time), then the
    * oldest of each LB over the per-LB cap, checking only LBs that got events since they were last checked.
-   * At most pruneBatchesPerRun DELETEs of pruneBatch rows; returns the rows deleted.
+   * At most pruneBatchesPerRun statements (DELETEs of pruneBatch rows, and the cap lookups), each its own
+   * transaction so other writes go between them; returns the rows deleted.
    */
-  prune(now = Date.now()): number {
-    this.flush();
+  async prune(now = Date.now()): Promise<number> {
+    await this.flush();
+    const { t } = this.store;
+    const events = t.lbEvents;
     let budget = this.batchesPerRun;
     let deleted = 0;
     const cutoff = firstIdAt('event', now - this.retentionMs);
     while (budget > 0) {
       budget--;
-      const { changes } = this.deleteOlder.run(cutoff, this.batch);
+      const changes = await this.deleteFirst(lt(events.id, cutoff));
       deleted += changes;
       if (changes < this.batch) break;
     }
-    for (const lbId of this.grown) {
+    for (const lbId of [...this.grown]) {
       if (budget <= 0) break;
       budget--;
-      const oldestToGo = this.nthNewest.get(lbId, this.keep) as string | undefined;
-      if (oldestToGo === undefined) {
+      const [nth] = await this.store.read((q) =>
+        q
+          .select({ id: events.id })
+          .from(events)
+          .where(eq(events.loadBalancerId, lbId))
+          .orderBy(desc(events.id))
+          .limit(1)
+          .offset(this.keep),
+      );
+      if (nth === undefined) {
         this.grown.delete(lbId);
         continue;
       }
+      const oldestToGo = nth.id;
       while (budget > 0) {
         budget--;
-        const { changes } = this.deleteLbUpTo.run(lbId, oldestToGo, this.batch);
+        const changes = await this.deleteFirst(and(eq(events.loadBalancerId, lbId), lte(events.id, oldestToGo)));
         deleted += changes;
         if (changes < this.batch) {
           this.grown.delete(lbId);
@@ -207,16 +243,30 @@ export class EventStore implements EventSink {
     return deleted;
   }
 
-  /** Prunes every intervalMs (unref'd) until close(). */
+  /** Deletes the oldest pruneBatch events matching `where`, in a write of its own; returns how many. */
+  private deleteFirst(where: SQL | undefined): Promise<number> {
+    const events = this.store.t.lbEvents;
+    return this.store.write(async (q) => {
+      const batch = q.select({ id: events.id }).from(events).where(where).orderBy(asc(events.id)).limit(this.batch);
+      return changedRows(await q.delete(events).where(inArray(events.id, batch)));
+    });
+  }
+
+  /** Prunes every intervalMs (unref'd) until close(); a run still going when the next is due skips it. */
   startPruning(intervalMs: number): void {
     if (this.timer || this.closed) return;
     this.timer = setInterval(() => {
-      try {
-        const deleted = this.prune();
-        if (deleted > 0) this.options.logger?.debug({ deleted }, 'events pruned');
-      } catch (err) {
-        this.options.logger?.warn({ err: String(err) }, 'pruning events failed');
-      }
+      if (this.pruning) return;
+      this.pruning = this.prune()
+        .then((deleted) => {
+          if (deleted > 0) this.options.logger?.debug({ deleted }, 'events pruned');
+        })
+        .catch((err: unknown) => {
+          this.options.logger?.warn({ err: String(err) }, 'pruning events failed');
+        })
+        .finally(() => {
+          this.pruning = null;
+        });
     }, intervalMs);
     this.timer.unref();
   }
@@ -227,29 +277,33 @@ export class EventStore implements EventSink {
     this.timer = null;
   }
 
-  /** Writes what is queued and stops; later events are ignored (the database closes next). */
-  close(): void {
+  /**
+   * Stops pruning, writes what is queued and waits for it (and for a pruning run in progress); events
+   * recorded from now on are ignored (the database closes next).
+   */
+  async close(): Promise<void> {
     this.stopPruning();
-    this.flush();
     this.closed = true;
+    await this.flush();
+    await this.pruning;
   }
 }
 
-function toRow(e: NewEvent, now: number): Row {
-  return [
-    newId('event', now),
-    e.loadBalancerId,
-    e.kind,
-    new Date(now).toISOString(),
-    e.summary.slice(0, 500),
-    e.actor ? JSON.stringify(e.actor) : null,
-    e.operation ?? null,
-    e.resourceId ?? null,
-    JSON.stringify(e.detail ?? {}),
-  ];
+function toRow(e: NewEvent, now: number): EventRow {
+  return {
+    id: newId('event', now),
+    loadBalancerId: e.loadBalancerId,
+    kind: e.kind,
+    at: new Date(now).toISOString(),
+    summary: e.summary.slice(0, 500),
+    actor: e.actor ?? null,
+    operation: e.operation ?? null,
+    resourceId: e.resourceId ?? null,
+    detail: e.detail ?? {},
+  };
 }
 
-function toApi(row: typeof lbEvents.$inferSelect): LoadBalancerEvent {
+function toApi(row: Tables['lbEvents']['$inferSelect']): LoadBalancerEvent {
   return {
     id: row.id,
     loadBalancerId: row.loadBalancerId,

@@ -47,7 +47,7 @@ export interface TransitionConsumerOptions {
   logger?: FastifyBaseLogger;
   /**
    * Where a target that turned normal or abnormal is recorded as its LB's `health` event, in the transaction
-   * that stores it (so a redelivered message records it once). Absent: no events.
+   * that stores it (recordNow joins the write: so a redelivered message records it once). Absent: no events.
    */
   events?: Pick<EventStore, 'recordNow'>;
 }
@@ -319,7 +319,7 @@ export class TransitionConsumer {
       );
       if (changes > 0 && previous?.status !== m.status) {
         try {
-          this.options.events?.recordNow({
+          await this.options.events?.recordNow({
             loadBalancerId: listener.loadBalancerId,
             kind: 'health',
             summary: `server ${server.address}:${server.port} ${m.status} on listener ${listener.protocol}:${listener.port}${row.lastError ? ` (${row.lastError})` : ''}`,
@@ -336,7 +336,8 @@ export class TransitionConsumer {
             },
           });
         } catch (err) {
-          // The health row is what the nodes follow: it is stored even when its event cannot be.
+          // The health row is what the nodes follow: it is stored even when its event cannot be (recordNow's
+          // write is a savepoint of this one, so its failure undoes the event alone).
           this.options.logger?.warn({ err: String(err), id }, 'health event not recorded');
         }
       }

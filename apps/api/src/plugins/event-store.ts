@@ -15,7 +15,7 @@ export type EventStorePluginOptions = EventStoreOptions & {
 
 export const eventStorePlugin = fp<EventStorePluginOptions>(
   async (app, { pruneIntervalMs, ...options }) => {
-    const events = new EventStore(app.store.db, app.store.sqlite, { logger: app.log, ...options });
+    const events = new EventStore(app.data, { logger: app.log, ...options });
     app.decorate('events', events);
     // Pruning deletes from the shared database: once for the deployment, not once per API process.
     app.duties.add({
@@ -23,7 +23,10 @@ export const eventStorePlugin = fp<EventStorePluginOptions>(
       start: () => events.startPruning(pruneIntervalMs ?? 60_000),
       stop: () => events.stopPruning(),
     });
-    app.addHook('onClose', async () => events.close());
+    // Before the database closes (its plugin's onClose runs last): what is queued is written.
+    app.addHook('onClose', async () => {
+      await events.close();
+    });
   },
   { name: 'event-store', dependencies: ['database', 'cluster-duties'] },
 );

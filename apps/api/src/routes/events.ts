@@ -14,7 +14,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request) => {
       // Another tenant's LB, or one deleted (its events went with it): 404.
       const lb = await app.services.loadBalancers.find(scope(request), request.params.lbId);
-      return app.events.list(lb.id, request.query);
+      return await app.events.list(lb.id, request.query);
     },
   });
 };

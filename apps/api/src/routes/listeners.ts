@@ -88,7 +88,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       await listeners.remove(scope(request), request.params.lbId, request.params.lsnId, request.headers['if-match']);
-      reply.code(204).send(null);
+      return reply.code(204).send(null);
     },
   });
 

@@ -93,7 +93,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       await lbs.remove(scope(request), request.params.lbId, request.headers['if-match']);
-      reply.code(204).send(null);
+      return reply.code(204).send(null);
     },
   });
 

@@ -91,7 +91,7 @@ export const ruleRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request, reply) => {
       const { lbId, lsnId, ruleId } = request.params;
       await rules.remove(scope(request), lbId, lsnId, ruleId, request.headers['if-match']);
-      reply.code(204).send(null);
+      return reply.code(204).send(null);
     },
   });
 };

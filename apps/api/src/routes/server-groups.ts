@@ -102,7 +102,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       await groups.remove(scope(request), request.params.lbId, request.params.sgId, request.headers['if-match']);
-      reply.code(204).send(null);
+      return reply.code(204).send(null);
     },
   });
 
@@ -179,7 +179,7 @@ export const serverGroupRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request, reply) => {
       const { lbId, sgId, srvId } = request.params;
       await groups.removeServer(scope(request), lbId, sgId, srvId, request.headers['if-match']);
-      reply.code(204).send(null);
+      return reply.code(204).send(null);
     },
   });
 };
