@@ -30,8 +30,8 @@ function ackAll(node: FakeNode, failedListeners: { listenerId: string; reason: s
 
 it('records L4 nodes beginning and ceasing to serve an LB, once per change', async () => {
   const { token } = await newTenant(t.app);
-  connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
-  connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82' });
+  await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
+  await connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82' });
   const { lbId } = await newLoadBalancer(t.app, token);
   await settle();
 
@@ -64,7 +64,7 @@ it('records L4 nodes beginning and ceasing to serve an LB, once per change', asy
 
 it('records a listener a node cannot bind and when it binds again, not per heartbeat', async () => {
   const { token } = await newTenant(t.app);
-  const node = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
+  const node = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
   const { lbId, sgId } = await newLoadBalancer(t.app, token);
   const other = await newLoadBalancer(t.app, token);
   const lsn = await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
@@ -98,8 +98,8 @@ it('records a listener a node cannot bind and when it binds again, not per heart
 
 it('records L7 nodes serving an LB once it has an HTTP listener, and leaving when it has none', async () => {
   const { token } = await newTenant(t.app);
-  connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
-  connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.91' });
+  await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' });
+  await connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.91' });
   const { lbId, sgId } = await newLoadBalancer(t.app, token);
   await settle();
   const l7 = async () => (await eventsOf(token, lbId, 'node')).filter((e) => e.detail.nodeKind === 'l7');

@@ -22,12 +22,15 @@ export interface FakeHello {
   boundVips?: string[];
 }
 
-/** Attaches a fake socket to the app's hub as `identity` would after authenticating, and says hello. */
-export function connectFake(
+/**
+ * Attaches a fake socket to the app's hub as `identity` would after authenticating, says hello, and waits
+ * for the hub to take it in (its reads and writes are async): the first snapshot is then sent.
+ */
+export async function connectFake(
   t: TestApp,
   hello: FakeHello,
   identity?: { nodeId: string; kind: 'l4' | 'l7'; address: string },
-): FakeNode {
+): Promise<FakeNode> {
   const handlers: Record<string, (...args: any[]) => void> = {};
   const node: FakeNode = {
     sent: [],
@@ -62,6 +65,7 @@ export function connectFake(
   };
   (t.app.controlHub.attach as (ws: never, identity?: unknown) => void)(ws as never, identity);
   node.say({ type: 'hello', capacity: 100, appliedVersion: 0, ...hello });
+  await hubSettled(t);
   return node;
 }
 
@@ -74,6 +78,17 @@ export async function settle(): Promise<void> {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** Waits until the app's hub has nothing running or asked for (a recompile, a hello, a node's row). */
+export async function hubSettled(t: TestApp): Promise<void> {
+  const hub = t.app.controlHub;
+  for (let round = 0; round < 100; round++) {
+    await hub.settled();
+    if (!hub.busy) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error('the control hub did not settle');
 }
 
 /** The listeners a fake node holds once it applied everything it was sent (snapshots, then deltas). */

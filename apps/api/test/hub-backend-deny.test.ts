@@ -7,8 +7,8 @@ import { LOCAL_BACKEND_POLICY, makeApp, type TestApp } from './helpers.js';
 // Every node's first snapshot carries the backend deny set (the cloud's endpoints and the node addresses),
 // so the nodes refuse those backends on their own. The socket is an object recording what the hub sends.
 
-const connect = (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): any[] =>
-  connectFake(t, { nodeId, kind, address }).sent;
+const connect = async (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): Promise<any[]> =>
+  (await connectFake(t, { nodeId, kind, address })).sent;
 
 let t: TestApp;
 beforeEach(async () => {
@@ -23,8 +23,8 @@ beforeEach(async () => {
 afterEach(() => t.close());
 
 it("sends the deny set, with every node's address, in each node's first snapshot", async () => {
-  const l4 = connect(t, 'l4-a', 'l4', '127.0.0.11');
-  const l7 = connect(t, 'l7-a', 'l7', '127.0.0.21');
+  const l4 = await connect(t, 'l4-a', 'l4', '127.0.0.11');
+  const l7 = await connect(t, 'l7-a', 'l7', '127.0.0.21');
   // No wait: a node's first snapshot is sent as it says hello.
   const l4Snapshot = l4.find((m) => m.type === 'snapshot')?.snapshot;
   const l7Snapshot = l7.find((m) => m.type === 'snapshot')?.snapshot;

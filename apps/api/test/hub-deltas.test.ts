@@ -7,8 +7,8 @@ import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpe
  * node is sent after a write, and when the LB counts as converged. (The channel's socket is replaced by an
  * object that records messages; the WebSocket path itself is covered by control-channel.e2e.test.ts.)
  */
-const connect = (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): FakeNode =>
-  connectFake(t, { nodeId, kind, address });
+const connect = async (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): Promise<FakeNode> =>
+  await connectFake(t, { nodeId, kind, address });
 
 describe('control hub: per-node diffs', () => {
   let t: TestApp;
@@ -19,8 +19,8 @@ describe('control hub: per-node diffs', () => {
   beforeEach(async () => {
     t = await makeApp();
     ({ token } = await newTenant(t.app));
-    l4 = connect(t, 'l4-a', 'l4', '127.0.0.71');
-    l7 = connect(t, 'l7-a', 'l7', '127.0.0.72');
+    l4 = await connect(t, 'l4-a', 'l4', '127.0.0.71');
+    l7 = await connect(t, 'l7-a', 'l7', '127.0.0.72');
     await settle();
   });
   afterEach(async () => {

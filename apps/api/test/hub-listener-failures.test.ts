@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { hubSettled } from './fake-node.js';
 import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
 // A node that applied a config but could not build one listener of it names that listener in its ack: the
@@ -101,14 +102,17 @@ it('a node with more failures than its report has room for: the node says how ma
   await settle();
   const failedListeners = [{ listenerId: bad.body.id, reason: 'cannot bind: EADDRINUSE' }];
   node.say({ type: 'ack', version: node.versions.at(-1), failedListeners, failedListenersOmitted: 1499 });
+  await hubSettled(t);
   const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError as string;
   expect(await lastError()).toContain('1500 listener(s) not applied (1499 not named');
   expect(await lastError()).toContain(bad.body.id);
   // A heartbeat with fewer unnamed failures updates it.
   const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
   node.say({ type: 'heartbeat', load, failedListeners, failedListenersOmitted: 9 });
+  await hubSettled(t);
   expect(await lastError()).toContain('10 listener(s) not applied (9 not named');
   node.say({ type: 'heartbeat', load, failedListeners });
+  await hubSettled(t);
   expect(await lastError()).toMatch(/1 listener\(s\) not applied: /);
 });
 
@@ -133,19 +137,24 @@ it('a node that rotates what its reports name: every LB of its failures turns pr
   const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError as string;
   // Three failing listeners, one named per report (the rest had no room), the next one each time.
   node.say({ type: 'ack', version: node.versions.at(-1), failedListeners: [failing[0]], failedListenersOmitted: 2 });
+  await hubSettled(t);
   expect(await statuses()).toEqual(['provisioning', 'active', 'active', 'active']);
   const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
   node.say({ type: 'heartbeat', load, failedListeners: [failing[1]], failedListenersOmitted: 2 });
+  await hubSettled(t);
   node.say({ type: 'heartbeat', load, failedListeners: [failing[2]], failedListenersOmitted: 2 });
+  await hubSettled(t);
   expect(await statuses()).toEqual(['provisioning', 'provisioning', 'provisioning', 'active']);
   expect(await lastError()).toMatch(/^version \d+: 3 listener\(s\) not applied: /);
   // A listener this node was never sent is not gathered.
   const stranger = { listenerId: 'lsn-00000000000000000999', reason: 'cannot bind: EADDRNOTAVAIL' };
   node.say({ type: 'heartbeat', load, failedListeners: [stranger], failedListenersOmitted: 2 });
+  await hubSettled(t);
   expect(await lastError()).toMatch(/^version \d+: 3 listener\(s\) not applied: /);
   expect(await lastError()).not.toContain(stranger.listenerId);
   // Every one healed: a report with room for all of them names none.
   node.say({ type: 'heartbeat', load, failedListeners: [] });
+  await hubSettled(t);
   expect(await statuses()).toEqual(['active', 'active', 'active', 'active']);
   expect(await lastError()).toBeNull();
 });

@@ -7,8 +7,8 @@ import { makeApp, type TestApp } from './helpers.js';
 // The nodes learn their deployment's session-sync namespace from their first snapshot, so nodes of two
 // deployments on one Redis never share keys and nobody sets SLB_SESSION_SYNC_PREFIX by hand.
 
-const connect = (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): any[] =>
-  connectFake(t, { nodeId, kind, address }).sent;
+const connect = async (t: TestApp, nodeId: string, kind: 'l4' | 'l7', address: string): Promise<any[]> =>
+  (await connectFake(t, { nodeId, kind, address })).sent;
 
 const apps: TestApp[] = [];
 afterEach(async () => {
@@ -16,8 +16,8 @@ afterEach(async () => {
 });
 
 async function firstSnapshots(t: TestApp): Promise<{ l4: any; l7: any }> {
-  const l4 = connect(t, 'l4-a', 'l4', '127.0.0.11');
-  const l7 = connect(t, 'l7-a', 'l7', '127.0.0.21');
+  const l4 = await connect(t, 'l4-a', 'l4', '127.0.0.11');
+  const l7 = await connect(t, 'l7-a', 'l7', '127.0.0.21');
   // No wait: a node's first snapshot is sent as it says hello.
   return {
     l4: l4.find((m) => m.type === 'snapshot')?.snapshot,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { connectFake, type FakeNode, heldListeners, settle } from './fake-node.js';
+import { connectFake, type FakeNode, heldListeners, hubSettled, settle } from './fake-node.js';
 import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
 // Every LB's listeners bind its own VIP on the L4 nodes that host it: all of them at once where every
@@ -36,8 +36,8 @@ async function ackAll(...nodes: FakeNode[]) {
 
 describe('VIPs on the L4 nodes', () => {
   it('two tenants on the same port bind their own VIPs on every node that can share them (active-active)', async () => {
-    const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
-    const b = connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82', reusePort: true });
+    const a = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
+    const b = await connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82', reusePort: true });
     const one = await newTenant(t.app, 'one');
     const two = await newTenant(t.app, 'two');
     const lb1 = await newLoadBalancer(t.app, one.token);
@@ -61,8 +61,8 @@ describe('VIPs on the L4 nodes', () => {
   });
 
   it('without SO_REUSEPORT one node binds the VIP and the other takes it over when its channel closes', async () => {
-    const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: false });
-    const b = connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82', reusePort: false });
+    const a = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: false });
+    const b = await connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.82', reusePort: false });
     const { token } = await newTenant(t.app);
     const lb = await newLoadBalancer(t.app, token);
     const id = await tcpListener(token, lb, 80);
@@ -97,7 +97,7 @@ describe('VIPs on the L4 nodes', () => {
     const lb = await newLoadBalancer(t.app, token);
     const id = await tcpListener(token, lb, 80);
     const { address } = await lbView(token, lb.lbId);
-    const first = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: false });
+    const first = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: false });
     await settle();
     expect(heldListeners(first).has(id)).toBe(true);
     if (firstAcks) {
@@ -108,7 +108,7 @@ describe('VIPs on the L4 nodes', () => {
       });
       first.unacked = [];
     }
-    const holder = connectFake(t, {
+    const holder = await connectFake(t, {
       nodeId: 'l4-b',
       kind: 'l4',
       address: '127.0.0.82',
@@ -123,7 +123,7 @@ describe('VIPs on the L4 nodes', () => {
   });
 
   it('a bind the node keeps retrying is shown on the LB and the listener until a heartbeat says it healed', async () => {
-    const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
+    const a = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
     const { token } = await newTenant(t.app);
     const lb = await newLoadBalancer(t.app, token);
     const id = await tcpListener(token, lb, 7001);
@@ -147,7 +147,7 @@ describe('VIPs on the L4 nodes', () => {
   });
 
   it("a bind failure in an ack is the node's lastError until a heartbeat says the retry bound it", async () => {
-    const a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
+    const a = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81', reusePort: true });
     const { token } = await newTenant(t.app);
     const lb = await newLoadBalancer(t.app, token);
     const id = await tcpListener(token, lb, 7001);
@@ -156,12 +156,15 @@ describe('VIPs on the L4 nodes', () => {
     const reason = 'cannot bind tcp 127.1.0.1:7001: EADDRINUSE';
     a.unacked = [];
     a.say({ type: 'ack', version, failedListeners: [{ listenerId: id, reason }] });
+    await hubSettled(t);
     const lastError = async () => (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError;
     expect(await lastError()).toBe(`version ${version}: 1 listener(s) not applied: ${id}: ${reason}`);
     const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
     a.say({ type: 'heartbeat', load, failedListeners: [{ listenerId: id, reason }] });
+    await hubSettled(t);
     expect(await lastError()).toBe(`version ${version}: 1 listener(s) not applied: ${id}: ${reason}`);
     a.say({ type: 'heartbeat', load, failedListeners: [] });
+    await hubSettled(t);
     expect(await lastError()).toBeNull();
     expect((await lbView(token, lb.lbId)).status).toBe('active');
   });

@@ -16,8 +16,8 @@ describe('control hub: the work of a write does not grow with the fleet', () => 
     t = await makeApp();
     ({ token } = await newTenant(t.app));
     nodes = [
-      connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' }),
-      connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.82' }),
+      await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' }),
+      await connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.82' }),
     ];
     await settle();
   });
@@ -94,7 +94,7 @@ describe('control hub: the work of a write does not grow with the fleet', () => 
     // The same node again, on a new channel: it is sent a whole snapshot, built by a full diff.
     t.app.controlHub.disconnect('l4-a', 'test: reconnect');
     const who = { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.81' } as const;
-    const again = connectFake(t, who, who);
+    const again = await connectFake(t, who, who);
     await settle();
     const held = (n: FakeNode) => {
       const ids = new Set<string>();

@@ -52,7 +52,7 @@ describe('private keys', () => {
     t = { ...t, ...(await makeApp(t.dir)) };
     expect(databaseBytes(t.dir).includes('PRIVATE KEY')).toBe(false);
     const { lbId, sgId } = await newLoadBalancer(t.app, token);
-    const l7 = connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.91' });
+    const l7 = await connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.91' });
     await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'https',
       port: 7443,
@@ -76,8 +76,8 @@ describe('private keys', () => {
       ids[name] = (await call(t.app, token, 'POST', '/v1/certificates', { name, ...pem })).body.id;
     }
     const { lbId, sgId } = await newLoadBalancer(t.app, token);
-    const l4 = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.92' });
-    const l7 = connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.93' });
+    const l4 = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.92' });
+    const l7 = await connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.93' });
     await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'https',
       port: 7444,

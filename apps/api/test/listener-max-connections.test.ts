@@ -36,7 +36,7 @@ describe('listener maxConnections', () => {
     expect(patched.body.maxConnections).toBe(42);
     expect((await call(t.app, token, 'GET', `${listeners()}/${tcp.body.id}`)).body.maxConnections).toBe(42);
 
-    const compiled = compileLbs(t.app.store.db, [lbId]).get(lbId)!;
+    const compiled = (await compileLbs(t.app.data, [lbId])).get(lbId)!;
     const byId = new Map(compiled.l4.map((l) => [l.config.id, l.config]));
     expect(byId.get(tcp.body.id)?.maxConnections).toBe(42);
     expect(byId.get(udp.body.id)?.maxConnections).toBe(500);
@@ -57,7 +57,7 @@ describe('listener maxConnections', () => {
     ['null', null],
   ])('refuses %s with a 400 naming the field and changes nothing', async (_name, value) => {
     const created = await call(t.app, token, 'POST', listeners(), { protocol: 'tcp', port: 101, serverGroupId: sgId });
-    const before = dumpDatabase(t.app);
+    const before = await dumpDatabase(t.app);
     const post = await call(t.app, token, 'POST', listeners(), {
       protocol: 'tcp',
       port: 102,
@@ -70,7 +70,7 @@ describe('listener maxConnections', () => {
       expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
       expect(JSON.stringify(res.body.errors)).toContain('/body/maxConnections');
     }
-    expect(dumpDatabase(t.app)).toBe(before);
+    expect(await dumpDatabase(t.app)).toBe(before);
     await call(t.app, token, 'DELETE', `${listeners()}/${created.body.id}`);
   });
 

@@ -86,7 +86,7 @@ describe('node enrollment', () => {
     const created = await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address: '127.0.0.14' });
     const before = (await call(t.app, ADMIN_TOKEN, 'GET', `/v1/nodes/${created.body.id}`)).body;
     // A session the channel server let in on the shared token (no identity): its hello names the node.
-    const claim = connectFake(t, { nodeId: created.body.id, kind: 'l7', address: '127.0.0.99' });
+    const claim = await connectFake(t, { nodeId: created.body.id, kind: 'l7', address: '127.0.0.99' });
     expect(claim.sent).toEqual([
       expect.objectContaining({ type: 'error', reason: expect.stringMatching(/own credential/) }),
     ]);

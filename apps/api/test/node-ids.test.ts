@@ -27,7 +27,7 @@ describe('node ids in the documented schema', () => {
   it('GET /v1/nodes, with a registered node and a legacy one, matches its OpenAPI response schema', async () => {
     const registered = await call(t.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address: '127.0.0.13' });
     expect(registered.body.id).toMatch(/^node-/);
-    connectFake(t, { nodeId: 'l4-legacy.a', kind: 'l4', address: '127.0.0.11' });
+    await connectFake(t, { nodeId: 'l4-legacy.a', kind: 'l4', address: '127.0.0.11' });
     const list = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes');
     expect(list.body.items.map((n: { id: string }) => n.id)).toContain('l4-legacy.a');
 

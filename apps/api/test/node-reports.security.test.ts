@@ -15,14 +15,14 @@ describe('node reports are bounded', () => {
   beforeEach(async () => {
     t = await makeApp();
     ({ token } = await newTenant(t.app));
-    liar = connectFake(t, {
+    liar = await connectFake(t, {
       nodeId: 'l4-liar',
       kind: 'l4',
       address: '127.0.0.81',
       capacity: 1000,
       appliedVersion: Number.MAX_SAFE_INTEGER,
     });
-    honest = connectFake(t, { nodeId: 'l4-honest', kind: 'l4', address: '127.0.0.82' });
+    honest = await connectFake(t, { nodeId: 'l4-honest', kind: 'l4', address: '127.0.0.82' });
     await settle();
   });
   afterEach(async () => {

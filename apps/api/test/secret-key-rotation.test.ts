@@ -57,7 +57,7 @@ describe('secret key rotation', () => {
 
     t = await start([k2]);
     const { lbId, sgId } = await newLoadBalancer(t.app, token);
-    const l7 = connectFake(t, { nodeId: 'l7-r', kind: 'l7', address: '127.0.0.97' });
+    const l7 = await connectFake(t, { nodeId: 'l7-r', kind: 'l7', address: '127.0.0.97' });
     await call(t.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
       protocol: 'https',
       port: 7446,

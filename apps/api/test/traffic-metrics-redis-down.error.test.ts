@@ -44,7 +44,7 @@ it('keeps taking heartbeats and pushing configs while Redis is down, counting th
     port: 7001,
     serverGroupId: sgId,
   });
-  const node: FakeNode = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11' });
+  const node: FakeNode = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11' });
   await settle();
   let conns = 0;
   const beat = () => {

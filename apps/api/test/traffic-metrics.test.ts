@@ -94,8 +94,8 @@ describe('ingest', () => {
   let l7: FakeNode;
 
   it('takes a node’s first beat as a baseline, then adds its deltas', async () => {
-    a = connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11', reusePort: true });
-    b = connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.12', reusePort: true });
+    a = await connectFake(t, { nodeId: 'l4-a', kind: 'l4', address: '127.0.0.11', reusePort: true });
+    b = await connectFake(t, { nodeId: 'l4-b', kind: 'l4', address: '127.0.0.12', reusePort: true });
     await settle();
     expect(heldListeners(a).has(tcpId)).toBe(true);
     expect(heldListeners(b).has(tcpId)).toBe(true);
@@ -146,7 +146,7 @@ describe('ingest', () => {
   });
 
   it('counts http responses by class and upstream times, and sums listeners at the load balancer', async () => {
-    l7 = connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.21' });
+    l7 = await connectFake(t, { nodeId: 'l7-a', kind: 'l7', address: '127.0.0.21' });
     await settle();
     expect(heldListeners(l7).has(httpId)).toBe(true);
     const http = (n: number) => ({

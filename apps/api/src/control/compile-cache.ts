@@ -1,4 +1,4 @@
-import type { Db } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { CompiledLb, L4ListenerConfig } from './compile-lb.js';
 import { compileLbs } from './compiler.js';
 import { type LbSummary, lbOfListener, lbsByIds, listLbs } from './lb-rows.js';
@@ -35,7 +35,7 @@ export class CompileCache {
   private scanAll = true;
 
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly openKey: (stored: string) => string,
     private readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 },
   ) {}
@@ -55,8 +55,8 @@ export class CompileCache {
   }
 
   /** A health report changed a listener's backends: its LB is compiled again. Returns that LB. */
-  healthChanged(listenerId: string): string | undefined {
-    const lb = lbOfListener(this.db, listenerId);
+  async healthChanged(listenerId: string): Promise<string | undefined> {
+    const lb = await lbOfListener(this.store, listenerId);
     if (lb !== undefined) this.dirty.add(lb);
     return lb;
   }
@@ -65,21 +65,31 @@ export class CompileCache {
    * Compiles what changed since the last call; LBs whose version and health are unchanged are reused.
    * `beyond`: the change can reach beyond the LBs compiled again (an LB's VIP changed, the L4 ports of an LB
    * without one, which shares the node's address with others, or a placement mode; on a full read, LBs
-   * added or removed): every node then needs a full diff.
+   * added or removed): every node then needs a full diff. One refresh at a time (the hub's recompiles are);
+   * what is touched while it reads is kept for the next. A refresh that fails (the database unreachable)
+   * leaves the next one to read the whole fleet: what it was to compile is not lost.
    */
-  refresh(): Refreshed {
-    const scope = this.scanAll ? null : [...new Set([...this.touched, ...this.dirty])];
+  async refresh(): Promise<Refreshed> {
+    const dirty = new Set(this.dirty);
+    this.dirty.clear();
+    const scope = this.scanAll ? null : [...new Set([...this.touched, ...dirty])];
     this.scanAll = false;
     this.touched.clear();
-    return scope ? this.refreshScoped(scope) : this.refreshAll();
+    try {
+      return scope ? await this.refreshScoped(scope) : await this.refreshAll(dirty);
+    } catch (err) {
+      this.scanAll = true;
+      for (const id of dirty) this.dirty.add(id);
+      throw err;
+    }
   }
 
   /**
-   * Re-reads only the named LBs: an LB created is appended (where a full read, in rowid order, puts it too),
+   * Re-reads only the named LBs: an LB created is appended (where a full read, in id order, puts it too: ids grow with time),
    * one deleted is dropped. Nothing here reads the whole fleet.
    */
-  private refreshScoped(scope: string[]): Refreshed {
-    const rows = lbsByIds(this.db, scope);
+  private async refreshScoped(scope: string[]): Promise<Refreshed> {
+    const rows = await lbsByIds(this.store, scope);
     const gone = new Set(scope.filter((id) => !rows.has(id) && this.compiled.has(id)));
     const known = new Set(this.compiled.keys());
     let beyond = false;
@@ -93,19 +103,18 @@ export class CompileCache {
     for (const id of scope) {
       const row = rows.get(id);
       if (row !== undefined && !known.has(id)) this.lbs.push(row);
-      this.dirty.delete(id);
     }
     for (const id of gone) {
       if (sharesNodeAddress(this.compiled.get(id))) beyond = true;
       this.compiled.delete(id);
     }
-    if (this.store(scope.filter((id) => rows.has(id)))) beyond = true;
+    if (await this.compile(scope.filter((id) => rows.has(id)))) beyond = true;
     return { changed: scope.filter((id) => rows.has(id) || gone.has(id)), beyond };
   }
 
-  private refreshAll(): Refreshed {
+  private async refreshAll(dirty: ReadonlySet<string>): Promise<Refreshed> {
     const before = this.lbs;
-    this.lbs = listLbs(this.db);
+    this.lbs = await listLbs(this.store);
     const live = new Set(this.lbs.map((lb) => lb.id));
     for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
     let beyond =
@@ -116,11 +125,10 @@ export class CompileCache {
     const stale = this.lbs
       .filter((lb) => {
         const cached = this.compiled.get(lb.id);
-        return !cached || cached.configVersion !== lb.configVersion || this.dirty.has(lb.id);
+        return !cached || cached.configVersion !== lb.configVersion || dirty.has(lb.id);
       })
       .map((lb) => lb.id);
-    this.dirty.clear();
-    if (this.store(stale)) beyond = true;
+    if (await this.compile(stale)) beyond = true;
     return { changed: stale, beyond };
   }
 
@@ -129,10 +137,10 @@ export class CompileCache {
    * LB without a VIP shares it, so its ports can collide with another LB's), or its VIP did. An LB on its
    * own VIP meets no other LB: its ports moving concerns it alone.
    */
-  private store(lbIds: string[]): boolean {
+  private async compile(lbIds: string[]): Promise<boolean> {
     let moved = false;
     this.work.lbsCompiled += lbIds.length;
-    for (const [id, lb] of compileLbs(this.db, lbIds, this.openKey)) {
+    for (const [id, lb] of await compileLbs(this.store, lbIds, this.openKey)) {
       const old = this.compiled.get(id);
       if (old === undefined) moved ||= sharesNodeAddress(lb);
       else if (old.address !== lb.address) moved = true;

@@ -103,10 +103,10 @@ describe('config delivery: the message text assembled from each listener JSON', 
     return { web, tcp, udp, http, http2 };
   }
 
-  function fleetOf(mode: VipMode): Fleet & { lb: () => CompiledLb } {
-    const compiled = compileLbs(t.db, [t.lbId]);
+  async function fleetOf(mode: VipMode): Promise<Fleet & { lb: () => CompiledLb }> {
+    const compiled = await compileLbs(t.store, [t.lbId]);
     return {
-      lbs: listLbs(t.db),
+      lbs: await listLbs(t.store),
       compiled,
       placement: new Map([[t.lbId, ['l4-a']]]),
       serving: new Map([[t.lbId, { mode, binders: ['l4-a'] }]]),
@@ -144,12 +144,12 @@ describe('config delivery: the message text assembled from each listener JSON', 
     { nodeId: 'l7-b', address: '127.0.0.42', port: 8443, healthy: true },
   ];
 
-  it('L4: the first snapshot, then deltas with upserts, removes, reusePort and a new l7Pool, are the old bytes', () => {
+  it('L4: the first snapshot, then deltas with upserts, removes, reusePort and a new l7Pool, are the old bytes', async () => {
     const { web, tcp, udp } = seed();
     const d = delivery();
     const { session: s, ws } = session('l4');
 
-    const before = fleetOf('active-standby');
+    const before = await fleetOf('active-standby');
     d.pushL4(s, before, pool(true));
     const first = expectOldBytes(ws, 'listeners', oldL4(before.lb(), 'active-standby'));
     expect(first).toMatchObject({ type: 'snapshot', kind: 'l4', snapshot: { l7Nodes: pool(true) } });
@@ -158,7 +158,7 @@ describe('config delivery: the message text assembled from each listener JSON', 
     // A server added (every listener of its group changes), a listener stopped, an L7 node unhealthy.
     t.server(web, '10.0.0.9', 8080);
     t.db.update(listeners).set({ status: 'stopped' }).where(eq(listeners.id, udp)).run();
-    let fleet = fleetOf('active-standby');
+    let fleet = await fleetOf('active-standby');
     d.pushL4(s, fleet, pool(false));
     const was = new Map(before.lb().l4.map((l) => [l.config.id, l.json]));
     const changed = fleet
@@ -170,47 +170,48 @@ describe('config delivery: the message text assembled from each listener JSON', 
     expect(delta).toMatchObject({ type: 'delta', kind: 'l4', remove: [udp], l7Nodes: pool(false) });
 
     // The VIP shared: every listener sent again with reusePort, through the path of a write to one LB.
-    fleet = fleetOf('active-active');
+    fleet = await fleetOf('active-active');
     d.pushChanged(s, fleet, [t.lbId]);
     const shared = expectOldBytes(ws, 'upsert', oldL4(fleet.lb(), 'active-active'));
     expect(shared).toMatchObject({ remove: [] });
     expect(shared.l7Nodes).toBeUndefined();
   });
 
-  it('L7: the first snapshot, then a delta with an upsert and a remove, are the old bytes', () => {
+  it('L7: the first snapshot, then a delta with an upsert and a remove, are the old bytes', async () => {
     const { http, http2 } = seed();
     const d = delivery();
     const { session: s, ws } = session('l7');
 
-    let fleet = fleetOf('active-standby');
+    let fleet = await fleetOf('active-standby');
     d.pushL7(s, fleet);
     const first = expectOldBytes(ws, 'listeners', oldL7(fleet.lb()));
     expect(first).toMatchObject({ type: 'snapshot', kind: 'l7', snapshot: { l4Nodes: fleet.l4Addresses } });
 
     t.db.update(servers).set({ weight: 7 }).where(eq(servers.address, '10.0.0.2')).run();
     t.db.update(listeners).set({ status: 'stopped' }).where(eq(listeners.id, http2)).run();
-    fleet = fleetOf('active-standby');
+    fleet = await fleetOf('active-standby');
     d.pushChanged(s, fleet, [t.lbId]);
     const delta = expectOldBytes(ws, 'upsert', oldL7(fleet.lb(), [http]));
     expect(delta).toMatchObject({ type: 'delta', kind: 'l7', remove: [http2] });
   });
 
-  it('the size limit counts the bytes of the assembled text', () => {
+  it('the size limit counts the bytes of the assembled text', async () => {
     seed();
     const { session: s, ws } = session('l7');
-    delivery().pushL7(s, fleetOf('active-standby'));
+    delivery().pushL7(s, await fleetOf('active-standby'));
     const bytes = Buffer.byteLength(ws.texts[0]!);
 
     const refused: string[] = [];
     for (const max of [bytes, bytes - 1]) {
       const next = session('l7');
-      delivery(max, (reason) => refused.push(reason)).pushL7(next.session, fleetOf('active-standby'));
+      const fleet = await fleetOf('active-standby');
+      delivery(max, (reason) => refused.push(reason)).pushL7(next.session, fleet);
       expect(next.ws.texts.map((text) => JSON.parse(text).type)).toEqual([max === bytes ? 'snapshot' : 'error']);
     }
     expect(refused).toEqual([`config of ${bytes} bytes exceeds the control channel limit of ${bytes - 1} bytes`]);
   });
 
-  it('L4, to a node that reads backend sets: each group’s backends once, and the same listeners once resolved', () => {
+  it('L4, to a node that reads backend sets: each group’s backends once, and the same listeners once resolved', async () => {
     const { web, tcp } = seed();
     const tcp2 = t.listener({ serverGroupId: web, port: 444, protocol: 'tcp' });
     const d = delivery();
@@ -230,7 +231,7 @@ describe('config delivery: the message text assembled from each listener JSON', 
       return { sent, sets: [...sets.values()] };
     };
 
-    const fleet = fleetOf('active-standby');
+    const fleet = await fleetOf('active-standby');
     d.pushL4(s, fleet, pool(true));
     delivery().pushL4(plain.session, fleet, pool(true));
     const first = resolved('listeners');
@@ -243,7 +244,7 @@ describe('config delivery: the message text assembled from each listener JSON', 
 
     // A delta after a write names the sets it carries, and only those.
     t.server(web, '10.0.0.9', 8080);
-    const next = fleetOf('active-standby');
+    const next = await fleetOf('active-standby');
     d.pushChanged(s, next, [t.lbId]);
     const delta = resolved('upsert');
     expect(delta.sets).toHaveLength(2);

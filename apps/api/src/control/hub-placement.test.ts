@@ -3,9 +3,9 @@ import { createTestDb, type TestDb } from '@slb/test-support/test-db';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type WebSocket from 'ws';
-import { FakeSocket, silentLogger as logger, registered } from '../../test/hub-fakes.js';
+import { FakeSocket, registered, settle, startHub } from '../../test/hub-fakes.js';
 import { ManualClock } from './clock.js';
-import { ControlHub } from './hub.js';
+import type { ControlHub } from './hub.js';
 import { storedPlacement } from './placement-rows.js';
 
 // Where the LBs run outlives the controller: a restarted one (or another replica) starts from the placement
@@ -43,34 +43,34 @@ function named(ws: FakeSocket): { version: number; epoch: string; digest: string
   };
 }
 
-beforeEach(() => {
+beforeEach(async () => {
   t = createTestDb();
   clock = new ManualClock();
   listenerOf.clear();
   vipOf.clear();
-  start();
+  await start();
 });
 afterEach(() => {
   hub.close();
   t.close();
 });
 
-function start(): void {
-  hub = new ControlHub(t.db, logger, Date.now(), { clock, rejoinGraceMs: GRACE_MS });
+async function start(): Promise<void> {
+  hub = await startHub(t, { clock, rejoinGraceMs: GRACE_MS });
   for (const [id, address] of Object.entries(NODES)) registered(hub, id, 'l4', address);
 }
 
 /** The controller dies and a new one starts on the same database (its sessions just stop). */
-function restart(): void {
+async function restart(): Promise<void> {
   hub.close();
-  start();
+  await start();
 }
 
 /** The node dials and says hello (`held`: the config it holds, named as a node that keeps epochs does). */
-function connect(
+async function connect(
   nodeId: NodeId,
   held?: { version: number; epoch: string; digest: string; boundVips: string[] },
-): FakeSocket {
+): Promise<FakeSocket> {
   const ws = new FakeSocket();
   const address = NODES[nodeId];
   hub.attach(ws as unknown as WebSocket, { nodeId, kind: 'l4', address });
@@ -85,22 +85,25 @@ function connect(
     ...(held ? { appliedDigest: held.digest, boundVips: held.boundVips } : {}),
   };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+  await settle(hub);
   return ws;
 }
 
 /** Keeps the nodes online across `ms` of the hub's clock (they heartbeat every second). */
-function pass(ms: number, ...sockets: FakeSocket[]): void {
+async function pass(ms: number, ...sockets: FakeSocket[]): Promise<void> {
   for (let left = ms; left > 0; left -= 1_000) {
     clock.advance(Math.min(1_000, left));
+    await settle(hub);
     for (const ws of sockets) {
       const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
       ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
     }
+    await settle(hub);
   }
 }
 
 /** An LB with one TCP listener: `spread` on one node, or on `all`. */
-function lb(n: number, mode: 'spread' | 'all' = 'spread'): string {
+async function lb(n: number, mode: 'spread' | 'all' = 'spread'): Promise<string> {
   const now = new Date().toISOString();
   const id = newId('loadBalancer');
   t.db
@@ -127,6 +130,7 @@ function lb(n: number, mode: 'spread' | 'all' = 'spread'): string {
   vipOf.set(listener, `10.1.0.${n}`);
   hub.changed(id);
   clock.flush();
+  await settle(hub);
   return id;
 }
 
@@ -152,14 +156,14 @@ const listenersOn = (placement: Map<string, string[]>, nodeId: string) =>
     .sort();
 
 /** The stored placement of the spread LBs (not of the test database's own, which has no listener). */
-const spreadPlacement = () => new Map([...storedPlacement(t.db)].filter(([lb]) => listenerOf.has(lb)));
+const spreadPlacement = async () => new Map([...(await storedPlacement(t.store))].filter(([lb]) => listenerOf.has(lb)));
 
 /** Two nodes, four spread LBs placed while both were up: two on each. */
-function spreadFleet(): Map<string, string[]> {
-  const a = connect('l4-a');
-  const b = connect('l4-b');
-  for (let n = 1; n <= 4; n++) lb(n);
-  const placement = spreadPlacement();
+async function spreadFleet(): Promise<Map<string, string[]>> {
+  const a = await connect('l4-a');
+  const b = await connect('l4-b');
+  for (let n = 1; n <= 4; n++) await lb(n);
+  const placement = await spreadPlacement();
   expect(placement.size).toBe(4);
   expect(listenersOn(placement, 'l4-a')).toHaveLength(2);
   expect(held(a)).toEqual(listenersOn(placement, 'l4-a'));
@@ -168,61 +172,61 @@ function spreadFleet(): Map<string, string[]> {
 }
 
 describe('control hub: placement across a controller restart', () => {
-  it('sends the first node back its own LBs only, and the second its own', () => {
-    const before = spreadFleet();
-    restart();
-    const a = connect('l4-a');
+  it('sends the first node back its own LBs only, and the second its own', async () => {
+    const before = await spreadFleet();
+    await restart();
+    const a = await connect('l4-a');
     expect(held(a)).toEqual(listenersOn(before, 'l4-a'));
-    const b = connect('l4-b');
+    const b = await connect('l4-b');
     expect(held(b)).toEqual(listenersOn(before, 'l4-b'));
     expect(held(a)).toEqual(listenersOn(before, 'l4-a'));
-    pass(GRACE_MS + 1_000, a, b);
-    expect(spreadPlacement()).toEqual(before);
+    await pass(GRACE_MS + 1_000, a, b);
+    expect(await spreadPlacement()).toEqual(before);
   });
 
-  it('places a new LB on the nodes that are back while another is still reconnecting', () => {
-    const before = spreadFleet();
-    restart();
-    const a = connect('l4-a');
-    const created = lb(5);
-    expect(storedPlacement(t.db).get(created)).toEqual(['l4-a']);
+  it('places a new LB on the nodes that are back while another is still reconnecting', async () => {
+    const before = await spreadFleet();
+    await restart();
+    const a = await connect('l4-a');
+    const created = await lb(5);
+    expect((await storedPlacement(t.store)).get(created)).toEqual(['l4-a']);
     expect(held(a)).toEqual([...listenersOn(before, 'l4-a'), listenerOf.get(created)!].sort());
   });
 
-  it("moves a node's LBs to the others once it has not come back within the grace", () => {
-    const before = spreadFleet();
-    restart();
-    const a = connect('l4-a');
-    pass(GRACE_MS - 1_000, a);
+  it("moves a node's LBs to the others once it has not come back within the grace", async () => {
+    const before = await spreadFleet();
+    await restart();
+    const a = await connect('l4-a');
+    await pass(GRACE_MS - 1_000, a);
     expect(held(a)).toEqual(listenersOn(before, 'l4-a'));
-    pass(1_000, a);
+    await pass(1_000, a);
     expect(held(a)).toEqual([...listenerOf.values()].sort());
-    expect([...spreadPlacement().values()].every((ids) => ids.join() === 'l4-a')).toBe(true);
+    expect([...(await spreadPlacement()).values()].every((ids) => ids.join() === 'l4-a')).toBe(true);
   });
 
-  it('sends the first node back an empty delta when it holds what it had: its role for each VIP kept', () => {
-    const a = connect('l4-a');
-    const b = connect('l4-b');
+  it('sends the first node back an empty delta when it holds what it had: its role for each VIP kept', async () => {
+    const a = await connect('l4-a');
+    const b = await connect('l4-b');
     // Without SO_REUSEPORT each VIP has one binder (active-standby), spread over the two nodes by a hash of
     // the LB's (random) id: six LBs all went to one node about once in 30 runs, so add LBs until both bind some.
-    for (let n = 1; n <= 6 || (n <= 40 && (held(a).length === 0 || held(b).length === 0)); n++) lb(n, 'all');
+    for (let n = 1; n <= 6 || (n <= 40 && (held(a).length === 0 || held(b).length === 0)); n++) await lb(n, 'all');
     expect(held(a).length).toBeGreaterThan(0);
     expect(held(b).length).toBeGreaterThan(0);
     const heldA = { ...named(a), boundVips: held(a).map((id) => vipOf.get(id)!) };
     const heldB = { ...named(b), boundVips: held(b).map((id) => vipOf.get(id)!) };
 
-    restart();
-    const back = connect('l4-a', heldA);
+    await restart();
+    const back = await connect('l4-a', heldA);
     expect(back.sent).toHaveLength(1);
     expect(back.sent[0]).toMatchObject({ type: 'delta', upsert: [], remove: [] });
-    const again = connect('l4-b', heldB);
+    const again = await connect('l4-b', heldB);
     expect(again.sent).toHaveLength(1);
     expect(again.sent[0]).toMatchObject({ type: 'delta', upsert: [], remove: [] });
     expect(back.sent, 'b back changed nothing for a').toHaveLength(1);
   });
 
-  it('forgets the placement of a deleted LB with its row', () => {
-    spreadFleet();
+  it('forgets the placement of a deleted LB with its row', async () => {
+    await spreadFleet();
     const [lb] = [...listenerOf.keys()];
     t.db.delete(listeners).where(eq(listeners.loadBalancerId, lb!)).run();
     t.db.delete(serverGroups).where(eq(serverGroups.loadBalancerId, lb!)).run();
@@ -230,6 +234,7 @@ describe('control hub: placement across a controller restart', () => {
     expect(t.db.select().from(lbPlacements).where(eq(lbPlacements.loadBalancerId, lb!)).all()).toEqual([]);
     hub.changed(lb);
     clock.flush();
-    expect(spreadPlacement().size).toBe(3);
+    await settle(hub);
+    expect((await spreadPlacement()).size).toBe(3);
   });
 });

@@ -6,21 +6,22 @@ import type { FastifyBaseLogger } from 'fastify';
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
-import { FakeSocket, silentLogger as logger, registered } from '../../test/hub-fakes.js';
+import { FakeSocket, registered, settle, startHub } from '../../test/hub-fakes.js';
 import { NodeService, OFFLINE_AFTER_MS, toNode } from '../services/nodes.js';
 import { ManualClock } from './clock.js';
-import { ControlHub } from './hub.js';
+import type { ControlHub } from './hub.js';
 import { LIVENESS_TICK_MS } from './node-liveness.js';
 
 // The controller's side of the control channel, driven with in-memory sockets and a clock moved by hand:
 // what a node is sent, and when.
 
-function connect(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): FakeSocket {
+async function connect(hub: ControlHub, nodeId: string, kind: 'l4' | 'l7', address: string): Promise<FakeSocket> {
   const ws = new FakeSocket();
   registered(hub, nodeId, kind, address);
   hub.attach(ws as unknown as WebSocket, { nodeId, kind, address });
   const hello = { type: 'hello', nodeId, kind, address, capacity: 100, appliedVersion: 0 };
   ws.emit('message', Buffer.from(JSON.stringify(hello)), false);
+  await settle(hub);
   return ws;
 }
 
@@ -48,42 +49,45 @@ describe('control hub: the L7 pool across a controller restart', () => {
   });
 
   /** A first controller that saw two L7 nodes and an L4 node, then died (its sessions just stop). */
-  function previousController(): void {
+  async function previousController(): Promise<void> {
     t = createTestDb();
-    const first = new ControlHub(t.db, logger);
-    connect(first, 'l7-a', 'l7', '127.0.0.21');
-    connect(first, 'l7-b', 'l7', '127.0.0.22');
-    const l4 = connect(first, 'l4-a', 'l4', '127.0.0.11');
+    const first = await startHub(t);
+    await connect(first, 'l7-a', 'l7', '127.0.0.21');
+    await connect(first, 'l7-b', 'l7', '127.0.0.22');
+    const l4 = await connect(first, 'l4-a', 'l4', '127.0.0.11');
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
     first.close();
   }
 
-  it('keeps the L7 nodes it last knew for an L4 node that reconnects first, until they rejoin', () => {
-    previousController();
-    const hub = new ControlHub(t.db, logger, Date.now(), { rejoinGraceMs: 60_000 });
+  it('keeps the L7 nodes it last knew for an L4 node that reconnects first, until they rejoin', async () => {
+    await previousController();
+    const hub = await startHub(t, { rejoinGraceMs: 60_000 });
     hubs.push(hub);
-    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // not [] while the L7 nodes are still reconnecting
-    connect(hub, 'l7-b', 'l7', '127.0.0.22');
-    connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    await connect(hub, 'l7-b', 'l7', '127.0.0.22');
+    await connect(hub, 'l7-a', 'l7', '127.0.0.21');
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
   });
 
-  it('drops an L7 node that does not come back once the grace is over', () => {
-    previousController();
+  it('drops an L7 node that does not come back once the grace is over', async () => {
+    await previousController();
     const clock = new ManualClock();
-    const hub = new ControlHub(t.db, logger, Date.now(), { rejoinGraceMs: 5_000, clock });
+    const hub = await startHub(t, { rejoinGraceMs: 5_000, clock });
     hubs.push(hub);
-    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const l7 = await connect(hub, 'l7-a', 'l7', '127.0.0.21');
     for (let i = 0; i < 4; i++) {
       clock.advance(1_000);
+      await settle(hub);
       heartbeat(l4);
       heartbeat(l7);
     }
     clock.advance(999);
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
     clock.advance(1);
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
   });
 });
@@ -97,63 +101,73 @@ describe('control hub: node liveness', () => {
     t?.close();
   });
 
-  function start(): void {
+  async function start(): Promise<void> {
     t = createTestDb();
     clock = new ManualClock();
-    hub = new ControlHub(t.db, logger, Date.now(), { clock });
+    hub = await startHub(t, { clock });
   }
 
-  it('takes a node out once it has been silent past the offline threshold, not before', () => {
-    start();
+  it('takes a node out once it has been silent past the offline threshold, not before', async () => {
+    await start();
     const hosts = () => hub.runtime(t.lbId, 1).nodes.map((n) => `${n.nodeId} ${n.online ? 'online' : 'offline'}`);
-    const a = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    connect(hub, 'l4-b', 'l4', '127.0.0.12');
+    const a = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    await connect(hub, 'l4-b', 'l4', '127.0.0.12');
     clock.flush();
+    await settle(hub);
     expect(hosts()).toEqual(['l4-a online', 'l4-b online']);
     // l4-b goes silent; l4-a keeps heartbeating every second.
     for (let at = 0; at < OFFLINE_AFTER_MS; at += 1_000) {
       clock.advance(1_000);
+      await settle(hub);
       heartbeat(a);
     }
     expect(hosts()).toEqual(['l4-a online', 'l4-b online']); // silent exactly the threshold: still online
     clock.advance(LIVENESS_TICK_MS);
+    await settle(hub);
     expect(hosts()).toEqual(['l4-a online']); // offline, and its LB placed without it
   });
 
-  it('takes a silent L7 node out of the pool the L4 nodes are sent within a tick, and back in once it heartbeats', () => {
-    start();
-    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    const a = connect(hub, 'l7-a', 'l7', '127.0.0.21');
-    const b = connect(hub, 'l7-b', 'l7', '127.0.0.22');
+  it('takes a silent L7 node out of the pool the L4 nodes are sent within a tick, and back in once it heartbeats', async () => {
+    await start();
+    const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const a = await connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const b = await connect(hub, 'l7-b', 'l7', '127.0.0.22');
     clock.flush();
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
     // l7-b goes silent, its socket still open; the L4 node and l7-a keep heartbeating, so the online L4
     // nodes do not change: only the L7 pool does.
     for (let at = 0; at < OFFLINE_AFTER_MS; at += 1_000) {
       clock.advance(1_000);
+      await settle(hub);
       heartbeat(l4);
       heartbeat(a);
     }
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // silent exactly the threshold: still online
     clock.advance(LIVENESS_TICK_MS);
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
     heartbeat(b);
     clock.advance(LIVENESS_TICK_MS);
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
   });
 
-  it('neither recompiles nor pushes, tick after tick, while no node changes, with nodes or without', () => {
-    start();
+  it('neither recompiles nor pushes, tick after tick, while no node changes, with nodes or without', async () => {
+    await start();
     const recompiles = vi.spyOn(hub as unknown as { recompile: () => void }, 'recompile');
-    clock.advance(10 * LIVENESS_TICK_MS); // no node yet
+    clock.advance(10 * LIVENESS_TICK_MS);
+    await settle(hub); // no node yet
     expect(recompiles).not.toHaveBeenCalled();
-    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
-    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const l7 = await connect(hub, 'l7-a', 'l7', '127.0.0.21');
     clock.flush();
+    await settle(hub);
     recompiles.mockClear();
     const sent = [l4.sent.length, l7.sent.length];
     for (let at = 0; at < 3 * OFFLINE_AFTER_MS; at += 1_000) {
       clock.advance(1_000);
+      await settle(hub);
       heartbeat(l4);
       heartbeat(l7);
     }
@@ -162,23 +176,27 @@ describe('control hub: node liveness', () => {
     hub.disconnect('l4-a', 'deleted');
     hub.disconnect('l7-a', 'deleted');
     clock.flush();
+    await settle(hub);
     recompiles.mockClear();
-    clock.advance(10 * LIVENESS_TICK_MS); // every node gone
+    clock.advance(10 * LIVENESS_TICK_MS);
+    await settle(hub); // every node gone
     expect(recompiles).not.toHaveBeenCalled();
   });
 
-  it('does not take a stall of its event loop for the nodes going silent', () => {
-    start();
-    connect(hub, 'l7-a', 'l7', '127.0.0.21');
-    const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+  it('does not take a stall of its event loop for the nodes going silent', async () => {
+    await start();
+    await connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
     // Busy for longer than the offline threshold (as when serialising a fleet-sized config): the nodes'
     // heartbeats would be waiting unread, so they must not count as missed.
     clock.jump(OFFLINE_AFTER_MS + 500);
-    clock.advance(2 * LIVENESS_TICK_MS); // the liveness ticker runs after the stall
+    clock.advance(2 * LIVENESS_TICK_MS);
+    await settle(hub); // the liveness ticker runs after the stall
     expect(l7PoolOf(l4)).toEqual(['l7-a']);
     // Silence after the stall does count.
     clock.advance(OFFLINE_AFTER_MS);
+    await settle(hub);
     expect(l7PoolOf(l4)).toEqual([]);
   });
 });
@@ -187,23 +205,26 @@ describe('control hub: the node status GET /v1/nodes shows', () => {
   it('is the status placement uses: a node silent while it applies a config stays online until its bound', async () => {
     const t = createTestDb();
     const clock = new ManualClock();
-    const hub = new ControlHub(t.db, logger, Date.now(), { clock });
+    const hub = await startHub(t, { clock });
     try {
       const service = new NodeService(t.store, (id) => hub.nodeOnline(id));
-      const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+      const ws = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
       const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
       ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load, applying: 7 })), false);
+      await settle(hub);
       const row = await service.find('l4-a');
       const heardAt = Date.parse(row.lastHeartbeatAt ?? '');
       // Silent past the plain threshold: its stored heartbeat alone would say offline, but the hub still
       // places LBs on it, and the API must not tell the admin otherwise.
       clock.advance(OFFLINE_AFTER_MS + 1_000);
+      await settle(hub);
       const later = heardAt + OFFLINE_AFTER_MS + 1_000;
       expect(hub.runtime(t.lbId, 1).nodes.map((n) => n.online)).toEqual([true]);
       expect(service.view(row, later).status).toBe('online');
       expect(toNode(row, later).status).toBe('offline');
       // Past the applying bound it is offline in both.
       clock.advance(APPLYING_SILENCE_MAX_MS);
+      await settle(hub);
       expect(hub.runtime(t.lbId, 1).nodes).toEqual([]);
       expect(service.view(row, later + APPLYING_SILENCE_MAX_MS).status).toBe('offline');
     } finally {
@@ -214,7 +235,7 @@ describe('control hub: the node status GET /v1/nodes shows', () => {
 
   it('falls back to the stored heartbeat for a node connected to another replica', async () => {
     const t = createTestDb();
-    const hub = new ControlHub(t.db, logger);
+    const hub = await startHub(t);
     try {
       const service = new NodeService(t.store, (id) => hub.nodeOnline(id));
       registered(hub, 'l4-b', 'l4', '127.0.0.12');
@@ -235,13 +256,13 @@ describe('control hub: the node status GET /v1/nodes shows', () => {
   });
 });
 
-describe('control hub: recompiles', () => {
-  it('coalesces a burst of changes into one delta, sent once the burst is done', () => {
+describe('control hub: recompiles', async () => {
+  it('coalesces a burst of changes into one delta, sent once the burst is done', async () => {
     const t = createTestDb();
     const clock = new ManualClock();
-    const hub = new ControlHub(t.db, logger, Date.now(), { clock });
+    const hub = await startHub(t, { clock });
     try {
-      const l4 = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+      const l4 = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
       expect(l4.sent.map((m) => m.type)).toEqual(['snapshot']);
       const group = t.group();
       for (let port = 80; port < 83; port++) {
@@ -251,6 +272,7 @@ describe('control hub: recompiles', () => {
       }
       expect(l4.sent).toHaveLength(1);
       clock.flush();
+      await settle(hub);
       expect(l4.sent.map((m) => m.type)).toEqual(['snapshot', 'delta']);
       expect((l4.sent[1] as unknown as { upsert: unknown[] }).upsert).toHaveLength(3);
     } finally {
@@ -261,14 +283,15 @@ describe('control hub: recompiles', () => {
 });
 
 describe('control hub: shutdown', () => {
-  it('touches nothing after close(): sockets closing and last heartbeats arriving late do not reach the database', () => {
+  it('touches nothing after close(): sockets closing and last heartbeats arriving late do not reach the database', async () => {
     const t = createTestDb();
     const errors: unknown[] = [];
     const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(line) });
     const clock = new ManualClock();
-    const hub = new ControlHub(t.db, log as unknown as FastifyBaseLogger, Date.now(), { clock });
-    const ws = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const hub = await startHub(t, { clock }, log as unknown as FastifyBaseLogger);
+    const ws = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
     clock.flush();
+    await settle(hub);
     // Close the way the app does: the hub, then the database; the socket's close and a heartbeat come after.
     const closeEvents = ws.listeners('close');
     ws.removeAllListeners('close');
@@ -278,6 +301,7 @@ describe('control hub: shutdown', () => {
     const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
     ws.emit('message', Buffer.from(JSON.stringify({ type: 'heartbeat', load })), false);
     clock.advance(OFFLINE_AFTER_MS * 2);
+    await settle(hub);
     expect(errors).toEqual([]);
   });
 });
@@ -298,15 +322,15 @@ describe('control hub: the L7 nodes learn which peers may send PROXY headers', (
     return undefined;
   }
 
-  it('sends every L4 node address, again whenever the L4 fleet changes, and keeps an L4 node that left', () => {
+  it('sends every L4 node address, again whenever the L4 fleet changes, and keeps an L4 node that left', async () => {
     t = createTestDb();
-    const hub = new ControlHub(t.db, logger);
+    const hub = await startHub(t);
     hubs.push(hub);
-    const l7 = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const l7 = await connect(hub, 'l7-a', 'l7', '127.0.0.21');
     expect(l4NodesOf(l7)).toEqual([]);
-    const l4a = connect(hub, 'l4-a', 'l4', '127.0.0.11');
+    const l4a = await connect(hub, 'l4-a', 'l4', '127.0.0.11');
     expect(l4NodesOf(l7)).toEqual(['127.0.0.11']);
-    connect(hub, 'l4-b', 'l4', '127.0.0.12');
+    await connect(hub, 'l4-b', 'l4', '127.0.0.12');
     expect(l4NodesOf(l7)).toEqual(['127.0.0.11', '127.0.0.12']);
     // A dropped channel is not a dead node: it may still forward, so its address stays trusted.
     l4a.close();
@@ -314,7 +338,7 @@ describe('control hub: the L7 nodes learn which peers may send PROXY headers', (
     // An L7 node that reconnects gets the list in its first snapshot (its first channel closed: a second
     // one with the same credential is refused while the first lives).
     l7.close();
-    const again = connect(hub, 'l7-a', 'l7', '127.0.0.21');
+    const again = await connect(hub, 'l7-a', 'l7', '127.0.0.21');
     expect(l4NodesOf(again)).toEqual(['127.0.0.11', '127.0.0.12']);
   });
 });

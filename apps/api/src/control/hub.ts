@@ -1,9 +1,10 @@
-import type { Db } from '@slb/db';
+import type { Store } from '@slb/db';
 import {
   CONTROL_CHANNEL_MAX_BYTES,
   type ControllerMessage,
   type HelloMessage,
   L7_PORT_BASE,
+  type NodeMessage,
   type SnapshotBackendDeny,
   type TrafficReport,
 } from '@slb/model';
@@ -21,7 +22,14 @@ import type { NodeIdentity } from './node-credentials.js';
 import { NodeLiveness } from './node-liveness.js';
 import { parseNodeMessage } from './node-messages.js';
 import { lastKnownNodes, NodeRejoin, REJOIN_GRACE_MS } from './node-rejoin.js';
-import { helloIdentity, placementRows, recordVipMode, sendLegacyCredential, touchNodeRow } from './node-rows.js';
+import {
+  helloIdentity,
+  type PlacementRow,
+  placementRows,
+  recordVipMode,
+  sendLegacyCredential,
+  touchNodeRow,
+} from './node-rows.js';
 import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNodeOf } from './node-session.js';
 import { PlacementStore, storedPlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
@@ -54,10 +62,19 @@ export interface ControlHubOptions {
   clock?: Clock;
 }
 
+/** What the previous controller left in the database, read before the hub starts. */
+interface Remembered {
+  placement: Map<string, string[]>;
+  l7: Map<string, string>;
+  l4: Map<string, string>;
+}
+
 /**
  * The controller side of the control channel: holds one session per node, compiles the fleet's config
  * on every change (CompileCache), places load balancers and chooses their VIP binders, and pushes each
- * node its deltas (ConfigDelivery), tracking acks for convergence.
+ * node its deltas (ConfigDelivery), tracking acks for convergence. Its reads and writes are async (the
+ * store, on SQLite or PostgreSQL): one recompile runs at a time, and changes that arrive meanwhile are
+ * compiled by the next.
  */
 export class ControlHub {
   private readonly sessions = new Map<string, Session>();
@@ -72,7 +89,18 @@ export class ControlHub {
   private readonly l4Rejoin: NodeRejoin;
   private readonly recorder: ServingRecorder | null;
   private readonly clock: Clock;
+  /** A recompile is deferred (changed()) but not started yet. */
   private pending = false;
+  /** The running recompile; `again`: changes arrived while it read, so it runs once more. */
+  private compiling: Promise<void> | null = null;
+  private again = false;
+  /** Work started and not finished: hellos, recompiles, health lookups (settled() waits for them). */
+  private readonly inflight = new Set<Promise<unknown>>();
+  /** The nodes' rows placement reads (capacity, load, drain), as of the last recompile. */
+  private nodeRows = new Map<string, PlacementRow>();
+  /** The backend deny set the snapshots carry, as last read; `readDeny` reads it anew. */
+  private deny: SnapshotBackendDeny[] = [];
+  private readDeny: () => Promise<SnapshotBackendDeny[]> = async () => [];
   /** The L7 pool of the last recompile (JSON), which the liveness tick compares the current one with. */
   private compiledL7Pool = '';
   private closed = false;
@@ -80,16 +108,32 @@ export class ControlHub {
   /** LBs compiled and diffed since the start (see ControlWork). */
   readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 };
 
-  constructor(
-    private readonly db: Db,
-    private readonly log: FastifyBaseLogger,
+  /** A hub that starts from where the previous controller left the LBs and the nodes it saw. */
+  static async start(
+    store: Store,
+    log: FastifyBaseLogger,
     now = Date.now(),
     options: ControlHubOptions = {},
+  ): Promise<ControlHub> {
+    const remembered = {
+      placement: await storedPlacement(store),
+      l7: await lastKnownNodes(store, 'l7', OFFLINE_AFTER_MS),
+      l4: await lastKnownNodes(store, 'l4', OFFLINE_AFTER_MS),
+    };
+    return new ControlHub(store, log, now, options, remembered);
+  }
+
+  private constructor(
+    private readonly store: Store,
+    private readonly log: FastifyBaseLogger,
+    now: number,
+    options: ControlHubOptions,
+    remembered: Remembered,
   ) {
     this.clock = options.clock ?? systemClock;
-    this.fleet = new FleetPlacement(log, storedPlacement(db));
-    this.placements = new PlacementStore(db);
-    this.cache = new CompileCache(db, options.openKey ?? ((stored) => stored), this.work);
+    this.fleet = new FleetPlacement(log, remembered.placement);
+    this.placements = new PlacementStore(store);
+    this.cache = new CompileCache(store, options.openKey ?? ((stored) => stored), this.work);
     this.delivery = new ConfigDelivery({
       log,
       // Versions outlive a controller restart: they start from the clock and only grow.
@@ -109,22 +153,23 @@ export class ControlHub {
           compiled: this.cache.all,
         }))
       : null;
-    this.reports = new SessionReports({ db, log, recorder: this.recorder, failedLbsMoved: () => this.changed() });
+    this.delivery.backendDeny = () => this.deny;
+    this.reports = new SessionReports({ store, log, recorder: this.recorder, failedLbsMoved: () => this.changed() });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
     const graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
-    this.rejoin = new NodeRejoin(lastKnownNodes(db, 'l7', OFFLINE_AFTER_MS), this.clock, graceMs, (late) => {
+    this.rejoin = new NodeRejoin(remembered.l7, this.clock, graceMs, (late) => {
       this.log.warn({ nodes: late }, 'L7 nodes did not reconnect: out of the L7 pool');
       this.changed();
     });
-    this.l4Rejoin = new NodeRejoin(lastKnownNodes(db, 'l4', OFFLINE_AFTER_MS), this.clock, graceMs, (late) => {
+    this.l4Rejoin = new NodeRejoin(remembered.l4, this.clock, graceMs, (late) => {
       this.log.warn({ nodes: late }, 'L4 nodes did not reconnect: their load balancers are placed again');
       this.changed();
     });
   }
 
   /** Where snapshots get the backend deny set from: the API's policy (its own endpoints and the nodes'). */
-  setBackendDeny(read: () => SnapshotBackendDeny[]): void {
-    this.delivery.backendDeny = read;
+  setBackendDeny(read: () => Promise<SnapshotBackendDeny[]>): void {
+    this.readDeny = read;
   }
 
   /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
@@ -139,9 +184,10 @@ export class ControlHub {
 
   /**
    * Stops for good. The sessions' sockets close after this returns (and their nodes may still send a last
-   * heartbeat): nothing they trigger may touch the database, which the app closes next.
+   * heartbeat): nothing they trigger may touch the database, which the app closes once settled() resolves.
    */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     this.liveness.stop();
     this.rejoin.stop();
@@ -161,18 +207,62 @@ export class ControlHub {
     this.pending = true;
     this.clock.defer(() => {
       this.pending = false;
-      if (this.closed) return;
-      try {
-        this.recompile();
-      } catch (err) {
-        this.log.error({ err }, 'config compile failed');
-      }
+      if (!this.closed) this.recompileSoon();
     });
   }
 
   /** A health report changed a listener's backends: its LB must be compiled again. */
   healthChanged(listenerId: string): void {
-    this.changed(this.cache.healthChanged(listenerId));
+    this.track(this.cache.healthChanged(listenerId).then((lb) => this.changed(lb)));
+  }
+
+  /**
+   * Resolves once nothing the hub started is still running: hellos taken in, recompiles, the nodes' rows
+   * written. A recompile deferred (changed()) but not started yet is not waited for: see `busy`.
+   */
+  async settled(): Promise<void> {
+    do {
+      await Promise.allSettled([...this.inflight]);
+      await this.reports.written();
+    } while (this.inflight.size > 0);
+  }
+
+  /** A recompile is asked for or running, or other work the hub started is. */
+  get busy(): boolean {
+    return this.pending || this.inflight.size > 0;
+  }
+
+  /** Runs `work` in the background: logged if it fails, waited for by settled(). */
+  private track(work: Promise<unknown>): void {
+    const running = work.catch((err: unknown) => {
+      if (!this.closed) this.log.error({ err }, 'control hub work failed');
+    });
+    this.inflight.add(running);
+    void running.finally(() => this.inflight.delete(running));
+  }
+
+  /** Recompiles now, or right after the recompile that is running (it may have read before the change). */
+  private recompileSoon(): void {
+    if (this.compiling) {
+      this.again = true;
+      return;
+    }
+    const run = async () => {
+      try {
+        do {
+          this.again = false;
+          try {
+            await this.recompile();
+          } catch (err) {
+            if (!this.closed) this.log.error({ err }, 'config compile failed');
+          }
+        } while (this.again && !this.closed);
+      } finally {
+        this.compiling = null;
+      }
+    };
+    this.compiling = run();
+    this.track(this.compiling);
   }
 
   /**
@@ -181,17 +271,30 @@ export class ControlHub {
    */
   attach(ws: WebSocket, identity?: NodeIdentity): void {
     let session: Session | null = null;
-    ws.on('message', (data, isBinary) => {
+    /** The hello being taken in (it reads and writes the node's row): what the node says next waits for it. */
+    let hello: Promise<void> | null = null;
+    const take = (message: NodeMessage | { invalid: string }) => {
       if (this.closed) return;
       // A session replaced or revoked: whatever it still says is not heard.
       if (session && this.sessions.get(session.nodeId) !== session) return;
-      const message = parseNodeMessage(data, isBinary);
       if ('invalid' in message) return this.reject(ws, message.invalid);
       if (message.type === 'hello') {
-        if (session) return this.reject(ws, 'hello was already said');
-        const who = helloIdentity(this.db, message, identity);
-        if ('reason' in who) return who.close ? this.refuse(ws, who.reason) : this.reject(ws, who.reason);
-        session = this.open(ws, who, message, identity === undefined);
+        if (session || hello) return this.reject(ws, 'hello was already said');
+        const taking = this.hello(ws, message, identity).then(
+          (opened) => {
+            session = opened;
+          },
+          (err: unknown) => {
+            if (this.closed) return;
+            // The database could not be reached: the node retries, with the config it holds meanwhile.
+            this.log.error({ err }, 'hello not taken in');
+            ws.close(1011, 'the controller could not take the hello in');
+          },
+        );
+        hello = taking.finally(() => {
+          hello = null;
+        });
+        this.track(hello);
         return;
       }
       if (!session) return this.reject(ws, 'say hello first');
@@ -206,6 +309,13 @@ export class ControlHub {
           this.reports.ack(session, message.version, message.failedListeners, message.failedListenersOmitted);
         } else this.reports.nack(session, message.version, message.reason);
       }
+    };
+    ws.on('message', (data, isBinary) => {
+      if (this.closed) return;
+      const message = parseNodeMessage(data, isBinary);
+      // In order: what comes while the hello is taken in is heard after it.
+      if (hello) void hello.then(() => take(message));
+      else take(message);
     });
     // A closed channel is not a dead node: it keeps forwarding from its last config. The session stays
     // until its heartbeats are overdue (then it is offline and its LBs move), or the node reconnects.
@@ -270,17 +380,42 @@ export class ControlHub {
     ws.send(JSON.stringify(error));
   }
 
-  private open(ws: WebSocket, who: NodeIdentity, hello: HelloMessage, legacy: boolean): Session | null {
-    const previous = this.sessions.get(who.nodeId);
-    if (previous && previous.ws.readyState === previous.ws.OPEN && this.liveness.isOnline(previous)) {
-      // One credential, one live session: a copy of it (a cloned host, a thief) does not take over a node
-      // that is still heartbeating. A node whose old connection went silent is let back in.
+  /** Who the hello is from, checked against the database; then its session (null: refused). */
+  private async hello(ws: WebSocket, message: HelloMessage, identity: NodeIdentity | undefined) {
+    const who = await helloIdentity(this.store, message, identity);
+    if (this.closed) return null;
+    if ('reason' in who) {
+      if (who.close) return this.refuse(ws, who.reason);
+      this.reject(ws, who.reason);
+      return null;
+    }
+    return this.open(ws, who, message, identity === undefined);
+  }
+
+  /**
+   * One credential, one live session: a copy of it (a cloned host, a thief) does not take over a node that is
+   * still heartbeating. A node whose old connection went silent is let back in.
+   */
+  private stillConnected(nodeId: string): boolean {
+    const previous = this.sessions.get(nodeId);
+    return previous !== undefined && previous.ws.readyState === previous.ws.OPEN && this.liveness.isOnline(previous);
+  }
+
+  private async open(ws: WebSocket, who: NodeIdentity, hello: HelloMessage, legacy: boolean): Promise<Session | null> {
+    const duplicate = () => {
       this.log.warn({ nodeId: who.nodeId }, 'second connection for a node that is still connected: refused');
       return this.refuse(ws, 'this node is already connected');
-    }
+    };
+    if (this.stillConnected(who.nodeId)) return duplicate();
+    if (!(await touchNodeRow(this.store, who, legacy))) return this.refuse(ws, 'this node is not registered');
+    if (legacy) await sendLegacyCredential(this.store, ws, who.nodeId, this.log);
+    // The deny set as a resumed node must hold it (resumable compares what it was sent with this).
+    this.deny = await this.readDeny();
+    if (this.closed || ws.readyState !== ws.OPEN) return null;
+    // Another connection of this node may have come in while the row was written.
+    if (this.stillConnected(who.nodeId)) return duplicate();
+    const previous = this.sessions.get(who.nodeId);
     if (previous) previous.ws.close(4000, 'replaced by a newer connection of the same node');
-    if (!touchNodeRow(this.db, who, legacy)) return this.refuse(ws, 'this node is not registered');
-    if (legacy) sendLegacyCredential(this.db, ws, who.nodeId, this.log);
     const session = newSession(ws, who, hello, this.clock.now());
     // A node back on this replica with what it was sent (a restart, a dropped channel) is sent what changed,
     // not its whole config again: at fleet size, tens of MB to serialise here and to parse there.
@@ -292,19 +427,21 @@ export class ControlHub {
     this.sessions.set(who.nodeId, session);
     this.rejoin.delete(who.nodeId);
     this.l4Rejoin.delete(who.nodeId);
-    if (who.kind === 'l4') recordVipMode(this.db, who.nodeId, session.reusePort ? 'active-active' : 'active-standby');
+    if (who.kind === 'l4') {
+      this.track(recordVipMode(this.store, who.nodeId, session.reusePort ? 'active-active' : 'active-standby'));
+    }
     this.log.info(
       { nodeId: who.nodeId, kind: who.kind, address: who.address, appliedVersion: hello.appliedVersion, resumed },
       'node connected',
     );
-    this.recompile();
+    this.recompileSoon();
     return session;
   }
 
   /** Keeps where the moved LBs are now, for the next controller. */
-  private storePlacement(moved: string[]): void {
+  private async storePlacement(moved: string[]): Promise<void> {
     try {
-      this.placements.store(this.fleet.placement, moved);
+      await this.placements.store(this.fleet.placement, moved);
     } catch (err) {
       // A node deleted between its last recompile and this one (its id still placed): the next restart
       // places those LBs afresh. Serving them now does not depend on this.
@@ -314,7 +451,7 @@ export class ControlHub {
 
   /** The online, undrained L4 nodes, as placement sees them. */
   private onlineL4(now = this.clock.now()) {
-    const rows = placementRows(this.db);
+    const rows = this.nodeRows;
     return [...this.sessions.values()]
       .filter((s) => s.kind === 'l4' && this.liveness.isOnline(s, now))
       .flatMap((s) => {
@@ -347,14 +484,23 @@ export class ControlHub {
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
   }
 
-  private recompile(): void {
+  /**
+   * Reads what changed, then places and pushes with no await in between: the sessions, the placement and
+   * what each node was sent move together.
+   */
+  private async recompile(): Promise<void> {
     // Nothing to push to: compile lazily when the first node says hello.
     if (this.sessions.size === 0) {
       this.recorder?.markDirty();
       this.recorder?.observe();
       return;
     }
-    const { changed, beyond } = this.cache.refresh();
+    const { changed, beyond } = await this.cache.refresh();
+    this.nodeRows = await placementRows(this.store);
+    // The L7 nodes' `l4Nodes`: every L4 node address, whether its channel is open or not.
+    const l4Addresses = await l4NodeAddresses(this.store);
+    this.deny = await this.readDeny();
+    if (this.closed) return;
     const vipNodes = new Map(
       [...this.sessions.values()].filter((s) => s.kind === 'l4').map((s) => [s.nodeId, vipNodeOf(s)]),
     );
@@ -365,7 +511,6 @@ export class ControlHub {
       (id) => this.cache.get(id)?.address ?? null,
       this.l4Rejoin.nodeIds(),
     );
-    this.storePlacement(moved);
     // LBs created, deleted or moved between nodes are diffed like a write's own, a few at a time; a node
     // come or gone moves many at once, and one pass over the fleet is then the cheaper diff.
     const fullDiff =
@@ -374,8 +519,6 @@ export class ControlHub {
     const l7Pool = this.l7Pool();
     const l7Json = JSON.stringify(l7Pool);
     this.compiledL7Pool = l7Json;
-    // The L7 nodes' `l4Nodes`: every L4 node address, whether its channel is open or not.
-    const l4Addresses = l4NodeAddresses(this.db);
     const l4Json = JSON.stringify(l4Addresses);
     const sharedJson = this.delivery.refreshShared();
     const fleet: Fleet = {
@@ -409,5 +552,6 @@ export class ControlHub {
       else this.delivery.pushL7(session, fleet);
     }
     this.recorder?.recompiled(fullDiff, l7Json, changed, moved);
+    await this.storePlacement(moved);
   }
 }

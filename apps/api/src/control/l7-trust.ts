@@ -1,4 +1,4 @@
-import { type Db, nodes } from '@slb/db';
+import type { Store } from '@slb/db';
 import { eq } from 'drizzle-orm';
 
 /**
@@ -7,7 +7,10 @@ import { eq } from 'drizzle-orm';
  * restart the sessions are empty until the nodes reconnect: a list of only the online ones would make the
  * L7 nodes refuse live traffic. Sorted, so an unchanged fleet serialises the same.
  */
-export function l4NodeAddresses(db: Db): string[] {
-  const rows = db.select({ address: nodes.address }).from(nodes).where(eq(nodes.kind, 'l4')).all();
+export async function l4NodeAddresses(store: Store): Promise<string[]> {
+  const { t } = store;
+  const rows = await store.read((q) =>
+    q.select({ address: t.nodes.address }).from(t.nodes).where(eq(t.nodes.kind, 'l4')),
+  );
   return [...new Set(rows.map((r) => r.address))].sort();
 }

@@ -1,13 +1,13 @@
-import { acls, certificates, type Db, listeners, loadBalancers, rules, serverHealth, servers } from '@slb/db';
+import type { Queries, Store, Tables } from '@slb/db';
 import { and, eq, inArray } from 'drizzle-orm';
 
 /** The database reads behind the nodes' config: every row compile-lb.ts maps, and nothing else. */
 
-export type ListenerRow = typeof listeners.$inferSelect;
-export type RuleRow = typeof rules.$inferSelect;
-export type ServerRow = typeof servers.$inferSelect;
-export type AclRow = typeof acls.$inferSelect;
-export type CertificateRow = typeof certificates.$inferSelect;
+export type ListenerRow = Tables['listeners']['$inferSelect'];
+export type RuleRow = Tables['rules']['$inferSelect'];
+export type ServerRow = Tables['servers']['$inferSelect'];
+export type AclRow = Tables['acls']['$inferSelect'];
+export type CertificateRow = Tables['certificates']['$inferSelect'];
 
 export interface LbSummary {
   id: string;
@@ -37,80 +37,100 @@ export const healthKey = (listenerId: string, serverId: string) => `${listenerId
 const byId = <T extends { id: string }>(a: T, b: T) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 const CHUNK = 500; // SQLite bound-variable limit
 
-function chunked<T, R>(items: T[], read: (part: T[]) => R[]): R[] {
+async function chunked<T, R>(items: T[], read: (part: T[]) => Promise<R[]>): Promise<R[]> {
   const out: R[] = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(...read(items.slice(i, i + CHUNK)));
+  for (let i = 0; i < items.length; i += CHUNK) out.push(...(await read(items.slice(i, i + CHUNK))));
   return out;
 }
 
 /** The columns of an LbSummary, read for the whole fleet or for the LBs a write names. */
-const LB_SUMMARY = {
-  id: loadBalancers.id,
-  configVersion: loadBalancers.configVersion,
-  mode: loadBalancers.placementMode,
-  nodeCount: loadBalancers.placementNodeCount,
-};
+const lbSummary = (t: Tables) => ({
+  id: t.loadBalancers.id,
+  configVersion: t.loadBalancers.configVersion,
+  mode: t.loadBalancers.placementMode,
+  nodeCount: t.loadBalancers.placementNodeCount,
+});
 
-/** The fleet-wide read the hub makes on every change, prepared once per database. */
-const prepared = new WeakMap<Db, { all(): LbSummary[] }>();
+/** The fleet-wide read the hub makes on every full refresh, prepared once per store. */
+const prepared = new WeakMap<Store, () => Promise<LbSummary[]>>();
 
-export function listLbs(db: Db): LbSummary[] {
-  let q = prepared.get(db);
-  if (q === undefined) {
-    q = db.select(LB_SUMMARY).from(loadBalancers).prepare();
-    prepared.set(db, q);
+/** Every LB, in id order (ids grow with time: creation order, on either engine). */
+export function listLbs(store: Store): Promise<LbSummary[]> {
+  let run = prepared.get(store);
+  if (run === undefined) {
+    const { t } = store;
+    const query = store.prepare('hub-list-lbs', (q) =>
+      q.select(lbSummary(t)).from(t.loadBalancers).orderBy(t.loadBalancers.id),
+    );
+    run = () => query({});
+    prepared.set(store, run);
   }
-  return q.all();
+  return run();
 }
 
 /** These LBs' rows (a write names the LB it changed; the hub then need not read the whole fleet). */
-export function lbsByIds(db: Db, ids: string[]): Map<string, LbSummary> {
-  const rows = chunked(ids, (part) =>
-    db.select(LB_SUMMARY).from(loadBalancers).where(inArray(loadBalancers.id, part)).all(),
+export async function lbsByIds(store: Store, ids: string[]): Promise<Map<string, LbSummary>> {
+  const { t } = store;
+  const rows = await store.read((q) =>
+    chunked(ids, (part) => q.select(lbSummary(t)).from(t.loadBalancers).where(inArray(t.loadBalancers.id, part))),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/** Only these LBs' rows are read, so a change costs in proportion to what changed, not to the fleet. */
-export function readLbRows(db: Db, lbIds: string[]): LbRows {
+/**
+ * Only these LBs' rows are read, so a change costs in proportion to what changed, not to the fleet. One
+ * store read: on SQLite no write lands between its queries.
+ */
+export function readLbRows(store: Store, lbIds: string[]): Promise<LbRows> {
+  return store.read((q) => lbRowsOn(q, store.t, lbIds));
+}
+
+async function lbRowsOn(q: Queries, t: Tables, lbIds: string[]): Promise<LbRows> {
   const lbById = new Map(
-    chunked(lbIds, (part) =>
-      db
-        .select({ id: loadBalancers.id, configVersion: loadBalancers.configVersion, address: loadBalancers.address })
-        .from(loadBalancers)
-        .where(inArray(loadBalancers.id, part))
-        .all(),
+    (
+      await chunked(lbIds, (part) =>
+        q
+          .select({
+            id: t.loadBalancers.id,
+            configVersion: t.loadBalancers.configVersion,
+            address: t.loadBalancers.address,
+          })
+          .from(t.loadBalancers)
+          .where(inArray(t.loadBalancers.id, part)),
+      )
     ).map((r) => [r.id, r]),
   );
   // In the order asked for, as the compiled map is then built.
   const lbs = lbIds.map((id) => lbById.get(id)).filter((lb) => lb !== undefined);
-  const listenerRows = chunked(lbIds, (part) =>
-    db
-      .select()
-      .from(listeners)
-      .where(and(inArray(listeners.loadBalancerId, part), eq(listeners.status, 'running')))
-      .all(),
+  const listenerRows = (
+    await chunked(lbIds, (part) =>
+      q
+        .select()
+        .from(t.listeners)
+        .where(and(inArray(t.listeners.loadBalancerId, part), eq(t.listeners.status, 'running'))),
+    )
   ).sort(byId);
   const listenerIds = listenerRows.map((l) => l.id);
-  const ruleRows = chunked(listenerIds, (part) =>
-    db.select().from(rules).where(inArray(rules.listenerId, part)).all(),
+  const ruleRows = (
+    await chunked(listenerIds, (part) => q.select().from(t.rules).where(inArray(t.rules.listenerId, part)))
   ).sort(byId);
   const groupIds = [...new Set([...listenerRows.map((l) => l.serverGroupId), ...ruleRows.map((r) => r.serverGroupId)])];
-  const serverRows = chunked(groupIds, (part) =>
-    db.select().from(servers).where(inArray(servers.serverGroupId, part)).all(),
+  const serverRows = (
+    await chunked(groupIds, (part) => q.select().from(t.servers).where(inArray(t.servers.serverGroupId, part)))
   ).sort(byId);
   const unhealthy = new Set(
-    chunked(listenerIds, (part) =>
-      db
-        .select()
-        .from(serverHealth)
-        .where(and(inArray(serverHealth.listenerId, part), eq(serverHealth.status, 'abnormal')))
-        .all(),
+    (
+      await chunked(listenerIds, (part) =>
+        q
+          .select({ listenerId: t.serverHealth.listenerId, serverId: t.serverHealth.serverId })
+          .from(t.serverHealth)
+          .where(and(inArray(t.serverHealth.listenerId, part), eq(t.serverHealth.status, 'abnormal'))),
+      )
     ).map((h) => healthKey(h.listenerId, h.serverId)),
   );
   const aclIds = [...new Set(listenerRows.map((l) => l.aclId).filter((id): id is string => id !== null))];
   const aclRows = new Map(
-    chunked(aclIds, (part) => db.select().from(acls).where(inArray(acls.id, part)).all()).map((a) => [a.id, a]),
+    (await chunked(aclIds, (part) => q.select().from(t.acls).where(inArray(t.acls.id, part)))).map((a) => [a.id, a]),
   );
   const certIds = [
     ...new Set(
@@ -120,10 +140,9 @@ export function readLbRows(db: Db, lbIds: string[]): LbRows {
     ),
   ].filter((id): id is string => id !== null);
   const certRows = new Map(
-    chunked(certIds, (part) => db.select().from(certificates).where(inArray(certificates.id, part)).all()).map((c) => [
-      c.id,
-      c,
-    ]),
+    (await chunked(certIds, (part) => q.select().from(t.certificates).where(inArray(t.certificates.id, part)))).map(
+      (c) => [c.id, c],
+    ),
   );
   return {
     lbs,
@@ -137,6 +156,10 @@ export function readLbRows(db: Db, lbIds: string[]): LbRows {
 }
 
 /** The LB a listener belongs to (undefined: no such listener). */
-export function lbOfListener(db: Db, listenerId: string): string | undefined {
-  return db.select({ lb: listeners.loadBalancerId }).from(listeners).where(eq(listeners.id, listenerId)).get()?.lb;
+export async function lbOfListener(store: Store, listenerId: string): Promise<string | undefined> {
+  const { t } = store;
+  const [row] = await store.read((q) =>
+    q.select({ lb: t.listeners.loadBalancerId }).from(t.listeners).where(eq(t.listeners.id, listenerId)),
+  );
+  return row?.lb;
 }

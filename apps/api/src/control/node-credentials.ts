@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Db, nodes, type Store } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { EnrollResponse } from '@slb/model';
-import { and, eq, gt } from 'drizzle-orm';
+import { and, eq, gt, isNull } from 'drizzle-orm';
 
 /** Who a connection speaks for: taken from its credential, never from what it says. */
 export interface NodeIdentity {
@@ -82,25 +82,28 @@ export async function redeemJoinToken(
  * to the id, kind and address its hello gave). Null when the node already has a credential: the shared
  * token can never speak for an enrolled node.
  */
-export function enrollLegacy(db: Db, nodeId: string): string | null {
-  return db.transaction(() => {
-    const row = db.select({ hash: nodes.credentialHash }).from(nodes).where(eq(nodes.id, nodeId)).get();
-    if (!row || row.hash !== null) return null;
-    const { credential, hash } = newCredential();
-    db.update(nodes).set({ credentialHash: hash }).where(eq(nodes.id, nodeId)).run();
-    return credential;
-  });
+export async function enrollLegacy(store: Store, nodeId: string): Promise<string | null> {
+  const { t } = store;
+  const { credential, hash } = newCredential();
+  // Set only where none is: of two replicas enrolling one node at once, one updates the row.
+  const [row] = await store.write((q) =>
+    q
+      .update(t.nodes)
+      .set({ credentialHash: hash })
+      .where(and(eq(t.nodes.id, nodeId), isNull(t.nodes.credentialHash)))
+      .returning({ id: t.nodes.id }),
+  );
+  return row ? credential : null;
 }
 
 /**
  * Whether a node of this id holds its own credential, or was registered by an admin and waits for its join
  * token: then the shared token may not say hello for it (it would take over the registered identity).
  */
-export function isEnrolled(db: Db, nodeId: string): boolean {
-  const row = db
-    .select({ hash: nodes.credentialHash, join: nodes.joinTokenHash })
-    .from(nodes)
-    .where(eq(nodes.id, nodeId))
-    .get();
+export async function isEnrolled(store: Store, nodeId: string): Promise<boolean> {
+  const { t } = store;
+  const [row] = await store.read((q) =>
+    q.select({ hash: t.nodes.credentialHash, join: t.nodes.joinTokenHash }).from(t.nodes).where(eq(t.nodes.id, nodeId)),
+  );
   return row !== undefined && (row.hash !== null || row.join !== null);
 }

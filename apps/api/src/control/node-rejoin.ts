@@ -1,4 +1,4 @@
-import { type Db, nodes } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { Clock, Timer } from './clock.js';
 
 /** How long after a controller start the nodes it did not hear from yet have to reconnect. */
@@ -8,8 +8,13 @@ export const REJOIN_GRACE_MS = 10_000;
  * The nodes of a kind the previous controller last saw online: those whose heartbeat was stored within the
  * offline threshold of the newest heartbeat of any node (the controller stops storing them when it dies).
  */
-export function lastKnownNodes(db: Db, kind: 'l4' | 'l7', offlineAfterMs: number): Map<string, string> {
-  const rows = db.select().from(nodes).all();
+export async function lastKnownNodes(
+  store: Store,
+  kind: 'l4' | 'l7',
+  offlineAfterMs: number,
+): Promise<Map<string, string>> {
+  const { t } = store;
+  const rows = await store.read((q) => q.select().from(t.nodes));
   const beats = rows.map((r) => (r.lastHeartbeatAt ? Date.parse(r.lastHeartbeatAt) : 0));
   const newest = Math.max(0, ...beats);
   return new Map(

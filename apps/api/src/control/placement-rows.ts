@@ -1,10 +1,13 @@
-import { type Db, lbPlacements } from '@slb/db';
+import type { Store } from '@slb/db';
 import { eq, sql } from 'drizzle-orm';
 
 /** Where the LBs were placed when the previous controller stopped (lb_placements): LB → its L4 nodes. */
-export function storedPlacement(db: Db): Map<string, string[]> {
+export async function storedPlacement(store: Store): Promise<Map<string, string[]>> {
+  const { t } = store;
   const placement = new Map<string, string[]>();
-  const rows = db.select().from(lbPlacements).orderBy(lbPlacements.loadBalancerId, lbPlacements.nodeId).all();
+  const rows = await store.read((q) =>
+    q.select().from(t.lbPlacements).orderBy(t.lbPlacements.loadBalancerId, t.lbPlacements.nodeId),
+  );
   for (const { loadBalancerId, nodeId } of rows) {
     const ids = placement.get(loadBalancerId);
     if (ids) ids.push(nodeId);
@@ -22,23 +25,22 @@ export class PlacementStore {
   private readonly clear;
   private readonly add;
 
-  constructor(private readonly db: Db) {
-    this.clear = db
-      .delete(lbPlacements)
-      .where(eq(lbPlacements.loadBalancerId, sql.placeholder('lb')))
-      .prepare();
-    this.add = db
-      .insert(lbPlacements)
-      .values({ loadBalancerId: sql.placeholder('lb'), nodeId: sql.placeholder('node') })
-      .prepare();
+  constructor(private readonly data: Store) {
+    const { t } = data;
+    this.clear = data.prepare('hub-placement-clear', (q) =>
+      q.delete(t.lbPlacements).where(eq(t.lbPlacements.loadBalancerId, sql.placeholder('lb'))),
+    );
+    this.add = data.prepare('hub-placement-add', (q) =>
+      q.insert(t.lbPlacements).values({ loadBalancerId: sql.placeholder('lb'), nodeId: sql.placeholder('node') }),
+    );
   }
 
-  store(placement: ReadonlyMap<string, readonly string[]>, moved: readonly string[]): void {
+  async store(placement: ReadonlyMap<string, readonly string[]>, moved: readonly string[]): Promise<void> {
     if (moved.length === 0) return;
-    this.db.transaction(() => {
+    await this.data.write(async () => {
       for (const lb of moved) {
-        this.clear.run({ lb });
-        for (const node of placement.get(lb) ?? []) this.add.run({ lb, node });
+        await this.clear({ lb });
+        for (const node of placement.get(lb) ?? []) await this.add({ lb, node });
       }
     });
   }

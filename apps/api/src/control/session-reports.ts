@@ -1,4 +1,4 @@
-import type { Db } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { ListenerFailure, NodeLoadReport, TrafficReport } from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
 import { clampLoad } from './node-reports.js';
@@ -7,13 +7,16 @@ import { ackUpTo, failedLbsOf, failedListenersError, forgetSent, type Session } 
 import type { ServingRecorder } from './serving-events.js';
 
 export interface SessionReportsOptions {
-  db: Db;
+  store: Store;
   log: FastifyBaseLogger;
   /** Where bind failures are recorded as events; null: nowhere. */
   recorder: ServingRecorder | null;
   /** An L4 node's set of LBs it cannot bind moved: who binds which VIP may change. */
   failedLbsMoved: () => void;
 }
+
+/** Node rows' writes waiting for the database past which heartbeats' are skipped. */
+const MAX_WAITING_WRITES = 256;
 
 /**
  * What a connected node says about itself, taken in: heartbeats (load, listeners it cannot bind, traffic),
@@ -23,12 +26,38 @@ export class SessionReports {
   /** Where the heartbeats' traffic summaries go (the API's TrafficIngest); absent: dropped. */
   trafficSink: ((nodeId: string, report: TrafficReport) => void) | undefined;
 
+  /** The node rows' writes, one after another in the order the reports came (lastError is set by several). */
+  private writes: Promise<void> = Promise.resolve();
+  private waiting = 0;
+
   constructor(private readonly options: SessionReportsOptions) {}
+
+  /** Resolves once the rows' writes asked for so far are done (failed ones are logged). */
+  written(): Promise<void> {
+    return this.writes;
+  }
+
+  /**
+   * A heartbeat's write is `skippable`: while the database is slow and writes queue up, the next heartbeat
+   * says the same, newer; an ack's or an error's is never skipped.
+   */
+  private write(nodeId: string, run: (store: Store) => Promise<void>, skippable = false): void {
+    if (skippable && this.waiting >= MAX_WAITING_WRITES) return;
+    const { store, log } = this.options;
+    this.waiting++;
+    this.writes = this.writes.then(() =>
+      run(store)
+        .catch((err: unknown) => log.warn({ err, nodeId }, "node's row not updated"))
+        .finally(() => {
+          this.waiting--;
+        }),
+    );
+  }
 
   /** `omitted`: failing listeners the heartbeat had no room to name (FAILED_LISTENERS_MAX_BYTES). */
   heartbeat(session: Session, reported: NodeLoadReport, named?: ListenerFailure[], omitted = 0): void {
-    const { db } = this.options;
-    recordHeartbeat(db, session.nodeId, clampLoad(reported));
+    const load = clampLoad(reported);
+    this.write(session.nodeId, (store) => recordHeartbeat(store, session.nodeId, load), true);
     // Binds are retried by the node: each heartbeat says which still fail, so a freed port heals here too.
     if (named === undefined) return;
     const before = { failures: session.failures, omitted: session.failuresOmitted };
@@ -38,7 +67,8 @@ export class SessionReports {
     const version = session.failuresInLastError;
     const { failures, failuresOmitted } = session;
     if (version !== null && !sameFailures(before, { failures, omitted: failuresOmitted })) {
-      recordError(db, session.nodeId, failedListenersError(version, failures, failuresOmitted));
+      const error = failedListenersError(version, failures, failuresOmitted);
+      this.write(session.nodeId, (store) => recordError(store, session.nodeId, error));
       if (failures.length === 0) session.failuresInLastError = null;
     }
   }
@@ -69,7 +99,7 @@ export class SessionReports {
     }
     session.failuresInLastError = failures.length === 0 ? null : version;
     const error = failedListenersError(version, failures, failuresOmitted);
-    recordApplied(this.options.db, session.nodeId, version, error);
+    this.write(session.nodeId, (store) => recordApplied(store, session.nodeId, version, error));
   }
 
   nack(session: Session, version: number, reason: string): void {
@@ -79,7 +109,7 @@ export class SessionReports {
 
   /** The node did not take `version`: it keeps its last good config, and gets everything anew on the next change. */
   failed(session: Session, version: number, reason: string): void {
-    recordError(this.options.db, session.nodeId, `version ${version}: ${reason}`);
+    this.write(session.nodeId, (store) => recordError(store, session.nodeId, `version ${version}: ${reason}`));
     forgetSent(session);
   }
 

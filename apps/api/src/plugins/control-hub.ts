@@ -15,14 +15,19 @@ export interface ControlHubOptions {
 /** The control hub: what the nodes serve, compiled from the database and pushed to them. */
 export const controlHubPlugin = fp<ControlHubOptions>(
   async (app, options) => {
-    const { store, events } = app;
+    const { data, events } = app;
     const box = app.secretBox;
-    const hub = new ControlHub(store.db, app.log, Date.now(), {
+    const hub = await ControlHub.start(data, app.log, Date.now(), {
       openKey: (stored) => box.open(stored),
       events,
       nodeEventIntervalMs: options.nodeEventIntervalMs,
     });
     app.decorate('controlHub', hub);
+    // Whatever the hub still has running (a recompile, a node's row) ends before the database closes.
+    app.addHook('onClose', async () => {
+      hub.close();
+      await hub.settled();
+    });
     // Every snapshot carries the deployment's session-sync prefix: nodes of two deployments on one Redis
     // never share keys.
     hub.setSessionSyncPrefix(app.namespace.sessionSyncPrefix);

@@ -31,7 +31,7 @@ export interface ServicesPluginOptions {
 /** The resource services the routes call, over the database, with the control hub's runtime view. */
 export const servicesPlugin = fp<ServicesPluginOptions>(
   async (app, options) => {
-    const { store, controlHub: hub } = app;
+    const { controlHub: hub } = app;
     const authenticator = new Authenticator(app.data);
     const services = createServices({
       store: app.data,
@@ -47,7 +47,7 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
     });
     await upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, app.data, app.log);
     // Every snapshot carries the deny set, so the nodes refuse the cloud's endpoints on their own too.
-    hub.setBackendDeny(() => services.backendPolicy.snapshotDeny(store.db));
+    hub.setBackendDeny(() => services.backendPolicy.snapshotDeny());
     app.decorate('services', services);
     app.decorate('authenticator', authenticator);
     app.decorate('idempotency', new IdempotencyStore(app.data));

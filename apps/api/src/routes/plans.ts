@@ -33,6 +33,6 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: Plan, ...problems(...AUTH_PROBLEMS, 404, 409, 412, 413, 415, 422) },
     },
     validatorCompiler: () => app.deferredCompiles.validator(compilePlanRequest),
-    handler: (request) => runPlan(app.data, app.store.db, app.services, request.auth, request.body.operations),
+    handler: (request) => runPlan(app.data, app.services, request.auth, request.body.operations),
   });
 };

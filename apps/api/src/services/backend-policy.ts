@@ -1,4 +1,4 @@
-import { addressPools, type Db, nodes, type Store } from '@slb/db';
+import type { Store } from '@slb/db';
 import {
   BACKEND_DENY_MESSAGES,
   type BackendNetworks,
@@ -197,20 +197,16 @@ export class BackendPolicyService {
     );
   }
 
-  /**
-   * The deny set as the nodes receive it in their snapshot, read synchronously for the control hub (which
-   * still compiles on the SQLite connection, issue 23).
-   */
-  snapshotDeny(db: Db): SnapshotBackendDeny[] {
-    const nodeAddresses = db
-      .selectDistinct({ address: nodes.address })
-      .from(nodes)
-      .all()
-      .map((n) => n.address);
-    const pools = db.select({ cidr: addressPools.cidr }).from(addressPools).all();
+  /** The deny set as the nodes receive it in their snapshot. */
+  async snapshotDeny(): Promise<SnapshotBackendDeny[]> {
+    const { t } = this.store;
+    const [nodeRows, pools] = await this.store.read(async (q) => [
+      await q.selectDistinct({ address: t.nodes.address }).from(t.nodes),
+      await q.select({ cidr: t.addressPools.cidr }).from(t.addressPools),
+    ]);
     return denyRulesOf(
       this.staticDeny,
-      nodeAddresses,
+      nodeRows.map((n) => n.address),
       pools.map((p) => p.cidr),
     ).map((r) => ({
       cidr: formatNetwork(r.network),

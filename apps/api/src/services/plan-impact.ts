@@ -1,5 +1,5 @@
 import { type PoolConfig, poolImpact } from '@slb/balancing';
-import { type Db, listeners } from '@slb/db';
+import type { Store } from '@slb/db';
 import type { PlanListenerImpact } from '@slb/model';
 import { inArray } from 'drizzle-orm';
 import { compileLbs } from '../control/compiler.js';
@@ -19,19 +19,19 @@ interface ForwardingPool {
  * listeners only), keyed by listener, and for HTTP(S) by listener and server group: the L4 node balances a
  * TCP/UDP listener over its backends, an L7 node each server group of an HTTP(S) listener on its own.
  */
-export function forwardingPools(db: Db, lbIds: string[]): Map<string, ForwardingPool> {
+export async function forwardingPools(store: Store, lbIds: string[]): Promise<Map<string, ForwardingPool>> {
   const pools = new Map<string, ForwardingPool>();
   if (lbIds.length === 0) return pools;
+  const { t } = store;
   // The compiled L4 config does not name the group; the rows do (only running listeners are compiled).
-  const groupOf = new Map(
-    db
-      .select({ id: listeners.id, serverGroupId: listeners.serverGroupId })
-      .from(listeners)
-      .where(inArray(listeners.loadBalancerId, lbIds))
-      .all()
-      .map((l) => [l.id, l.serverGroupId]),
+  const rows = await store.read((q) =>
+    q
+      .select({ id: t.listeners.id, serverGroupId: t.listeners.serverGroupId })
+      .from(t.listeners)
+      .where(inArray(t.listeners.loadBalancerId, lbIds)),
   );
-  for (const lb of compileLbs(db, lbIds).values()) {
+  const groupOf = new Map(rows.map((l) => [l.id, l.serverGroupId]));
+  for (const lb of (await compileLbs(store, lbIds)).values()) {
     const l7 = new Map(lb.l7.map(({ config }) => [config.id, config]));
     for (const { config: l } of lb.l4) {
       const base = { loadBalancerId: l.loadBalancerId, listenerId: l.id, protocol: l.protocol, port: l.port };

@@ -1,4 +1,4 @@
-import type { Db, Store } from '@slb/db';
+import type { Store } from '@slb/db';
 import { type FieldError, type Plan, type PlanOperation, REF_PREFIX, resolveOperationRefs } from '@slb/model';
 import { ApiError } from '../errors.js';
 import { type AuthContext, scopeOf } from './auth.js';
@@ -18,12 +18,11 @@ class RollBack {
  * always rolled back, and reports what they would do to live traffic. On SQLite no other store call runs
  * in between, so nothing of anyone else's is rolled back with it (the services' own writes nest as
  * savepoints). The first operation to fail answers as its REST write would, its detail and field paths
- * naming the operation. The impact is compiled on `db`, the SQLite connection the control hub compiles on
- * (inside the write: it sees the plan's rows).
+ * naming the operation. The impact is compiled as the control hub compiles, inside the write: it sees the
+ * plan's rows.
  */
 export async function runPlan(
   store: Store,
-  db: Db,
   services: Services,
   auth: AuthContext,
   operations: PlanOperation[],
@@ -35,7 +34,7 @@ export async function runPlan(
       const named = operations.flatMap((op) =>
         'loadBalancerId' in op && !op.loadBalancerId.startsWith(REF_PREFIX) ? [op.loadBalancerId] : [],
       );
-      const before = forwardingPools(db, await visible(services, scope, named));
+      const before = await forwardingPools(store, await visible(services, scope, named));
       const refs = new Map<string, string>();
       const results: OperationResult[] = [];
       const touched = new Set<string>();
@@ -46,7 +45,7 @@ export async function runPlan(
         touched.add(op.op === 'createLoadBalancer' ? id! : op.loadBalancerId);
         results.push({ index, op: op.op, status, id });
       }
-      const after = forwardingPools(db, await visible(services, scope, [...touched]));
+      const after = await forwardingPools(store, await visible(services, scope, [...touched]));
       throw new RollBack({ operations: results, listeners: comparePools(before, after) });
     });
   } catch (err) {
