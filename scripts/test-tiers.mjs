@@ -8,33 +8,70 @@
 //   node scripts/test-tiers.mjs unit                    # one tier
 //   node scripts/test-tiers.mjs apps/l4-node            # every tier, only files matching the filter
 //   node scripts/test-tiers.mjs integration apps/api -t vip
+//   node scripts/test-tiers.mjs postgres                # the API's tests again, on PostgreSQL
+//
+// The `postgres` tier runs the API's unit and integration tests once more with SLB_TEST_DATABASE=postgres:
+// every app they build runs on a PostgreSQL database of its own (issue 23). Without a file filter it runs
+// with the others; outside CI, a PostgreSQL that does not answer skips it (in CI it fails).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 
 const TIERS = ['unit', 'integration', 'e2e'];
+// Not a tier of test/tiers.ts: the unit and integration tiers' API tests again, on PostgreSQL; before e2e.
+const RUNS = ['unit', 'integration', 'postgres', 'e2e'];
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
 // The summary reporter's line per failed test; repeated at the very end, where CI's tail of the output sees it.
 const FAILURE = 'failed: ';
 
 // Arguments that name a tier choose tiers; the others (file filters, vitest options) go to every vitest run.
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
-const named = args.filter((arg) => TIERS.includes(arg));
-const vitestArgs = args.filter((arg) => !TIERS.includes(arg));
-const tiers = named.length > 0 ? named : TIERS;
+const named = args.filter((arg) => RUNS.includes(arg));
+const vitestArgs = args.filter((arg) => !RUNS.includes(arg));
+// A file filter alone runs the three tiers it names files of; `postgres` only when named, or with no filter.
+const tiers = named.length > 0 ? named : RUNS.filter((t) => t !== 'postgres' || vitestArgs.length === 0);
 // With a filter, a tier may have nothing to run: that is not a failure.
 if (vitestArgs.length > 0) vitestArgs.push('--passWithNoTests');
 
 // vitest's own bin (not `npx vitest`): no shell or npm between us and it.
 const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
 
+const PG_URL = new URL(process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+
+/** Whether PostgreSQL's port answers (the tests make their databases there). */
+function pgAnswers() {
+  return new Promise((resolve) => {
+    const socket = connect({ host: PG_URL.hostname, port: Number(PG_URL.port || 5432), timeout: 2000 });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+/** What vitest runs for a tier, and with which environment. */
+function tierRun(tier) {
+  const env = process.stdout.isTTY ? { FORCE_COLOR: '1', ...process.env } : { ...process.env };
+  if (tier !== 'postgres') return { args: ['--project', tier, ...vitestArgs], env };
+  const filters = vitestArgs.length > 0 ? vitestArgs : ['apps/api/'];
+  return {
+    args: ['--project', 'unit', '--project', 'integration', ...filters],
+    env: { ...env, SLB_TEST_DATABASE: 'postgres' },
+  };
+}
+
 /** Runs one tier, echoing vitest's output, and reads the summary reporter's closing line from it. */
 function runTier(tier) {
   return new Promise((resolve) => {
     const started = performance.now();
-    const child = spawn(process.execPath, [vitest, 'run', '--project', tier, ...vitestArgs], {
+    const { args: tierArgs, env } = tierRun(tier);
+    const child = spawn(process.execPath, [vitest, 'run', ...tierArgs], {
       stdio: ['inherit', 'pipe', 'inherit'],
-      env: process.stdout.isTTY ? { FORCE_COLOR: '1', ...process.env } : process.env,
+      env,
     });
     let tail = '';
     let partial = '';
@@ -66,7 +103,25 @@ function runTier(tier) {
 }
 
 const results = [];
-for (const tier of tiers) results.push(await runTier(tier));
+for (const tier of tiers) {
+  if (tier === 'postgres' && !(await pgAnswers())) {
+    const reason = `PostgreSQL at ${PG_URL.hostname}:${PG_URL.port || 5432} does not answer`;
+    if (process.env.CI === 'true') {
+      results.push({
+        tier,
+        passed: 0,
+        failed: 1,
+        skipped: 0,
+        seconds: 0,
+        failures: [`${FAILURE}${reason}: CI runs the API's tests on it`],
+      });
+      continue;
+    }
+    console.log(`tier postgres skipped: ${reason} (SLB_TEST_PG_URL names another)`);
+    continue;
+  }
+  results.push(await runTier(tier));
+}
 
 const total = { passed: 0, failed: 0, skipped: 0 };
 console.log('');

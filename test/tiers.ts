@@ -40,6 +40,7 @@ export const INTEGRATION: readonly string[] = [
   'apps/api/test/node-credentials-store.test.ts',
   'apps/api/test/pg-copy.test.ts',
   'apps/api/test/readiness-store.test.ts',
+  'apps/api/test/replicas-app.test.ts',
   'apps/api/test/replicas-store.test.ts',
   'apps/api/test/secrets.security.test.ts',
   'apps/api/test/services-store.test.ts',

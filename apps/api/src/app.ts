@@ -35,8 +35,10 @@ export interface AppOptions {
    * the background (DeferredCompiles.warmUp). Default 10,000.
    */
   schemaWarmUpMs?: number;
-  /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
+  /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). Unused with `databaseUrl`. */
   dbPath: string;
+  /** PostgreSQL (`postgres://…`) in place of the SQLite file: several API processes can share it. */
+  databaseUrl?: string;
   /** When set, readiness also requires this Redis to answer. */
   redisUrl?: string;
   /** Bootstrap admin token; when unset and none exists yet, one is generated and reported via onAdminTokenGenerated. */
@@ -181,7 +183,11 @@ async function compose(app: FastifyInstance, options: AppOptions): Promise<void>
   await app.register(writeEffectsPlugin, {
     // Recompiles are coalesced per tick; a route under /v1/load-balancers/:lbId re-reads just that LB.
     onWrite: (effects, lbId) => {
-      if (effects.nodes) app.controlHub.changed(lbId);
+      if (effects.nodes) {
+        app.controlHub.changed(lbId);
+        // The other replicas' nodes (issue 23): their hubs read the same database.
+        app.clusterSignals?.send('config-changed', lbId ?? '');
+      }
       if (effects.healthTargets) app.requestHealthSync();
     },
   });

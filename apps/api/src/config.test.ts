@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { loadConfig } from './config.js';
-import { cloudEndpointDeny } from './domain/cloud-endpoints.js';
+import { cloudEndpointDeny, endpointHostNames } from './domain/cloud-endpoints.js';
 
 it('defaults the backend networks to the private ranges, without loopback', () => {
   const config = loadConfig({});
@@ -45,6 +45,26 @@ it("derives deny entries from the API's own endpoints", () => {
   ).toEqual(['127.0.0.1:8080', '[::1]:8080', '172.28.0.2:6380', '[fd00::2]:6380']);
 });
 
+it('denies PostgreSQL as a backend when the API runs on it, at its port or the default one', () => {
+  const base = { host: '127.0.0.1', port: 8080, dnsPort: 0, redisUrl: 'redis://127.0.0.1:6379' };
+  expect(cloudEndpointDeny({ ...base, databaseUrl: 'postgres://slb:pw@127.0.0.1/slb' })).toEqual([
+    '127.0.0.1:8080',
+    '127.0.0.1:6379',
+    '127.0.0.1:5432',
+  ]);
+  expect(
+    cloudEndpointDeny({
+      ...base,
+      databaseUrl: 'postgresql://slb@db.internal:6432/slb',
+      resolved: new Map([['db.internal', ['10.0.0.9']]]),
+    }),
+  ).toContain('10.0.0.9:6432');
+  expect(endpointHostNames({ redisUrl: 'redis://redis:6379', databaseUrl: 'postgres://db.internal/slb' })).toEqual([
+    'redis',
+    'db.internal',
+  ]);
+});
+
 it('VIP pools: the local cloud pool by default, none when set but empty, a list otherwise', () => {
   expect(loadConfig({}).addressPools).toEqual(['127.1.0.0/16']);
   expect(loadConfig({ SLB_ADDRESS_POOLS: '' }).addressPools).toEqual([]);
@@ -71,10 +91,20 @@ it('takes SLB_DRIZZLE_IMPORTS shortcut or node, and stops on anything else (main
   expect(() => loadConfig({ SLB_DRIZZLE_IMPORTS: 'Node' })).toThrow(/^invalid environment: SLB_DRIZZLE_IMPORTS /);
 });
 
-it('refuses SLB_DATABASE_URL, which the API does not read yet, rather than running on SQLite unasked', () => {
-  expect(() => loadConfig({ SLB_DATABASE_URL: 'postgres://slb:secret@db.internal/slb' })).toThrow(
-    /^invalid environment: SLB_DATABASE_URL is set, but the API does not run on PostgreSQL yet/,
+it('takes SLB_DATABASE_URL as PostgreSQL, with a secret key every replica shares, and never echoes it', () => {
+  const url = 'postgres://slb:secret@db.internal/slb';
+  const key = Buffer.alloc(32, 7).toString('base64');
+  expect(loadConfig({ SLB_DATABASE_URL: url, SLB_SECRET_KEY: key }).SLB_DATABASE_URL).toBe(url);
+  expect(loadConfig({ SLB_DATABASE_URL: url, SLB_SECRET_KEY_FILE: '/etc/slb/key' }).SLB_DATABASE_URL).toBe(url);
+  // A key file beside each replica's SLB_DB_PATH would differ from one replica to the next.
+  expect(() => loadConfig({ SLB_DATABASE_URL: url })).toThrow(
+    /^invalid environment: SLB_DATABASE_URL needs SLB_SECRET_KEY or SLB_SECRET_KEY_FILE/,
   );
-  expect(() => loadConfig({ SLB_DATABASE_URL: 'postgres://slb:secret@db.internal/slb' })).not.toThrow(/secret/);
-  expect(() => loadConfig({ SLB_DATABASE_URL: '' })).not.toThrow();
+  expect(() => loadConfig({ SLB_DATABASE_URL: 'mysql://slb:secret@db.internal/slb', SLB_SECRET_KEY: key })).toThrow(
+    /^invalid environment: SLB_DATABASE_URL must be a postgres or postgresql URL$/,
+  );
+  for (const bad of [{ SLB_DATABASE_URL: url }, { SLB_DATABASE_URL: 'mysql://slb:secret@x/y', SLB_SECRET_KEY: key }]) {
+    expect(() => loadConfig(bad)).not.toThrow(/secret@/);
+  }
+  expect(loadConfig({ SLB_DATABASE_URL: '' }).SLB_DATABASE_URL).toBeUndefined();
 });

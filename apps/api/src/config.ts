@@ -33,6 +33,11 @@ const Env = Type.Object({
   SLB_DRIZZLE_IMPORTS: Type.Union([Type.Literal('shortcut'), Type.Literal('node')], { default: 'shortcut' }),
   /** AES-256-GCM keys for secrets at rest (see secret-keys.ts); the first encrypts, all decrypt. */
   SLB_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * PostgreSQL (`postgres://…`) in place of the SQLite file at SLB_DB_PATH: several API replicas can share it.
+   * Never logged (it may carry a password).
+   */
+  SLB_DATABASE_URL: Type.Optional(Type.String({ minLength: 1 })),
   SLB_SECRET_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   /** DNS responder for `<lbId>.<zone>` (UDP and TCP on the same port); 0 picks a free one. */
   SLB_DNS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8053 }),
@@ -124,12 +129,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new Error(`invalid environment: SLB_ADDRESS_POOLS entry ${i + 1} is not a CIDR with no host bits set`);
     }
   });
-  if (env.SLB_DATABASE_URL !== undefined && env.SLB_DATABASE_URL !== '') {
-    // Not silently ignored: an operator who set it expects PostgreSQL, and would get a SQLite file instead.
-    throw new Error(
-      'invalid environment: SLB_DATABASE_URL is set, but the API does not run on PostgreSQL yet (README, ' +
-        '"PostgreSQL (preview)"; only `npm run db:copy` reads it). Unset it to run on SQLite at SLB_DB_PATH',
-    );
+  if (parsed.SLB_DATABASE_URL !== undefined) {
+    const problem = urlProblem(parsed.SLB_DATABASE_URL, ['postgres:', 'postgresql:']);
+    if (problem !== null) throw new Error(`invalid environment: SLB_DATABASE_URL ${problem}`);
+    // Replicas seal and open certificates' keys with the same key: a file each beside SLB_DB_PATH would differ.
+    if (parsed.SLB_SECRET_KEY === undefined && parsed.SLB_SECRET_KEY_FILE === undefined) {
+      throw new Error(
+        'invalid environment: SLB_DATABASE_URL needs SLB_SECRET_KEY or SLB_SECRET_KEY_FILE, the same for every API ' +
+          'replica (they open each other’s sealed private keys)',
+      );
+    }
   }
   const config: Config = { ...parsed, quotaDefaults: quotas.limits, addressPools: pools };
   if (config.SLB_NODE_TOKEN !== undefined && config.SLB_LEGACY_NODE_TOKEN !== '1') {

@@ -23,7 +23,7 @@ const logger = pino({
 /** The Redis host, when it is a name: resolved once at start, so its addresses are denied as backends. */
 async function resolveEndpointHosts(): Promise<Map<string, string[]>> {
   const resolved = new Map<string, string[]>();
-  for (const name of endpointHostNames({ redisUrl: config.REDIS_URL })) {
+  for (const name of endpointHostNames({ redisUrl: config.REDIS_URL, databaseUrl: config.SLB_DATABASE_URL })) {
     const addresses = await lookup(name, { all: true }).catch(() => []);
     if (addresses.length === 0)
       logger.warn({ host: name }, 'cannot resolve a cloud endpoint; list it in SLB_BACKEND_DENY');
@@ -54,6 +54,7 @@ try {
     port: config.PORT,
     dnsPort: config.SLB_DNS_PORT,
     redisUrl: config.REDIS_URL,
+    databaseUrl: config.SLB_DATABASE_URL,
     resolved: await resolveEndpointHosts(),
   });
   const app = await buildApp({
@@ -63,9 +64,11 @@ try {
       deny: [...deny, ...listOf(config.SLB_BACKEND_DENY)],
     },
     dbPath: config.SLB_DB_PATH,
+    databaseUrl: config.SLB_DATABASE_URL,
     instanceId: config.SLB_INSTANCE_ID,
-    // The API holds its SQLite file alone: a lease still in Redis at start is a killed predecessor's.
-    lease: { ttlMs: config.SLB_LEASE_TTL_MS, takeOver: true },
+    // An API holds its SQLite file alone: a lease still in Redis at start is a killed predecessor's. Replicas
+    // on PostgreSQL share the duties: a lease held is another replica's, until it lapses.
+    lease: { ttlMs: config.SLB_LEASE_TTL_MS, takeOver: config.SLB_DATABASE_URL === undefined },
     redisUrl: config.REDIS_URL,
     adminToken: config.SLB_ADMIN_TOKEN,
     nodeToken: config.SLB_NODE_TOKEN,

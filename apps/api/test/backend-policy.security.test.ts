@@ -1,7 +1,16 @@
-import { newId, nodes } from '@slb/db';
+import { newId } from '@slb/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudEndpointDeny } from '../src/domain/cloud-endpoints.js';
-import { ADMIN_TOKEN, call, dumpDatabase, LOCAL_BACKEND_POLICY, makeApp, newTenant, type TestApp } from './helpers.js';
+import {
+  ADMIN_TOKEN,
+  call,
+  dumpDatabase,
+  insertNode,
+  LOCAL_BACKEND_POLICY,
+  makeApp,
+  newTenant,
+  type TestApp,
+} from './helpers.js';
 
 // A backend is an address the cloud connects to on a tenant's behalf from inside its own network. These
 // tests hold the API to the backend address policy: the cloud's own endpoints (Redis, the API, DNS, node
@@ -21,11 +30,7 @@ beforeAll(async () => {
     backendPolicy: { defaultNetworks: [...LOCAL_BACKEND_POLICY.defaultNetworks], deny: [...deny, EXTRA_DENY] },
   });
   // Nodes appear by saying hello on the control channel; a row is all the policy reads.
-  const now = new Date().toISOString();
-  t.app.store.db
-    .insert(nodes)
-    .values({ id: newId('node'), kind: 'l4', address: '127.0.0.11', createdAt: now, updatedAt: now })
-    .run();
+  await insertNode(t.app, { id: newId('node'), kind: 'l4', address: '127.0.0.11' });
   member = await newTenant(t.app, 'shop');
   const lb = await call(t.app, member.token, 'POST', '/v1/load-balancers', { name: 'web' });
   lbId = lb.body.id;
@@ -239,11 +244,7 @@ describe('a node on the shared loopback address (a development setup)', () => {
   it('refuses backends on its listening ports there (a loop), and keeps the address for other ports', async () => {
     const dev = await makeApp(undefined, { backendPolicy: { defaultNetworks: ['127.0.0.0/8'], deny: [] } });
     try {
-      const now = new Date().toISOString();
-      dev.app.store.db
-        .insert(nodes)
-        .values({ id: newId('node'), kind: 'l4', address: '127.0.0.1', createdAt: now, updatedAt: now })
-        .run();
+      await insertNode(dev.app, { id: newId('node'), kind: 'l4', address: '127.0.0.1' });
       const shop = await newTenant(dev.app, 'dev');
       const lb = await call(dev.app, shop.token, 'POST', '/v1/load-balancers', { name: 'web' });
       const groups = `/v1/load-balancers/${lb.body.id}/server-groups`;

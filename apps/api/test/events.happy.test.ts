@@ -1,5 +1,6 @@
+import { sql } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
+import { ADMIN_TOKEN, call, makeApp, newLoadBalancer, newTenant, storedRows, type TestApp } from './helpers.js';
 
 // GET /v1/load-balancers/{lbId}/events: the `api` events successful writes leave, newest first.
 
@@ -173,7 +174,7 @@ describe('events and tenancy', () => {
     expect((await eventsOf(token, lbId)).body.items.length).toBeGreaterThan(0);
     expect((await call(t.app, token, 'DELETE', `/v1/load-balancers/${lbId}`)).status).toBe(204);
     expect((await eventsOf(token, lbId)).status).toBe(404);
-    const rows = t.app.store.sqlite.prepare('SELECT load_balancer_id AS lb FROM lb_events').all() as { lb: string }[];
+    const rows = await storedRows<{ lb: string }>(t.app, sql`SELECT load_balancer_id AS lb FROM lb_events`);
     expect(rows.some((r) => r.lb === lbId)).toBe(false);
     expect(rows.some((r) => r.lb === kept.lbId)).toBe(true);
   });

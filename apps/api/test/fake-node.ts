@@ -73,11 +73,12 @@ export async function connectFake(
  * Lets the write's hooks and the hub's recompile (a setImmediate after the response) run: several turns
  * of the event loop, not a fixed time, which a loaded machine can skip past in one turn.
  */
-export async function settle(): Promise<void> {
+export async function settle(t?: TestApp): Promise<void> {
   for (let i = 0; i < 5; i++) {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 5));
   }
+  if (t) await hubSettled(t);
 }
 
 /** Waits until the app's hub has nothing running or asked for (a recompile, a hello, a node's row). */

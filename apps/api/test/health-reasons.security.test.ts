@@ -1,4 +1,3 @@
-import { serverHealth } from '@slb/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
@@ -32,17 +31,16 @@ describe('GET /v1/load-balancers/{lbId}/health: lastError', () => {
     expect(lsn.status).toBe(201);
     const now = new Date().toISOString();
     for (const [i, server] of (sg.body.servers as Array<{ id: string }>).entries()) {
-      t.app.store.db
-        .insert(serverHealth)
-        .values({
+      await t.app.data.write((q) =>
+        q.insert(t.app.data.t.serverHealth).values({
           listenerId: lsn.body.id,
           serverId: server.id,
           status: 'abnormal',
           since: now,
           lastError: details[i]!,
           updatedAt: now,
-        })
-        .run();
+        }),
+      );
     }
     const health = await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}/health`);
     expect(health.status).toBe(200);

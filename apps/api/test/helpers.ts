@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_BACKEND_NETWORKS } from '@slb/model';
+import { createTestPgDatabase, type TestPgDatabase } from '@slb/test-support/pg-database';
+import { type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { type AppOptions, buildApp } from '../src/app.js';
 
@@ -21,13 +23,58 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A real app on a real SQLite file in a fresh temp folder. */
+/**
+ * The engine makeApp's apps run on: SQLite unless SLB_TEST_DATABASE=postgres, which runs the same tests on a
+ * PostgreSQL database of their own (`npm run test:api:postgres`).
+ */
+export const TEST_ENGINE = process.env.SLB_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * For `describe.skipIf` / `it.skipIf`: the test reaches into the SQLite file itself (a transaction on its
+ * connection, its bytes on disk, a bulk fill in SQLite's SQL), which the same test on PostgreSQL cannot.
+ */
+export const SQLITE_ONLY = TEST_ENGINE !== 'sqlite';
+
+/** A node's row, as the REST routes need one (nodes appear by saying hello; the policy reads the row). */
+export async function insertNode(app: FastifyInstance, node: { id: string; kind: 'l4' | 'l7'; address: string }) {
+  const now = new Date().toISOString();
+  const { t } = app.data;
+  await app.data.write((q) => q.insert(t.nodes).values({ ...node, createdAt: now, updatedAt: now }));
+}
+
+/** A raw query's rows, on whichever engine the app runs (for tests that check what is stored). */
+export function storedRows<T>(app: FastifyInstance, query: SQL): Promise<T[]> {
+  return app.data.read((q) => app.data.rows<T>(q, query));
+}
+
+/** On PostgreSQL, the database of a test folder: an app restarted on the folder finds its rows there. */
+const pgDatabases = new Map<string, TestPgDatabase>();
+
+async function pgDatabaseOf(dir: string): Promise<TestPgDatabase> {
+  let database = pgDatabases.get(dir);
+  if (database === undefined) {
+    database = await createTestPgDatabase();
+    pgDatabases.set(dir, database);
+  }
+  return database;
+}
+
+/** A real app on a real SQLite file in a fresh temp folder (or a fresh PostgreSQL database: TEST_ENGINE). */
 export async function makeApp(
   dir = mkdtempSync(join(tmpdir(), 'slb-api-')),
   options: Partial<AppOptions> = {},
+  engine: 'sqlite' | 'postgres' = TEST_ENGINE,
 ): Promise<TestApp> {
   const dbPath = join(dir, 'slb.db');
-  const app = await buildApp({ dbPath, adminToken: ADMIN_TOKEN, backendPolicy: LOCAL_BACKEND_POLICY, ...options });
+  const pg = engine === 'postgres' && options.databaseUrl === undefined ? await pgDatabaseOf(dir) : null;
+  const onPg = pg ? { databaseUrl: pg.url } : {};
+  const app = await buildApp({
+    dbPath,
+    adminToken: ADMIN_TOKEN,
+    backendPolicy: LOCAL_BACKEND_POLICY,
+    ...onPg,
+    ...options,
+  });
   await app.ready();
   return {
     app,
@@ -35,6 +82,10 @@ export async function makeApp(
     dbPath,
     close: async () => {
       await app.close();
+      if (pg) {
+        pgDatabases.delete(dir);
+        await pg.drop();
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -98,16 +149,21 @@ export async function newLoadBalancer(app: FastifyInstance, token: string) {
 export async function dumpDatabase(app: FastifyInstance): Promise<string> {
   // Events wait for their batched INSERT until the next turn of the event loop: they are state all the same.
   await app.events.flush();
-  const sqlite = app.store.sqlite;
-  const tables = sqlite
-    .prepare("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-    .all() as { name: string }[];
+  const store = app.data;
   const dump: Record<string, unknown[]> = {};
-  for (const { name } of tables) {
-    // tokens.last_used_at moves on use; it is bookkeeping, not state a bad request could corrupt.
-    const rows = sqlite.prepare(`SELECT * FROM "${name}" ORDER BY 1`).all() as Record<string, unknown>[];
-    dump[name] = name === 'tokens' ? rows.map(({ last_used_at: _, ...r }) => r) : rows;
-  }
+  await store.read(async (q) => {
+    const tables = await store.rows<{ name: string }>(
+      q,
+      store.dialect === 'sqlite'
+        ? sql`SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+        : sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+    );
+    for (const { name } of tables) {
+      // tokens.last_used_at moves on use; it is bookkeeping, not state a bad request could corrupt.
+      const rows = await store.rows<Record<string, unknown>>(q, sql.raw(`SELECT * FROM "${name}" ORDER BY 1`));
+      dump[name] = name === 'tokens' ? rows.map(({ last_used_at: _, ...r }) => r) : rows;
+    }
+  });
   return JSON.stringify(dump);
 }
 

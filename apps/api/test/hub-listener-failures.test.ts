@@ -36,11 +36,13 @@ function connect(t: TestApp, nodeId: string, address: string, hello: Record<stri
   return node;
 }
 
+/** The write's hooks run, then the hub's recompile and the node rows' writes. */
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 5));
   }
+  await hubSettled(t);
 }
 
 let t: TestApp;
@@ -74,6 +76,7 @@ it("an ack naming a failed listener keeps that listener's LB provisioning, and o
     version,
     failedListeners: [{ listenerId: bad.body.id, reason: 'cannot bind: EADDRINUSE' }],
   });
+  await hubSettled(t);
   const status = async (lbId: string) => (await call(t.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body.status;
   expect(await status(a.lbId)).toBe('provisioning');
   expect(await status(b.lbId)).toBe('active');
@@ -86,6 +89,7 @@ it("an ack naming a failed listener keeps that listener's LB provisioning, and o
   await settle();
   expect(node.versions.at(-1)).toBeGreaterThan(version as number);
   node.say({ type: 'ack', version: node.versions.at(-1) });
+  await hubSettled(t);
   expect(await status(a.lbId)).toBe('active');
   expect((await call(t.app, ADMIN_TOKEN, 'GET', '/v1/nodes/l4-a')).body.lastError).toBeNull();
 });

@@ -1,6 +1,7 @@
 import { L7_PORT_BASE, L7_PORT_RANGE } from '@slb/model';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { appWithTenant, call, newLoadBalancer, type TestApp } from './helpers.js';
+import { appWithTenant, call, newLoadBalancer, storedRows, type TestApp } from './helpers.js';
 
 // Each http/https listener gets its own port on the L7 nodes when it is created, kept for its life.
 
@@ -11,8 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const l7PortOf = (id: string) =>
-  (t.app.store.sqlite.prepare('SELECT l7_port AS port FROM listeners WHERE id = ?').get(id) as { port: number | null })
+const l7PortOf = async (id: string) =>
+  (await storedRows<{ port: number | null }>(t.app, sql`SELECT l7_port AS port FROM listeners WHERE id = ${id}`))[0]!
     .port;
 
 it('distinct, in range and stable for many http listeners across LBs; none for tcp; a freed port is reused', async () => {
@@ -32,7 +33,7 @@ it('distinct, in range and stable for many http listeners across LBs; none for t
       ids.push(res.body.id);
     }
   }
-  const ports = ids.map(l7PortOf);
+  const ports = await Promise.all(ids.map(l7PortOf));
   expect(new Set(ports).size).toBe(ids.length);
   for (const port of ports) {
     expect(port).toBeGreaterThanOrEqual(L7_PORT_BASE);
@@ -53,12 +54,12 @@ it('distinct, in range and stable for many http listeners across LBs; none for t
     serverGroupId: lbs[0]!.sgId,
   });
   expect(udp.status).toBe(201);
-  expect(l7PortOf(udp.body.id)).toBeNull();
+  expect(await l7PortOf(udp.body.id)).toBeNull();
 
   // Changes elsewhere move no port.
   await call(t.app, token, 'PATCH', `/v1/load-balancers/${lbs[1]!.lbId}/listeners/${ids[12]}`, { idleTimeout: 30 });
   await call(t.app, token, 'DELETE', `/v1/load-balancers/${lbs[0]!.lbId}/listeners/${ids[3]}`);
-  expect(ids.filter((_, i) => i !== 3).map(l7PortOf)).toEqual(ports.filter((_, i) => i !== 3));
+  expect(await Promise.all(ids.filter((_, i) => i !== 3).map(l7PortOf))).toEqual(ports.filter((_, i) => i !== 3));
 
   // The deleted listener's port is free again, and the lowest.
   const again = await call(t.app, token, 'POST', `/v1/load-balancers/${lbs[0]!.lbId}/listeners`, {
@@ -66,5 +67,5 @@ it('distinct, in range and stable for many http listeners across LBs; none for t
     port: 8080,
     serverGroupId: lbs[0]!.sgId,
   });
-  expect(l7PortOf(again.body.id)).toBe(L7_PORT_BASE + 3);
+  expect(await l7PortOf(again.body.id)).toBe(L7_PORT_BASE + 3);
 });

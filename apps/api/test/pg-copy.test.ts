@@ -71,7 +71,7 @@ async function populate(app: FastifyInstance): Promise<void> {
 beforeAll(async () => {
   if (!reachable) return;
   dir = mkdtempSync(join(tmpdir(), 'slb-api-pg-'));
-  const t = await makeApp(dir);
+  const t = await makeApp(dir, {}, 'sqlite'); // the copy's source is an API's SQLite file
   dbPath = t.dbPath;
   await populate(t.app);
   await t.app.close(); // the copy reads a stopped API's file; t.close() would also delete it

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_MIGRATIONS_FOLDER, openDatabase, runMigrations } from '@slb/db';
 import { L7_PORT_BASE, L7_PORT_RANGE, networkContains, parseIp, parseNetwork } from '@slb/model';
 import { afterAll, expect, it } from 'vitest';
-import { ADMIN_TOKEN, call, makeApp, newTenant } from './helpers.js';
+import { ADMIN_TOKEN, call, makeApp, newTenant, SQLITE_ONLY } from './helpers.js';
 
 // A database from before VIPs (migrated to 0008, with load balancers and listeners written by raw SQL) is
 // upgraded at start: every LB gets a distinct VIP from the seeded pool, every http/https listener a
@@ -95,65 +95,72 @@ function seedOldDatabase(dbPath: string): { lbIds: string[]; httpIds: string[]; 
   }
 }
 
-it('gives every LB from before VIPs a distinct VIP and every http/https listener a distinct L7 port, once', async () => {
-  const appDir = join(dir, 'app');
-  const { lbIds, httpIds, tcpIds } = seedOldDatabase(join(appDir, 'slb.db'));
+// Both start from an older SQLite file.
+it.skipIf(SQLITE_ONLY)(
+  'gives every LB from before VIPs a distinct VIP and every http/https listener a distinct L7 port, once',
+  async () => {
+    const appDir = join(dir, 'app');
+    const { lbIds, httpIds, tcpIds } = seedOldDatabase(join(appDir, 'slb.db'));
 
-  const snapshot = async () => {
-    const t = await makeApp(appDir);
-    const lbs = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/load-balancers');
-    const ports = t.app.store.sqlite.prepare('SELECT id, l7_port AS port FROM listeners ORDER BY id').all() as {
-      id: string;
-      port: number | null;
-    }[];
-    await t.app.close(); // keeps the folder, unlike t.close()
-    return { lbs: lbs.body.items as { id: string; address: string; addressPoolId: string }[], ports };
-  };
+    const snapshot = async () => {
+      const t = await makeApp(appDir);
+      const lbs = await call(t.app, ADMIN_TOKEN, 'GET', '/v1/load-balancers');
+      const ports = t.app.store.sqlite.prepare('SELECT id, l7_port AS port FROM listeners ORDER BY id').all() as {
+        id: string;
+        port: number | null;
+      }[];
+      await t.app.close(); // keeps the folder, unlike t.close()
+      return { lbs: lbs.body.items as { id: string; address: string; addressPoolId: string }[], ports };
+    };
 
-  const first = await snapshot();
-  const pool = parseNetwork('127.1.0.0/16')!;
-  expect(first.lbs.map((lb) => lb.id)).toEqual(lbIds);
-  const vips = first.lbs.map((lb) => lb.address);
-  expect(new Set(vips).size).toBe(lbIds.length);
-  for (const lb of first.lbs) {
-    expect(networkContains(pool, parseIp(lb.address)!)).toBe(true);
-    expect(lb.addressPoolId).toMatch(/^pool-/);
-  }
-  const portOf = new Map(first.ports.map((p) => [p.id, p.port]));
-  const l7 = httpIds.map((lsn) => portOf.get(lsn));
-  expect(new Set(l7).size).toBe(httpIds.length);
-  for (const port of l7) {
-    expect(port).toBeGreaterThanOrEqual(L7_PORT_BASE);
-    expect(port).toBeLessThan(L7_PORT_BASE + L7_PORT_RANGE);
-  }
-  for (const lsn of tcpIds) expect(portOf.get(lsn)).toBeNull();
+    const first = await snapshot();
+    const pool = parseNetwork('127.1.0.0/16')!;
+    expect(first.lbs.map((lb) => lb.id)).toEqual(lbIds);
+    const vips = first.lbs.map((lb) => lb.address);
+    expect(new Set(vips).size).toBe(lbIds.length);
+    for (const lb of first.lbs) {
+      expect(networkContains(pool, parseIp(lb.address)!)).toBe(true);
+      expect(lb.addressPoolId).toMatch(/^pool-/);
+    }
+    const portOf = new Map(first.ports.map((p) => [p.id, p.port]));
+    const l7 = httpIds.map((lsn) => portOf.get(lsn));
+    expect(new Set(l7).size).toBe(httpIds.length);
+    for (const port of l7) {
+      expect(port).toBeGreaterThanOrEqual(L7_PORT_BASE);
+      expect(port).toBeLessThan(L7_PORT_BASE + L7_PORT_RANGE);
+    }
+    for (const lsn of tcpIds) expect(portOf.get(lsn)).toBeNull();
 
-  // Idempotent: a second start moves nothing.
-  expect(await snapshot()).toEqual(first);
-});
+    // Idempotent: a second start moves nothing.
+    expect(await snapshot()).toEqual(first);
+  },
+);
 
-it("gives every VIP from before address_offset (migrations/0015) its place in its pool, so the next create's is free", async () => {
-  const appDir = join(dir, 'offsets');
-  let t = await makeApp(appDir);
-  const { token } = await newTenant(t.app);
-  const created: string[] = [];
-  for (let i = 0; i < 4; i++) {
-    created.push((await call(t.app, token, 'POST', '/v1/load-balancers', { name: `lb-${i}` })).body.address);
-  }
-  expect(created).toEqual(['127.1.0.1', '127.1.0.2', '127.1.0.3', '127.1.0.4']);
-  const stored = () =>
-    t.app.store.sqlite.prepare('SELECT address, address_offset AS o FROM load_balancers ORDER BY id').all();
-  const before = stored();
-  // As a database migrated to 0015 from 0014 has them: VIPs without their offsets.
-  t.app.store.sqlite.exec('UPDATE load_balancers SET address_offset = NULL');
-  await t.app.close();
+it.skipIf(SQLITE_ONLY)(
+  "gives every VIP from before address_offset (migrations/0015) its place in its pool, so the next create's is free",
+  async () => {
+    const appDir = join(dir, 'offsets');
+    let t = await makeApp(appDir);
+    const { token } = await newTenant(t.app);
+    const created: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      created.push((await call(t.app, token, 'POST', '/v1/load-balancers', { name: `lb-${i}` })).body.address);
+    }
+    expect(created).toEqual(['127.1.0.1', '127.1.0.2', '127.1.0.3', '127.1.0.4']);
+    const stored = () =>
+      t.app.store.sqlite.prepare('SELECT address, address_offset AS o FROM load_balancers ORDER BY id').all();
+    const before = stored();
+    // As a database migrated to 0015 from 0014 has them: VIPs without their offsets.
+    t.app.store.sqlite.exec('UPDATE load_balancers SET address_offset = NULL');
+    await t.app.close();
 
-  t = await makeApp(appDir);
-  try {
-    expect(stored()).toEqual(before);
-    const next = await call(t.app, token, 'POST', '/v1/load-balancers', { name: 'next' });
-    expect(next.body.address).toBe('127.1.0.5');
-  } finally {
-    await t.close();
-  }
-});
+    t = await makeApp(appDir);
+    try {
+      expect(stored()).toEqual(before);
+      const next = await call(t.app, token, 'POST', '/v1/load-balancers', { name: 'next' });
+      expect(next.body.address).toBe('127.1.0.5');
+    } finally {
+      await t.close();
+    }
+  },
+);

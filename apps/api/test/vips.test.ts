@@ -1,4 +1,5 @@
 import dnsPacket from 'dns-packet';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { answer } from '../src/dns/responder.js';
 import {
@@ -9,6 +10,7 @@ import {
   makeCertificate,
   newLoadBalancer,
   newTenant,
+  storedRows,
   type TestApp,
 } from './helpers.js';
 
@@ -180,14 +182,14 @@ describe('the lowest free VIP, from counts and the pool index (issue #22)', () =
   afterAll(() => t.close());
 
   /** address → address_offset, as stored. */
-  const offsets = () =>
+  const offsets = async () =>
     Object.fromEntries(
       (
-        t.app.store.sqlite.prepare('SELECT address, address_offset AS o FROM load_balancers').all() as {
-          address: string;
-          o: number;
-        }[]
-      ).map((r) => [r.address, r.o]),
+        await storedRows<{ address: string; o: number }>(
+          t.app,
+          sql`SELECT address, address_offset AS o FROM load_balancers`,
+        )
+      ).map((r) => [r.address, Number(r.o)]),
     );
   const addresses = async (token: string, n: number) => {
     const got: string[] = [];
@@ -212,14 +214,14 @@ describe('the lowest free VIP, from counts and the pool index (issue #22)', () =
     }
     expect(await addresses(token, 3)).toEqual(['10.8.0.2', '10.8.0.4', '10.8.0.7']);
     // Each VIP's place in its pool is stored with it: what the allocator counts and orders.
-    expect(offsets()).toMatchObject({ '10.8.0.1': 0, '10.8.0.2': 1, '10.8.0.7': 6 });
+    expect(await offsets()).toMatchObject({ '10.8.0.1': 0, '10.8.0.2': 1, '10.8.0.7': 6 });
   });
 
   it('an address asked for by name above the others leaves a gap that later creates fill', async () => {
     const { token } = await newTenant(t.app);
     const named = await createLb(t, token, { address: '10.8.0.200' });
     expect(named.status).toBe(201);
-    expect(offsets()['10.8.0.200']).toBe(199);
+    expect((await offsets())['10.8.0.200']).toBe(199);
     expect(await addresses(token, 2)).toEqual(['10.8.0.8', '10.8.0.9']);
   });
 
@@ -229,12 +231,18 @@ describe('the lowest free VIP, from counts and the pool index (issue #22)', () =
     const pools = (await call(t.app, ADMIN_TOKEN, 'GET', '/v1/address-pools')).body.items;
     const [first, second] = pools.map((p: { id: string }) => p.id);
     // A hold within the taken run: 10.8.0.10 is the lowest free address but held, until far in the future.
-    t.app.store.sqlite
-      .prepare('INSERT INTO address_holds (address, pool_id, tenant_id, hold_until) VALUES (?, ?, ?, ?)')
-      .run('10.8.0.10', first, 'tnt-someone-else', '2999-01-01T00:00:00.000Z');
+    const { t: tables } = t.app.data;
+    await t.app.data.write((q) =>
+      q.insert(tables.addressHolds).values({
+        address: '10.8.0.10',
+        poolId: first,
+        tenantId: 'tnt-someone-else',
+        holdUntil: '2999-01-01T00:00:00.000Z',
+      }),
+    );
     expect(await addresses(token, 2)).toEqual(['10.8.0.11', '10.8.0.12']);
     // Fill the rest of the /24 (offsets up to 253, 10.8.0.200 and the hold taken) and spill into the /30.
-    const left = 254 - Object.keys(offsets()).length - 1;
+    const left = 254 - Object.keys(await offsets()).length - 1;
     const filled = await addresses(token, left);
     expect(filled.at(-1)).toBe('10.8.0.254');
     expect(new Set(filled).size).toBe(left);

@@ -12,7 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type WebSocket from 'ws';
 import type { EventSink } from '../events/store.js';
 import { OFFLINE_AFTER_MS } from '../services/nodes.js';
-import { type Clock, systemClock } from './clock.js';
+import { type Clock, systemClock, type Timer } from './clock.js';
 import { CompileCache, type ControlWork } from './compile-cache.js';
 import { ConfigDelivery, type Fleet } from './config-delivery.js';
 import { FleetPlacement } from './fleet-placement.js';
@@ -37,6 +37,9 @@ import { SessionReports } from './session-reports.js';
 
 export type { LbRuntime } from './lb-runtime.js';
 export { REJOIN_GRACE_MS } from './node-rejoin.js';
+
+/** How often replicas read the whole fleet again, for another replica's write whose signal was lost. */
+export const FLEET_RESCAN_MS = 30_000;
 
 /** More LBs than this moved by one recompile (a node come or gone): every node gets a full diff. */
 const MOVED_FOR_FULL_DIFF = 32;
@@ -104,6 +107,7 @@ export class ControlHub {
   /** The L7 pool of the last recompile (JSON), which the liveness tick compares the current one with. */
   private compiledL7Pool = '';
   private closed = false;
+  private rescan: Timer | null = null;
   private readonly reports: SessionReports;
   /** LBs compiled and diffed since the start (see ControlWork). */
   readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 };
@@ -189,6 +193,7 @@ export class ControlHub {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.rescan?.cancel();
     this.liveness.stop();
     this.rejoin.stop();
     this.l4Rejoin.stop();
@@ -209,6 +214,15 @@ export class ControlHub {
       this.pending = false;
       if (!this.closed) this.recompileSoon();
     });
+  }
+
+  /**
+   * Reads the whole fleet again every `ms` (another replica's writes, when their signal was lost): only LBs
+   * whose configVersion moved are compiled, and nodes are sent only what changed.
+   */
+  rescanEvery(ms: number): void {
+    this.rescan?.cancel();
+    this.rescan = this.clock.setInterval(() => this.changed(), ms);
   }
 
   /** A health report changed a listener's backends: its LB must be compiled again. */

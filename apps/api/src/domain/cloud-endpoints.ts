@@ -12,6 +12,8 @@ export interface CloudEndpointConfig {
   /** The DNS responder's port (same host as the API); 0 when the OS picks it. */
   dnsPort: number;
   redisUrl: string;
+  /** PostgreSQL, when the API runs on it (SLB_DATABASE_URL). */
+  databaseUrl?: string;
   /** Addresses a host name resolved to (the Redis host, when it is a name); the caller does the I/O. */
   resolved?: ReadonlyMap<string, readonly string[]>;
 }
@@ -29,13 +31,16 @@ function addressesOf(host: string, resolved: ReadonlyMap<string, readonly string
 }
 
 /** Host names among the endpoints that the caller must resolve (and pass back as `resolved`). */
-export function endpointHostNames(config: Pick<CloudEndpointConfig, 'redisUrl'>): string[] {
-  const host = new URL(config.redisUrl).hostname;
-  const bare = host.startsWith('[') ? host.slice(1, -1) : host;
-  return isIP(bare) === 0 && bare !== 'localhost' && bare !== '' ? [bare] : [];
+export function endpointHostNames(config: Pick<CloudEndpointConfig, 'redisUrl' | 'databaseUrl'>): string[] {
+  const urls = [config.redisUrl, ...(config.databaseUrl === undefined ? [] : [config.databaseUrl])];
+  return urls.flatMap((url) => {
+    const host = new URL(url).hostname;
+    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+    return isIP(bare) === 0 && bare !== 'localhost' && bare !== '' ? [bare] : [];
+  });
 }
 
-/** Deny entries (`ADDRESS:PORT`, `[ADDRESS]:PORT`) for the API, its DNS responder and Redis. */
+/** Deny entries (`ADDRESS:PORT`, `[ADDRESS]:PORT`) for the API, its DNS responder, Redis and PostgreSQL. */
 export function cloudEndpointDeny(config: CloudEndpointConfig): string[] {
   const out: string[] = [];
   for (const address of addressesOf(config.host, config.resolved)) {
@@ -45,5 +50,10 @@ export function cloudEndpointDeny(config: CloudEndpointConfig): string[] {
   const redis = new URL(config.redisUrl);
   const redisPort = redis.port === '' ? 6379 : Number(redis.port);
   for (const address of addressesOf(redis.hostname, config.resolved)) out.push(hostPort(address, redisPort));
+  if (config.databaseUrl !== undefined) {
+    const pg = new URL(config.databaseUrl);
+    const pgPort = pg.port === '' ? 5432 : Number(pg.port);
+    for (const address of addressesOf(pg.hostname, config.resolved)) out.push(hostPort(address, pgPort));
+  }
   return [...new Set(out)];
 }

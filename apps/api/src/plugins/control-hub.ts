@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { ControlHub } from '../control/hub.js';
+import { ControlHub, FLEET_RESCAN_MS } from '../control/hub.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,6 +10,8 @@ declare module 'fastify' {
 export interface ControlHubOptions {
   /** A node's joins and leaves are recorded at most once per this many ms (see ServingLog). Default 30,000. */
   nodeEventIntervalMs?: number;
+  /** On PostgreSQL, how often the whole fleet is read again for writes of other replicas missed. Default 30,000. */
+  rescanMs?: number;
 }
 
 /** The control hub: what the nodes serve, compiled from the database and pushed to them. */
@@ -23,6 +25,14 @@ export const controlHubPlugin = fp<ControlHubOptions>(
       nodeEventIntervalMs: options.nodeEventIntervalMs,
     });
     app.decorate('controlHub', hub);
+    const signals = app.clusterSignals;
+    if (signals) {
+      // Another replica's write: its LB (or the fleet) is read again here, for the nodes connected to this one.
+      signals.on('config-changed', (lbId) => hub.changed(lbId === '' ? undefined : lbId));
+    }
+    // Replicas (PostgreSQL): a signal lost while Redis was away is made good by reading the whole fleet again now
+    // and then (configVersions compared; only what changed is compiled and sent).
+    if (app.data.dialect === 'postgres') hub.rescanEvery(options.rescanMs ?? FLEET_RESCAN_MS);
     // Whatever the hub still has running (a recompile, a node's row) ends before the database closes.
     app.addHook('onClose', async () => {
       hub.close();
@@ -32,5 +42,5 @@ export const controlHubPlugin = fp<ControlHubOptions>(
     // never share keys.
     hub.setSessionSyncPrefix(app.namespace.sessionSyncPrefix);
   },
-  { name: 'control-hub', dependencies: ['database', 'event-store'] },
+  { name: 'control-hub', dependencies: ['database', 'event-store', 'cluster-duties'] },
 );

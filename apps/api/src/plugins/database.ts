@@ -1,5 +1,7 @@
 import { ensureClusterId, type OpenDatabase, openDatabase, runMigrations, type Store, sqliteStore } from '@slb/db';
+import { openPgStore } from '@slb/db/pg';
 import { type DeploymentNamespace, namespaceWithOverrides } from '@slb/model';
+import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
 import { loadSecretKeys } from '../secrets/key-source.js';
 import { reencryptCertificateKeys } from '../secrets/reencrypt.js';
@@ -8,11 +10,12 @@ import { bootstrapAdmin } from '../services/auth.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    store: OpenDatabase;
     /**
-     * The same database as an async store (issue 23): the services moved onto it run unchanged on
-     * PostgreSQL; the rest still use `store`'s synchronous connection.
+     * The SQLite connection itself, for what only SQLite has (tests that inspect the file). On PostgreSQL
+     * reading it throws: everything else goes through `data`.
      */
+    store: OpenDatabase;
+    /** The database, SQLite or PostgreSQL: every query of the API goes through it. */
     data: Store;
     /** Seals and opens secrets at rest (certificates' private keys). */
     secretBox: SecretBox;
@@ -24,7 +27,9 @@ declare module 'fastify' {
 export interface DatabaseOptions {
   /** SQLite file; ':memory:' for throwaway instances (tests, OpenAPI generation). */
   dbPath: string;
-  /** Default: the migrations shipped with @slb/db. */
+  /** PostgreSQL in place of the SQLite file (several API replicas share it); migrated at start. */
+  databaseUrl?: string;
+  /** Default: the migrations shipped with @slb/db (SQLite's). */
   migrationsFolder?: string;
   /** AES-256-GCM keys (the first encrypts, all decrypt); default: `secret-key` beside the database. */
   secretKeys?: Buffer[];
@@ -35,41 +40,80 @@ export interface DatabaseOptions {
   namespaceOverrides?: { healthQueue?: string; healthKeyPrefix?: string; sessionSyncPrefix?: string };
 }
 
+interface OpenedDatabase {
+  data: Store;
+  /** The SQLite connection; null on PostgreSQL. */
+  sqlite: OpenDatabase | null;
+  /** Rewrites what clear text (or text under an old key) the file may still hold in free pages. */
+  compact(): void;
+}
+
+/** The database the options name, migrated. */
+async function openMigrated(options: DatabaseOptions, log: FastifyBaseLogger): Promise<OpenedDatabase> {
+  if (options.databaseUrl !== undefined) {
+    const data = await openPgStore(options.databaseUrl, { migrate: true });
+    log.info({ engine: 'postgres', applied: data.migrated }, 'database migrations checked');
+    // PostgreSQL's VACUUM does not rewrite live pages either; old tuples are its own to reclaim.
+    return { data, sqlite: null, compact: () => {} };
+  }
+  const sqlite = openDatabase(options.dbPath);
+  try {
+    const applied = runMigrations(sqlite.db, sqlite.sqlite, options.migrationsFolder);
+    log.info({ engine: 'sqlite', applied }, 'database migrations checked');
+  } catch (err) {
+    sqlite.close();
+    throw err;
+  }
+  return {
+    data: sqliteStore(sqlite),
+    sqlite,
+    compact: () => {
+      // The clear (or old-key) text stays in free pages and the WAL until rewritten: rewrite them now.
+      sqlite.sqlite.exec('VACUUM');
+      sqlite.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+    },
+  };
+}
+
 /**
  * The database, migrated, with its secrets under the current key and a bootstrap admin; closed last, as
  * this plugin is registered first (onClose hooks run in reverse order).
  */
 export const databasePlugin = fp<DatabaseOptions>(
   async (app, options) => {
-    const store = openDatabase(options.dbPath);
-    const data = sqliteStore(store);
+    const opened = await openMigrated(options, app.log);
+    const { data } = opened;
     let generatedToken: string | null;
     let box: SecretBox;
     let namespace: DeploymentNamespace;
     try {
-      const applied = runMigrations(store.db, store.sqlite, options.migrationsFolder);
-      app.log.info({ applied }, 'database migrations checked');
       box = new SecretBox(options.secretKeys ?? loadSecretKeys({ dbPath: options.dbPath }).keys);
       const reencrypted = await reencryptCertificateKeys(data, box);
       if (reencrypted > 0) {
-        // The clear (or old-key) text stays in free pages and the WAL until rewritten: rewrite them now.
-        store.sqlite.exec('VACUUM');
-        store.sqlite.pragma('wal_checkpoint(TRUNCATE)');
+        opened.compact();
         app.log.info({ certificates: reencrypted }, 'private keys encrypted under the current key');
       }
       ({ generatedToken } = await bootstrapAdmin(data, options.adminToken));
       namespace = namespaceWithOverrides(await ensureClusterId(data), options.namespaceOverrides ?? {});
     } catch (err) {
-      store.close();
+      await data.close();
       throw err;
     }
     if (generatedToken) options.onAdminTokenGenerated?.(generatedToken);
     app.log.info(namespace, 'deployment namespace');
-    app.decorate('store', store);
+    const { sqlite } = opened;
+    if (sqlite) app.decorate('store', sqlite);
+    else {
+      app.decorate('store', {
+        getter(): OpenDatabase {
+          throw new Error('app.store is the SQLite connection, and this API runs on PostgreSQL: use app.data');
+        },
+      });
+    }
     app.decorate('data', data);
     app.decorate('secretBox', box);
     app.decorate('namespace', namespace);
-    app.addHook('onClose', async () => store.close());
+    app.addHook('onClose', async () => data.close());
   },
   { name: 'database' },
 );

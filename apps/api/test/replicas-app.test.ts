@@ -1,0 +1,157 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { until } from '@slb/test-support/fleet';
+import { createTestPgDatabase, pgReachable, type TestPgDatabase } from '@slb/test-support/pg-database';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { connectFake, type FakeNode, heldListeners } from './fake-node.js';
+import { ADMIN_TOKEN, call, LOCAL_BACKEND_POLICY, makeCertificate, newTenant, type TestApp } from './helpers.js';
+
+// Two API replicas on one PostgreSQL and one Redis (issue 23), as two apps in this process: any replica answers
+// any call, and a write on one reaches the nodes connected to the other.
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const reachable = await pgReachable('apps/api/test/replicas-app.test.ts');
+
+let database: TestPgDatabase;
+const dir = mkdtempSync(join(tmpdir(), 'slb-replicas-'));
+/** One key for both: each opens the private keys the other sealed. */
+const secretKeys = [randomBytes(32)];
+let a: TestApp;
+let b: TestApp;
+
+async function replica(name: string): Promise<TestApp> {
+  const app: FastifyInstance = await buildApp({
+    dbPath: join(dir, `${name}.db`), // unused on PostgreSQL
+    databaseUrl: database.url,
+    secretKeys,
+    adminToken: ADMIN_TOKEN,
+    backendPolicy: LOCAL_BACKEND_POLICY,
+    redisUrl: REDIS_URL,
+    lease: { ttlMs: 2_000, holderId: `replica-${name}` },
+  });
+  await app.ready();
+  return { app, dir, dbPath: '', close: () => app.close() };
+}
+
+beforeAll(async () => {
+  if (!reachable) return;
+  database = await createTestPgDatabase();
+  a = await replica('a');
+  b = await replica('b');
+});
+
+afterAll(async () => {
+  if (!reachable) return;
+  const ns = a.app.namespace;
+  await b?.close();
+  await a?.close();
+  await deleteRedisKeys(REDIS_URL, [`${ns.clusterId}:*`, `${ns.healthKeyPrefix}:*`, `bull:${ns.healthQueue}:*`]);
+  await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The listeners a node holds, as ids. */
+const held = (node: FakeNode) => [...heldListeners(node).keys()].sort();
+
+describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
+  it('share one deployment: the cluster id, the admin token, a tenant token made on the other', async () => {
+    expect(b.app.namespace).toEqual(a.app.namespace);
+    const { token } = await newTenant(a.app);
+    expect((await call(b.app, token, 'GET', '/v1/load-balancers')).status).toBe(200);
+  });
+
+  it('answers any call on either: a create on one is read, changed and deleted on the other', async () => {
+    const { token } = await newTenant(a.app);
+    const created = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'x' });
+    expect(created.status).toBe(201);
+    const read = await call(b.app, token, 'GET', `/v1/load-balancers/${created.body.id}`);
+    expect(read.body).toMatchObject({ id: created.body.id, address: created.body.address });
+    const etag = read.headers.etag as string;
+    const patched = await call(
+      b.app,
+      token,
+      'PATCH',
+      `/v1/load-balancers/${created.body.id}`,
+      { name: 'y' },
+      {
+        'if-match': etag,
+      },
+    );
+    expect(patched.status).toBe(200);
+    // The first replica's view of the ETag is the same row's: the stale one is refused there too.
+    const stale = await call(a.app, token, 'DELETE', `/v1/load-balancers/${created.body.id}`, undefined, {
+      'if-match': etag,
+    });
+    expect(stale.status).toBe(412);
+    expect((await call(a.app, token, 'DELETE', `/v1/load-balancers/${created.body.id}`)).status).toBe(204);
+    expect((await call(b.app, token, 'GET', `/v1/load-balancers/${created.body.id}`)).status).toBe(404);
+  });
+
+  it('creates once for an Idempotency-Key sent to both at the same time, and replays it on each', async () => {
+    const { token } = await newTenant(a.app);
+    const key = { 'idempotency-key': `k-${randomBytes(6).toString('hex')}` };
+    const [one, two] = await Promise.all([
+      call(a.app, token, 'POST', '/v1/load-balancers', { name: 'once' }, key),
+      call(b.app, token, 'POST', '/v1/load-balancers', { name: 'once' }, key),
+    ]);
+    expect([one.status, two.status]).toEqual([201, 201]);
+    expect(two.body.id).toBe(one.body.id);
+    const list = await call(a.app, token, 'GET', '/v1/load-balancers');
+    expect(list.body.items.map((lb: { id: string }) => lb.id)).toEqual([one.body.id]);
+  });
+
+  it('gives concurrent creates on both replicas distinct VIPs', async () => {
+    const { token } = await newTenant(a.app);
+    const creates = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        call(i % 2 === 0 ? a.app : b.app, token, 'POST', '/v1/load-balancers', { name: `lb-${i}` }),
+      ),
+    );
+    expect(creates.map((c) => c.status)).toEqual(Array(8).fill(201));
+    expect(new Set(creates.map((c) => c.body.address)).size).toBe(8);
+  });
+
+  it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {
+    // Registered on A, connected to B.
+    const node = async (kind: 'l4' | 'l7', address: string) => {
+      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind, address });
+      const identity = { nodeId: created.body.id as string, kind, address };
+      return connectFake(b, identity, identity);
+    };
+    const l4 = await node('l4', '127.0.0.61');
+    const l7 = await node('l7', '127.0.0.62');
+    const { token } = await newTenant(a.app);
+    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'served' });
+    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
+      name: 'g',
+      servers: [{ address: '127.0.0.63', port: 9000 }],
+    });
+    const pem = makeCertificate('replicas.example');
+    const cert = await call(a.app, token, 'POST', '/v1/certificates', { name: 'c', ...pem });
+    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'tcp',
+      port: 7301,
+      serverGroupId: sg.body.id,
+    });
+    const https = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'https',
+      port: 7443,
+      serverGroupId: sg.body.id,
+      certificateId: cert.body.id,
+    });
+    expect([tcp.status, https.status]).toEqual([201, 201]);
+    // Written on A; B's nodes hear of it through A's signal, well before B's fleet rescan (30 s).
+    await until('the L4 node on B holding both listeners', () => held(l4).length === 2, 3_000);
+    expect(held(l4)).toEqual([tcp.body.id, https.body.id].sort());
+    await until('the L7 node on B holding the HTTPS listener', () => held(l7).includes(https.body.id), 3_000);
+    expect(JSON.stringify(l7.sent)).toContain(pem.privateKey.split('\n')[1]);
+    // And a delete on A takes it away there too.
+    await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}/listeners/${tcp.body.id}`);
+    await until('the L4 node on B without the TCP listener', () => !held(l4).includes(tcp.body.id), 3_000);
+  });
+});
