@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path';
 
 const TIERS = ['unit', 'integration', 'e2e'];
 // Not a tier of test/tiers.ts: the unit and integration tiers' API tests again, on PostgreSQL; before e2e.
-const RUNS = ['unit', 'integration', 'postgres', 'e2e'];
+const RUNS = [...TIERS.slice(0, 2), 'postgres', ...TIERS.slice(2)];
 const SUMMARY = /^(\d+) passed, (\d+) failed, (\d+) skipped$/m;
 // The summary reporter's line per failed test; repeated at the very end, where CI's tail of the output sees it.
 const FAILURE = 'failed: ';
