@@ -2,6 +2,8 @@
 // The whole local cloud as processes on loopback: API, health workers, L4 and L7 nodes (scripts/topology.mjs).
 //   npm run local-cloud              builds, starts everything, prints the API URL and admin token
 //   npm run local-cloud -- --demo    also starts three demo backends and an LB in front of them
+//   npm run local-cloud -- --ha      two API replicas on PostgreSQL (SLB_DATABASE_URL, or a database of the
+//                                    local cloud's own on the PostgreSQL at 127.0.0.1:5432)
 // Ctrl-C stops everything. A crashed process is restarted with backoff; `--no-restart` (or SLB_NO_RESTART=1)
 // leaves it down instead, for tests that kill a process and watch the rest of the cloud react.
 // No path leaves a child behind: a taken port stops the start before anything runs (scripts/port-holders.mjs);
@@ -28,6 +30,7 @@ if (process.argv.includes('--build')) {
 }
 const dataDir = process.env.SLB_DATA_DIR ?? `${root}/data`;
 const demo = process.argv.includes('--demo');
+const ha = process.argv.includes('--ha');
 const noRestart = process.argv.includes('--no-restart') || process.env.SLB_NO_RESTART === '1';
 mkdirSync(dataDir, { recursive: true });
 const started = Date.now();
@@ -163,6 +166,43 @@ setInterval(() => {
   if (process.ppid !== startedBy) void stop(1);
 }, 200).unref();
 
+/**
+ * --ha's PostgreSQL: SLB_DATABASE_URL as given, or a database of the local cloud's own (created once) on the
+ * PostgreSQL at 127.0.0.1:5432 (PGUSER, default postgres); otherwise how to get one.
+ */
+async function haDatabase() {
+  if (process.env.SLB_DATABASE_URL) return process.env.SLB_DATABASE_URL;
+  if (!(await canConnect('127.0.0.1', 5432))) {
+    say('--ha runs two API replicas on PostgreSQL, and none answers at 127.0.0.1:5432.');
+    say('set SLB_DATABASE_URL=postgres://user:password@host:5432/db, or install one');
+    say(
+      '(Debian/Ubuntu: apt-get install postgresql; docker: docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust postgres:15)',
+    );
+    process.exit(1);
+  }
+  const { default: pg } = await import('pg');
+  const admin = `postgres://${process.env.PGUSER ?? 'postgres'}@127.0.0.1:5432/postgres`;
+  const client = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = 'slb_local_cloud'");
+    if (found.rowCount === 0) {
+      await client.query('CREATE DATABASE slb_local_cloud');
+      say('created the database slb_local_cloud on the PostgreSQL at 127.0.0.1:5432');
+    }
+  } catch (err) {
+    say(`--ha: cannot use the PostgreSQL at 127.0.0.1:5432 as ${admin} (${err.message});`);
+    say('set SLB_DATABASE_URL to a database the API may migrate, or PGUSER to a user that may create one');
+    process.exit(1);
+  } finally {
+    await client.end().catch(() => {});
+  }
+  return admin.replace(/\/postgres$/, '/slb_local_cloud');
+}
+
+/** A URL with its password masked, for what is printed. */
+const maskedUrl = (url) => url.replace(/:[^:@/]*@/, ':***@');
+
 const apiHost = process.env.HOST ?? '127.0.0.1';
 const apiPort = Number(process.env.PORT ?? 8080);
 const dnsPort = Number(process.env.SLB_DNS_PORT ?? 8053);
@@ -170,6 +210,14 @@ const adminToken = secret('admin-token', process.env.SLB_ADMIN_TOKEN);
 // The key TLS private keys are encrypted with in the database (AES-256-GCM, 32 random bytes in base64).
 secret('secret-key', undefined, () => randomBytes(32).toString('base64'));
 const apiUrl = `http://${apiHost}:${apiPort}`;
+// --ha: the second replica on the next ports (SLB_API_2_PORT, SLB_API_2_DNS_PORT choose others).
+const replica = ha
+  ? {
+      port: Number(process.env.SLB_API_2_PORT ?? apiPort + 1),
+      dnsPort: Number(process.env.SLB_API_2_DNS_PORT ?? dnsPort + 1),
+    }
+  : undefined;
+const databaseUrl = ha ? await haDatabase() : undefined;
 const list = (v) => (v ? v.split(',').map((a) => a.trim()) : undefined);
 const l4Addresses = list(process.env.SLB_L4_ADDRESSES) ?? L4_ADDRESSES;
 const l7Addresses = list(process.env.SLB_L7_ADDRESSES) ?? L7_ADDRESSES;
@@ -188,6 +236,8 @@ const services = localCloudServices({
   healthKeyPrefix: process.env.SLB_HEALTH_KEY_PREFIX,
   syncPrefix: process.env.SLB_SESSION_SYNC_PREFIX,
   addressPools: process.env.SLB_ADDRESS_POOLS,
+  databaseUrl,
+  replica,
 });
 const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
 // The demo's backends: 9001-9003, or SLB_DEMO_PORTS (comma-separated) when those are taken.
@@ -199,6 +249,13 @@ const bindings = [
   { host: apiHost, port: apiPort, protocol: 'tcp', what: 'API' },
   { host: apiHost, port: dnsPort, protocol: 'tcp', what: 'DNS' },
   { host: apiHost, port: dnsPort, protocol: 'udp', what: 'DNS' },
+  ...(replica
+    ? [
+        { host: apiHost, port: replica.port, protocol: 'tcp', what: 'API replica 2' },
+        { host: apiHost, port: replica.dnsPort, protocol: 'tcp', what: 'DNS of API replica 2' },
+        { host: apiHost, port: replica.dnsPort, protocol: 'udp', what: 'DNS of API replica 2' },
+      ]
+    : []),
   ...services
     .filter((s) => s.env.SLB_METRICS_PORT)
     .map((s) => ({
@@ -271,19 +328,24 @@ if (!(await canConnect(redis.hostname, Number(redis.port || 6379)))) {
 for (const s of services) if (s.env.REDIS_URL) s.env.REDIS_URL = redisUrl;
 
 // The API first, with a nonce it echoes on /healthz: readiness must come from this API, not from another
-// process (an earlier local cloud's orphan) answering on the same port.
-const instance = randomUUID();
-const apiService = services.find((s) => s.kind === 'api');
-if (apiService)
-  supervise(apiService.name, process.execPath, [apiService.script], { ...apiService.env, SLB_INSTANCE_ID: instance });
-const ourApi = () =>
-  fetch(`${apiUrl}/healthz`).then(
+// process (an earlier local cloud's orphan) answering on the same port. With --ha, the second replica once
+// the first has migrated the database.
+const instances = new Map();
+const answers = (url, instance) =>
+  fetch(`${url}/healthz`).then(
     (r) => r.ok && r.headers.get('slb-instance') === instance,
     () => false,
   );
-for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; await sleep(100)) {
-  if (await ourApi()) break;
+for (const apiService of services.filter((s) => s.kind === 'api')) {
+  const instance = `${apiService.name}-${randomUUID()}`;
+  const url = `http://${apiHost}:${apiService.env.PORT}`;
+  instances.set(url, instance);
+  supervise(apiService.name, process.execPath, [apiService.script], { ...apiService.env, SLB_INSTANCE_ID: instance });
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline && !stopping; await sleep(100)) {
+    if (await answers(url, instance)) break;
+  }
 }
+const ourApi = () => answers(apiUrl, instances.get(apiUrl));
 // The workers after it, so their first connections find it.
 for (const s of services.filter((s) => s.kind === 'health-worker'))
   supervise(s.name, process.execPath, [s.script], s.env);
@@ -398,6 +460,9 @@ process.stdout.write(
     '',
     `local cloud ready in ${readyIn} s`,
     `  API           ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json)`,
+    replica
+      ? `  API replica   http://${apiHost}:${replica.port}   DNS 127.0.0.1:${replica.dnsPort}   both on PostgreSQL ${maskedUrl(databaseUrl)}`
+      : '',
     `  console       ${apiUrl}/console/   (in a browser; sign in with the admin token)`,
     `  admin token   ${adminToken}   (also in ${dataDir}/admin-token)`,
     `  DNS           127.0.0.1:${dnsPort} (UDP and TCP), zone slb.internal`,

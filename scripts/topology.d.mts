@@ -21,6 +21,11 @@ export interface LocalCloudConfig {
   healthQueue?: string;
   healthKeyPrefix?: string;
   syncPrefix?: string;
+  addressPools?: string | string[];
+  /** The API on PostgreSQL (SLB_DATABASE_URL). */
+  databaseUrl?: string;
+  /** A second API replica (`api-2`) on that database, on these ports; listed for every node and worker. */
+  replica?: { port: number; dnsPort: number };
 }
 
 export interface LocalCloudService {

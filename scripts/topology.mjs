@@ -29,11 +29,14 @@ export const LOCAL_BACKEND_NETWORKS = [
  *           redisUrl: string, adminToken: string,
  *           l4Addresses?: string[], l7Addresses?: string[], metricsPortBase?: number,
  *           healthQueue?: string, healthKeyPrefix?: string, syncPrefix?: string,
- *           addressPools?: string | string[] }} c
+ *           addressPools?: string | string[], databaseUrl?: string,
+ *           replica?: { port: number, dnsPort: number } }} c
+ * `databaseUrl`: the API on PostgreSQL; with `replica`, a second API (`api-2`) on it, listed for every node and
+ * worker after the first (`npm run local-cloud -- --ha`).
  * @returns {{ name: string, kind: 'api'|'health-worker'|'l4-node'|'l7-node', args?: string[], script: string, env: Record<string,string> }[]}
  */
 export function localCloudServices(c) {
-  const apiUrl = `http://${c.apiHost}:${c.apiPort}`;
+  const apiUrl = [c.apiPort, ...(c.replica ? [c.replica.port] : [])].map((p) => `http://${c.apiHost}:${p}`).join(',');
   const metricsBase = c.metricsPortBase ?? 9110;
   // Optional isolation knobs (tests run a local cloud beside others on one machine); unset means the defaults.
   const health = {
@@ -62,9 +65,19 @@ export function localCloudServices(c) {
         // The VIP pools LBs get their addresses from (unset: the API's default, 127.1.0.0/16).
         ...pools,
         ...health,
+        ...(c.databaseUrl ? { SLB_DATABASE_URL: c.databaseUrl } : {}),
       },
     },
   ];
+  if (c.replica) {
+    const { env } = services[0];
+    services.push({
+      name: 'api-2',
+      kind: 'api',
+      script: services[0].script,
+      env: { ...env, PORT: String(c.replica.port), SLB_DNS_PORT: String(c.replica.dnsPort) },
+    });
+  }
   for (let i = 1; i <= HEALTH_WORKERS; i++) {
     services.push({
       name: `health-worker-${i}`,
@@ -101,8 +114,16 @@ export function localCloudServices(c) {
   // The metrics ports share 127.0.0.1 with the backends: the API cannot see them, so they are listed for it;
   // the health workers get them and the API's own endpoints (they deny their Redis by themselves).
   const metricsDeny = services.filter((s) => s.env.SLB_METRICS_PORT).map((s) => `127.0.0.1:${s.env.SLB_METRICS_PORT}`);
-  services[0].env.SLB_BACKEND_DENY = metricsDeny.join(',');
-  const workerDeny = [`${c.apiHost}:${c.apiPort}`, `${c.apiHost}:${c.dnsPort}`, ...metricsDeny].join(',');
+  const apis = services.filter((s) => s.kind === 'api');
+  // Each API denies the others' endpoints (its own it finds by itself).
+  for (const a of apis) {
+    const others = apis
+      .filter((o) => o !== a)
+      .flatMap((o) => [`${c.apiHost}:${o.env.PORT}`, `${c.apiHost}:${o.env.SLB_DNS_PORT}`]);
+    a.env.SLB_BACKEND_DENY = [...others, ...metricsDeny].join(',');
+  }
+  const apiEndpoints = apis.flatMap((a) => [`${c.apiHost}:${a.env.PORT}`, `${c.apiHost}:${a.env.SLB_DNS_PORT}`]);
+  const workerDeny = [...apiEndpoints, ...metricsDeny].join(',');
   for (const s of services) if (s.kind === 'health-worker') s.env.SLB_BACKEND_DENY = workerDeny;
   return services;
 }

@@ -34,6 +34,7 @@ interface Service {
   network_mode?: string;
   sysctls?: Record<string, string | number>;
   cap_add?: string[];
+  profiles?: string[];
 }
 interface Compose {
   services: Record<string, Service>;
@@ -136,9 +137,11 @@ describe('docker-compose.yml', () => {
     // nodes' VIP route sidecars (on loopback every 127.x address is local already).
     const extra = Object.keys(compose.services).filter((name) => !byName.has(name));
     expect(extra.sort()).toEqual([
+      'api-2',
       'demo-backend-1',
       'demo-backend-2',
       'demo-backend-3',
+      'postgres',
       'redis',
       'vip-route-1',
       'vip-route-2',
@@ -197,6 +200,39 @@ describe('docker-compose.yml', () => {
     }
     const addresses = Object.values(compose.services).map(ipv4).filter(Boolean);
     expect(new Set(addresses).size).toBe(addresses.length);
+  });
+
+  it('runs a second API replica on PostgreSQL under the ha profile, and nothing more without it', () => {
+    const { api, 'api-2': replica, postgres } = compose.services;
+    expect(replica!.profiles).toEqual(['ha']);
+    expect(postgres!.profiles).toEqual(['ha']);
+    for (const [name, s] of Object.entries(compose.services)) {
+      if (name !== 'api-2' && name !== 'postgres') expect(s.profiles, name).toBeUndefined();
+    }
+    // The same API, its own instance id; both on SLB_DATABASE_URL, which is unset (SQLite) unless the operator sets it.
+    const { SLB_INSTANCE_ID, ...shared } = env(replica!);
+    expect(SLB_INSTANCE_ID).toBe('api-2');
+    expect(shared).toEqual(env(api!));
+    expect(env(api!).SLB_DATABASE_URL).toBe('');
+    expect(commandOf(replica!)).toEqual(commandOf(api!));
+    // One secret key for both: the volume holding SLB_SECRET_KEY_FILE is the first replica's.
+    expect(replica!.volumes).toEqual(api!.volumes);
+    expect(mountPoints(replica!).some((m) => env(replica!).SLB_SECRET_KEY_FILE!.startsWith(`${m}/`))).toBe(true);
+    expect(replica!.depends_on).toHaveProperty('postgres');
+    expect(healthTest(postgres!)).toContain('pg_isready');
+    // What serves the cloud is never a backend: both APIs and PostgreSQL are denied on every process that checks.
+    for (const [name, s] of Object.entries(compose.services)) {
+      const deny = env(s).SLB_BACKEND_DENY;
+      if (deny === undefined) continue;
+      expect(deny.split(','), name).toEqual(
+        expect.arrayContaining([ipv4(api!), ipv4(replica!), `${ipv4(postgres!)}:5432`]),
+      );
+    }
+    // The nodes and workers take a list of replicas; by default the one API.
+    for (const s of topology.filter((t) => t.env.SLB_API_URL)) {
+      const raw = String(compose.services[s.name]!.environment?.SLB_API_URL);
+      expect(raw.match(/^\$\{SLB_API_URLS:-(.*)\}$/)?.[1], s.name).toBe('http://api:8080');
+    }
   });
 
   it('has a healthcheck on every service, and waits on healthy dependencies', () => {
