@@ -1,5 +1,5 @@
 import { SchemaTooNewError } from '@slb/db';
-import { openPgDatabase, runPgMigrations } from '@slb/db/pg';
+import { openPgDatabase, openPgStore, runPgMigrations } from '@slb/db/pg';
 import { createTestPgDatabase, pgReachable, type TestPgDatabase } from '@slb/test-support/pg-database';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -52,6 +52,19 @@ describe.skipIf(!reachable)('PostgreSQL migrations', () => {
       expect(await runPgMigrations(db), 'a second run applies nothing').toBe(0);
     } finally {
       await close();
+    }
+  });
+
+  it('migrates once when replicas start together on an empty database: one applies, the others wait and find it done', async () => {
+    database = await createTestPgDatabase();
+    const url = database.url;
+    const stores = await Promise.all([1, 2, 3].map(() => openPgStore(url, { max: 2 })));
+    try {
+      const applied = stores.map((s) => s.migrated).sort();
+      expect(applied.slice(0, 2)).toEqual([0, 0]);
+      expect(applied[2]).toBeGreaterThanOrEqual(1);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
     }
   });
 

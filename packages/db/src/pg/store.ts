@@ -22,6 +22,24 @@ export interface PgStoreOptions {
 }
 
 /**
+ * Migrates on one connection holding a session advisory lock: replicas started together on an empty database
+ * migrate one after the other (the second finds nothing left to apply), not both at once.
+ */
+async function migrateAlone(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock(hashtext('slb:migrations'))");
+    try {
+      return await runPgMigrations(drizzle(client, { schema: pgSchema }));
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtext('slb:migrations'))");
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
  * A store on PostgreSQL at `url`: a pool, reads on any connection, each write one transaction on one
  * connection (READ COMMITTED, PostgreSQL's default; what must not race locks its rows or relies on a key).
  */
@@ -36,7 +54,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   const db: PgDb = drizzle(pool, { schema: pgSchema });
   let migrated = 0;
   try {
-    if (options.migrate !== false) migrated = await runPgMigrations(db);
+    if (options.migrate !== false) migrated = await migrateAlone(pool);
   } catch (error) {
     await pool.end();
     throw error;
