@@ -50,11 +50,46 @@ export async function stopChild(child, signal = 'SIGTERM', graceMs = 5000) {
   clearTimeout(timer);
 }
 
+/** What to undo once every child is gone (a PostgreSQL database of the run's own). */
+const afterStop = [];
+
 /** Ends every child; Redis last, so the services do not spend their shutdown waiting for it. */
 export async function stopAllChildren() {
   const redis = [...children].filter((c) => c.spawnfile === 'redis-server');
   await Promise.all([...children].filter((c) => !redis.includes(c)).map((c) => stopChild(c, 'SIGTERM', 5000)));
   await Promise.all(redis.map((c) => stopChild(c, 'SIGTERM', 5000)));
+  for (const undo of afterStop.splice(0)) await undo().catch(() => undefined);
+}
+
+/** The PostgreSQL the tests use (SLB_TEST_PG_URL, as packages/test-support/src/pg-database.ts). */
+const PG_ADMIN_URL = process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function adminQuery(text) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Whether PostgreSQL answers (the --ha run needs it). */
+export const pgReachable = () =>
+  adminQuery('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+
+/** A database of the run's own, dropped once the run's processes are gone. */
+async function runDatabase() {
+  const name = `slb_chaos_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  await adminQuery(`CREATE DATABASE ${name}`);
+  afterStop.push(() => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 const redisPing = (port) =>
@@ -73,10 +108,12 @@ const redisPing = (port) =>
   });
 
 /**
- * @param {{ root: string, outDir: string, l4: string[], l7: string[], addressPools: string[] }} options
+ * @param {{ root: string, outDir: string, l4: string[], l7: string[], addressPools: string[], ha?: boolean }} options
  *   addressPools: where the API takes the load balancers' VIPs from, apart from every other cloud's
+ *   ha: two API replicas (api, api-2) on a PostgreSQL database of the run's own; the nodes, the workers and
+ *   the runner's own calls move to the other when one is down
  */
-export async function startCloud({ root, outDir, l4, l7, addressPools }) {
+export async function startCloud({ root, outDir, l4, l7, addressPools, ha = false }) {
   const logs = join(outDir, 'logs');
   const dataDir = join(outDir, 'data');
   mkdirSync(logs, { recursive: true });
@@ -88,6 +125,10 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
   const dnsPort = await stablePort(['127.0.0.1'], { udp: true }); // the DNS responder binds UDP and TCP
   const metricsBase = await stablePort(['127.0.0.1'], { offsets: [1, 2, 11, 12, 21, 22] });
   const adminToken = `chaos-admin-${randomUUID()}`;
+  const replica = ha
+    ? { port: await stablePort(), dnsPort: await stablePort(['127.0.0.1'], { udp: true }) }
+    : undefined;
+  const databaseUrl = ha ? await runDatabase() : undefined;
   const services = localCloudServices({
     root,
     dataDir,
@@ -103,7 +144,10 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
     healthQueue: id,
     healthKeyPrefix: `${id}:health`,
     syncPrefix: `${id}:sync`,
+    databaseUrl,
+    replica,
   });
+  const apiUrls = [apiPort, ...(replica ? [replica.port] : [])].map((port) => `http://127.0.0.1:${port}`);
   const byName = new Map(services.map((s) => [s.name, s]));
   const running = new Map();
   /** Join tokens of the nodes that must enroll (the first start); later starts use their saved credential. */
@@ -111,7 +155,16 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
   const isNode = (s) => s.kind === 'l4-node' || s.kind === 'l7-node';
 
   const cloud = {
-    apiUrl: `http://127.0.0.1:${apiPort}`,
+    apiUrl: apiUrls[0],
+    /** Every replica's URL (one unless `ha`), in the order calls try them. */
+    apiUrls: [...apiUrls],
+    /**
+     * Calls go to replica `i` first. An LB's status and per-node convergence come from the replica its nodes
+     * are connected to (the others see no channel of theirs): after a failover, that is the other one.
+     */
+    prefer(i) {
+      cloud.apiUrls = [apiUrls[i], ...apiUrls.filter((_, j) => j !== i)];
+    },
     adminToken,
     dnsPort,
     redisPort,
@@ -162,17 +215,26 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
       await stopChild(child, 'SIGKILL');
     },
 
+    /** One call, to the first replica that answers at all (as a client given every replica's URL would). */
     async api(method, path, body, { headers = {}, timeoutMs = 5000 } = {}) {
-      const res = await fetch(`${cloud.apiUrl}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${adminToken}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...headers,
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
+      let res;
+      for (const [i, url] of cloud.apiUrls.entries()) {
+        try {
+          res = await fetch(`${url}${path}`, {
+            method,
+            headers: {
+              authorization: `Bearer ${adminToken}`,
+              ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+              ...headers,
+            },
+            body: body === undefined ? undefined : JSON.stringify(body),
+            signal: AbortSignal.timeout(timeoutMs),
+          });
+          break;
+        } catch (err) {
+          if (i === cloud.apiUrls.length - 1) throw err;
+        }
+      }
       const text = await res.text();
       let json = null;
       try {
@@ -190,11 +252,10 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
       return r.body;
     },
 
-    async apiReady(timeoutMs = 20_000) {
+    async apiReady(timeoutMs = 20_000, url = cloud.apiUrl) {
       await until(
-        'the API ready (/readyz)',
-        () =>
-          fetch(`${cloud.apiUrl}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => (r.ok ? true : undefined)),
+        `the API ready (${url}/readyz)`,
+        () => fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) }).then((r) => (r.ok ? true : undefined)),
         timeoutMs,
         100,
       );
@@ -232,8 +293,13 @@ export async function startCloud({ root, outDir, l4, l7, addressPools }) {
 
     async startAll() {
       await cloud.startRedis();
-      for (const s of services.filter((s) => !isNode(s))) await cloud.start(s.name);
-      await cloud.apiReady(30_000);
+      // The first API migrates the database; a replica starts once it has.
+      const apis = services.filter((s) => s.kind === 'api');
+      for (const [i, s] of apis.entries()) {
+        await cloud.start(s.name);
+        await cloud.apiReady(30_000, apiUrls[i]);
+      }
+      for (const s of services.filter((s) => !isNode(s) && s.kind !== 'api')) await cloud.start(s.name);
       joinTokens = await enrollNodes({
         apiUrl: cloud.apiUrl,
         adminToken,

@@ -8,15 +8,17 @@
 //
 //   npm run build && npm run test:chaos
 //   npm run test:chaos -- --only l4-kill,flapping      a subset (ids in scenarios.mjs)
+//   npm run test:chaos -- --ha                         two API replicas on PostgreSQL (HA_SCENARIOS); without a
+//                                                      PostgreSQL it says so and passes, except under CI=true
 //   SLB_CHAOS_OUT=dir                                  where logs and report.{json,md} go (default: a tmp dir)
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCloud, stopAllChildren } from './cloud.mjs';
+import { pgReachable, startCloud, stopAllChildren } from './cloud.mjs';
 import { stopAllLoads, summarize } from './load.mjs';
-import { SCENARIOS } from './scenarios.mjs';
+import { HA_SCENARIOS, SCENARIOS } from './scenarios.mjs';
 import { setUp } from './setup.mjs';
 import { Ledger } from './writes.mjs';
 
@@ -28,10 +30,21 @@ const POOLS = ['127.1.111.0/24'];
 const TIMEOUT_S = Number(process.env.SLB_CHAOS_TIMEOUT_S ?? 540);
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]?.split(',')) : null;
-const selected = SCENARIOS.filter((s) => !only || only.has(s.id));
+const ha = process.argv.includes('--ha');
+const catalogue = ha ? HA_SCENARIOS : SCENARIOS;
+const selected = catalogue.filter((s) => !only || only.has(s.id));
 if (selected.length === 0) {
-  process.stderr.write(`no scenario matches; ids: ${SCENARIOS.map((s) => s.id).join(', ')}\n`);
+  process.stderr.write(`no scenario matches; ids: ${catalogue.map((s) => s.id).join(', ')}\n`);
   process.exit(2);
+}
+if (ha && !(await pgReachable())) {
+  const why = 'the --ha scenarios need PostgreSQL (SLB_TEST_PG_URL, default 127.0.0.1:5432), and none answers';
+  if (process.env.CI === 'true') {
+    process.stderr.write(`${why}: CI runs them\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`${why}: skipped\n`);
+  process.exit(0);
 }
 for (const app of ['api', 'health-worker', 'l4-node', 'l7-node']) {
   if (!existsSync(`${root}/apps/${app}/dist/main.js`)) {
@@ -160,7 +173,8 @@ setTimeout(() => void finish(1, `overall time limit of ${TIMEOUT_S} s reached`),
 
 try {
   say(`starting the local cloud (L4 ${L4.join(', ')}, L7 ${L7.join(', ')}); logs in ${outDir}/logs`);
-  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS });
+  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS, ha });
+  if (ha) say(`two API replicas on PostgreSQL: ${cloud.apiUrls.join(', ')}`);
   await cloud.startAll();
   const env = await setUp(cloud, outDir);
   await env.recovered(40_000);

@@ -4,7 +4,7 @@
 // scenarios/control-plane-kills.mjs (health workers, API, Redis), scenarios/backend-faults.mjs (backends
 // that live but misbehave).
 import { allDown, blackHole, flapping, slowBackend } from './scenarios/backend-faults.mjs';
-import { apiKill, apiMidWrite, redisKill, workerKill } from './scenarios/control-plane-kills.mjs';
+import { apiKill, apiMidWrite, redisKill, replicaKill, workerKill } from './scenarios/control-plane-kills.mjs';
 import { mainLoad, NONE_ALLOWED } from './scenarios/kit.mjs';
 import { backendKill, l4Kill, l4Restart, l7Kill } from './scenarios/node-kills.mjs';
 import { sleep } from './util.mjs';
@@ -31,4 +31,10 @@ export const SCENARIOS = [
   { id: 'flapping', title: 'backend flapping every second', run: flapping },
   { id: 'all-down', title: 'all backends down (fail open)', run: allDown },
   { id: 'api-mid-write', title: 'API restarted mid-write', run: apiMidWrite },
+];
+
+/** `--ha`: two API replicas on PostgreSQL; what losing one of them costs (issue 23). */
+export const HA_SCENARIOS = [
+  { id: 'steady', title: 'replicas: steady load, no fault', run: steady },
+  { id: 'replica-kill', title: 'kill -9 one of two API replicas', run: replicaKill },
 ];

@@ -1,6 +1,6 @@
 // Scenarios that kill -9 a piece of the control plane: a health worker, the API (idle or mid-write), Redis.
 // The data path must forward on from the config it holds.
-import { sleep } from '../util.mjs';
+import { sleep, until } from '../util.mjs';
 import { check, mainLoad, NONE_ALLOWED, recoverThenStop } from './kit.mjs';
 
 /** kill -9 of a health worker: the other takes its checks, a health change is still seen. */
@@ -131,6 +131,90 @@ export async function apiMidWrite(env, ledger) {
       `${acked} writes acknowledged, ${writesInFlight} in flight at the kill (retried with the same key: ${verdict.replayed - before.replayed} answered with the first result)`,
       `${verdict.groupsPresent} groups present, ${verdict.unacknowledgedPresent} of them never acknowledged (whole), 0 half-written`,
       `the last ${replay.replayed} creates sent again with their keys: the first result each time`,
+    ],
+  };
+}
+
+/** Which replica (position in SLB_API_URL) each node's channel is on, from its `slb_control_plane_replica`. */
+async function replicasOf(env, nodes) {
+  const out = new Map();
+  for (const name of nodes) {
+    const text = await env.cloud.metrics(name).catch(() => '');
+    const m = /^slb_control_plane_replica (-?\d+)/m.exec(text);
+    if (m) out.set(name, Number(m[1]));
+  }
+  return out;
+}
+
+/**
+ * --ha: kill -9 of one of two API replicas (the one every node and client dialled first) under steady traffic
+ * and writes. The nodes move to the other replica; writes go on there (retried with their keys); nothing
+ * acknowledged is lost; traffic is unaffected.
+ */
+export async function replicaKill(env, ledger) {
+  const { cloud } = env;
+  const nodes = cloud.services.filter((s) => s.kind === 'l4-node' || s.kind === 'l7-node').map((s) => s.name);
+  const before = { ...ledger.stats };
+  const load = mainLoad(env);
+  const writer = ledger.start(10, 30_000);
+  await sleep(1500);
+  const onFirst = await replicasOf(env, nodes);
+  const killedAt = Date.now();
+  await cloud.kill('api');
+  const ackedAtKill = ledger.stats.acked;
+  // Every node that reports its replica on the other one (L7 nodes with workers do not report it).
+  const movedMs = await until(
+    'every node on the other replica',
+    async () => {
+      const now = await replicasOf(env, nodes);
+      return [...now.values()].length > 0 && [...now.values()].every((r) => r === 1)
+        ? Date.now() - killedAt
+        : undefined;
+    },
+    15_000,
+    50,
+  ).catch(() => null);
+  await sleep(3000);
+  const ackedWhileDown = ledger.stats.acked - ackedAtKill;
+  // A write on the surviving replica reaches the nodes (the LB's config moves on, served as before).
+  await cloud.start('api');
+  const restartedAt = Date.now();
+  await cloud.apiReady();
+  await writer.stop();
+  const replay = await ledger.replayLast(5);
+  const verdict = await ledger.verify();
+  // The nodes stay on the replica they moved to: it is the one that knows what they applied.
+  cloud.prefer(1);
+  await env.recovered();
+  cloud.prefer(0);
+  await sleep(1000);
+  const run = await load.stop();
+  const acked = verdict.acked - before.acked;
+  return {
+    runs: [run],
+    events: { killedAt, restartedAt },
+    ...NONE_ALLOWED,
+    checks: [
+      check(
+        [...onFirst.values()].every((r) => r === 0),
+        `every node on the first replica before the kill`,
+      ),
+      check(movedMs !== null && movedMs <= 3000, `every node on the other replica within 3 s (${movedMs} ms)`),
+      check(
+        ackedWhileDown > 0,
+        `writes acknowledged by the other replica while the first was down (${ackedWhileDown})`,
+      ),
+      check(
+        verdict.problems.length === 0,
+        `every acknowledged write present and whole: ${verdict.problems.slice(0, 3).join('; ') || 'yes'}`,
+      ),
+      check(
+        replay.problems.length === 0,
+        `creates sent again with their keys replay the first result: ${replay.problems.join('; ') || 'yes'}`,
+      ),
+    ],
+    notes: [
+      `nodes on the other replica ${movedMs} ms after the kill (${onFirst.size} reporting); ${ackedWhileDown} writes acknowledged there in the 3 s the first was down; ${acked} in all, ${verdict.replayed - before.replayed} answered from their key`,
     ],
   };
 }
