@@ -154,4 +154,29 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}/listeners/${tcp.body.id}`);
     await until('the L4 node on B without the TCP listener', () => !held(l4).includes(tcp.body.id), 3_000);
   });
+
+  it('closes a node deleted on one replica on the other too, and one whose credential was replaced', async () => {
+    const node = async (address: string) => {
+      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address });
+      const identity = { nodeId: created.body.id as string, kind: 'l4' as const, address };
+      return { id: identity.nodeId, channel: await connectFake(b, identity, identity) };
+    };
+    const deleted = await node('127.0.0.64');
+    const rotated = await node('127.0.0.65');
+    expect([deleted.channel.closed, rotated.channel.closed]).toEqual([null, null]);
+    expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${deleted.id}`)).status).toBe(204);
+    await until('the deleted node closed on B', () => deleted.channel.closed ?? undefined, 3_000);
+    expect(deleted.channel.closed).toMatchObject({ code: 4001, reason: 'node deleted' });
+    // A new join token, redeemed: the credential the node on B holds is replaced.
+    const token = await call(a.app, ADMIN_TOKEN, 'POST', `/v1/nodes/${rotated.id}/credentials`);
+    expect(token.status).toBe(201);
+    const enrolled = await a.app.inject({
+      method: 'POST',
+      url: '/control/v1/enroll',
+      headers: { authorization: `Bearer ${token.body.joinToken}` },
+    });
+    expect(enrolled.statusCode).toBe(200);
+    await until('the rotated node closed on B', () => rotated.channel.closed ?? undefined, 3_000);
+    expect(rotated.channel.closed).toMatchObject({ code: 4001, reason: 'credential rotated' });
+  });
 });

@@ -369,8 +369,15 @@ export class ControlHub {
     return out.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
   }
 
-  /** Closes a node's session (deleted, or its credential replaced): it is offline from now on. */
-  disconnect(nodeId: string, reason: string): void {
+  /** Told of every disconnect asked of this hub (the other replicas close that node's session too). */
+  onDisconnect: ((nodeId: string, reason: string) => void) | null = null;
+
+  /**
+   * Closes a node's session (deleted, or its credential replaced): it is offline from now on. `tell`: pass it
+   * on to onDisconnect (false when another replica told us).
+   */
+  disconnect(nodeId: string, reason: string, tell = true): void {
+    if (tell) this.onDisconnect?.(nodeId, reason);
     const session = this.sessions.get(nodeId);
     this.rejoin.delete(nodeId);
     this.l4Rejoin.delete(nodeId);

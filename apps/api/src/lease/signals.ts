@@ -5,9 +5,10 @@ import { Redis } from 'ioredis';
  * What one API process tells the others of its deployment. A replica's write asks the lease holder to sync the
  * health-check schedule; the holder's stored transitions reach every replica's control hub, since each one
  * pushes to the nodes connected to it; so does a write that changes what the nodes serve (`config-changed`,
- * naming the LB, or empty for the whole fleet).
+ * naming the LB, or empty for the whole fleet); and a node deleted or its credential replaced loses its channel on
+ * every replica (`node-revoked`).
  */
-export type SignalName = 'health-sync' | 'health-changed' | 'config-changed';
+export type SignalName = 'health-sync' | 'health-changed' | 'config-changed' | 'node-revoked';
 
 /** Pub/sub channel of a signal: the deployment's own, as every Redis name (see namespaceOf in @slb/model). */
 export function signalChannelOf(clusterId: string, name: SignalName): string {

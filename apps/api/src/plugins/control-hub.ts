@@ -29,6 +29,12 @@ export const controlHubPlugin = fp<ControlHubOptions>(
     if (signals) {
       // Another replica's write: its LB (or the fleet) is read again here, for the nodes connected to this one.
       signals.on('config-changed', (lbId) => hub.changed(lbId === '' ? undefined : lbId));
+      // A node deleted, or its credential replaced, on another replica: its channel here closes too.
+      hub.onDisconnect = (nodeId, reason) => signals.send('node-revoked', JSON.stringify({ nodeId, reason }));
+      signals.on('node-revoked', (payload) => {
+        const { nodeId, reason } = JSON.parse(payload) as { nodeId?: unknown; reason?: unknown };
+        if (typeof nodeId === 'string' && typeof reason === 'string') hub.disconnect(nodeId, reason, false);
+      });
     }
     // Replicas (PostgreSQL): a signal lost while Redis was away is made good by reading the whole fleet again now
     // and then (configVersions compared; only what changed is compiled and sent).
