@@ -22,12 +22,19 @@ const NOT_UNIT: [string, RegExp][] = [
 /** What only e2e tests do, looked for in the test file itself (the fleet helpers define it for everyone). */
 const E2E_ONLY = /\bstartLocalCloud\(|\bLOCAL_CLOUD\b|from 'playwright-core'/;
 
+/**
+ * The postgres run's engine switch (npm test's `postgres` run, SLB_TEST_DATABASE=postgres): loaded only by that
+ * run, which makes every app a unit test builds run on PostgreSQL. The unit tier itself never reaches it, so
+ * what it imports does not count against a unit test.
+ */
+const POSTGRES_RUN_ONLY = new Set([join(root, 'apps/api/test/postgres-run.ts')]);
+
 /** The test file and, transitively, the helpers it imports: relative files outside src/ and @slb/test-support. */
 function testSources(file: string): string[] {
   const seen = new Set<string>();
   const pending = [join(root, file)];
   for (let path = pending.pop(); path !== undefined; path = pending.pop()) {
-    if (seen.has(path)) continue;
+    if (seen.has(path) || POSTGRES_RUN_ONLY.has(path)) continue;
     seen.add(path);
     for (const specifier of importSpecifiers(readFileSync(path, 'utf8'))) {
       const support = resolveTestSupport(root, specifier);

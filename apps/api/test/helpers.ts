@@ -3,7 +3,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_BACKEND_NETWORKS } from '@slb/model';
-import { createTestPgDatabase, type TestPgDatabase } from '@slb/test-support/pg-database';
 import { type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { type AppOptions, buildApp } from '../src/app.js';
@@ -48,11 +47,18 @@ export function storedRows<T>(app: FastifyInstance, query: SQL): Promise<T[]> {
 }
 
 /** On PostgreSQL, the database of a test folder: an app restarted on the folder finds its rows there. */
+/** What makeApp needs of a test's PostgreSQL database (@slb/test-support/pg-database makes it). */
+interface TestPgDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
 const pgDatabases = new Map<string, TestPgDatabase>();
 
 async function pgDatabaseOf(dir: string): Promise<TestPgDatabase> {
   let database = pgDatabases.get(dir);
   if (database === undefined) {
+    // Loaded only for the postgres run: in the unit tier (SQLite) these tests need no PostgreSQL.
+    const { createTestPgDatabase } = await import('./postgres-run.js');
     database = await createTestPgDatabase();
     pgDatabases.set(dir, database);
   }
