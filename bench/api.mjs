@@ -5,6 +5,10 @@
 // Each row prints the generator's CPU (autocannon, in this process) and the server's, what limited it
 // (bench/bench-verdict.mjs) and the server's CPU µs per request; the ratios divide req/s only when both rows
 // saturated the server's core, else CPU µs/req (`by CPU/req`): autocannon usually runs out of core first.
+// With PostgreSQL reachable (SLB_TEST_PG_URL, default 127.0.0.1:5432; PG=0 to skip) the same API runs a second
+// time on a database of its own, and the rows compare the two engines (issue 23's goal: reads on PostgreSQL at
+// 0.5× SQLite or more). The PostgreSQL rows' server CPU is the API's and PostgreSQL's (the postmaster and its
+// backends; PostgreSQL is not pinned), and the engines are compared by that CPU per request.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -63,11 +67,12 @@ const run = (opts) =>
 async function measured(opts, server) {
   const t0 = performance.now();
   const own0 = process.cpuUsage();
-  const server0 = cpuSeconds([server]);
+  const servers = [server].flat();
+  const server0 = cpuSeconds(servers);
   const res = await run(opts);
   const own = process.cpuUsage(own0);
   const wall = (performance.now() - t0) / 1000;
-  const serverCpu = cpuSeconds([server]) - server0;
+  const serverCpu = cpuSeconds(servers) - server0;
   const genPct = cpuPercent((own.user + own.system) / 1e6, wall);
   const targetPct = cpuPercent(serverCpu, wall);
   const cores = hasTaskset ? 1 : 2;
@@ -82,30 +87,86 @@ async function measured(opts, server) {
   return res;
 }
 
+/** PostgreSQL's postmaster (its backends are its children), as a process cpuSeconds counts; pid 0 if none. */
+function postmaster() {
+  try {
+    const pids = execFileSync('pgrep', ['-o', '-x', 'postgres'], { encoding: 'utf8' }).trim();
+    return { pid: Number(pids.split('\n')[0]) };
+  } catch {
+    return { pid: 0 };
+  }
+}
+
+/** A database of this run's own on the tests' PostgreSQL, or null when none answers (or PG=0). */
+async function pgDatabase() {
+  if (process.env.PG === '0') return null;
+  const { default: pg } = await import('pg');
+  const admin = process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const query = async (text) => {
+    const client = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 3_000 });
+    await client.connect();
+    try {
+      await client.query(text);
+    } finally {
+      await client.end();
+    }
+  };
+  const name = `slb_bench_${process.pid}`;
+  try {
+    await query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    console.error(`no PostgreSQL row: ${err.message}`);
+    return null;
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'slb-bench-'));
 const apiPort = await freePort();
 const barePort = await freePort();
-const api = start([join(root, 'apps/api/dist/main.js')], {
-  PORT: String(apiPort),
-  SLB_DB_PATH: join(dir, 'slb.db'),
+const apiEnv = {
   SLB_ADMIN_TOKEN: TOKEN,
   SLB_DNS_PORT: '0',
   SLB_RATE_LIMIT_RPS: '0',
   LOG_LEVEL: 'warn',
+  SLB_SECRET_KEY: Buffer.alloc(32, 1).toString('base64'),
+};
+const api = start([join(root, 'apps/api/dist/main.js')], {
+  ...apiEnv,
+  PORT: String(apiPort),
+  SLB_DB_PATH: join(dir, 'slb.db'),
 });
 const apiUrl = `http://127.0.0.1:${apiPort}`;
+const database = await pgDatabase();
+const pgPort = await freePort();
+const apiPg = database
+  ? start([join(root, 'apps/api/dist/main.js')], {
+      ...apiEnv,
+      PORT: String(pgPort),
+      SLB_DB_PATH: join(dir, 'unused.db'),
+      SLB_DATABASE_URL: database.url,
+    })
+  : null;
+const apiPgUrl = `http://127.0.0.1:${pgPort}`;
 try {
   await waitFor(`${apiUrl}/healthz`);
+  if (apiPg) await waitFor(`${apiPgUrl}/healthz`);
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   const lb = await (
     await fetch(`${apiUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })
   ).json();
+  const lbPg = apiPg
+    ? await (await fetch(`${apiPgUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })).json()
+    : null;
   const bare = start([join(root, 'bench/bare-fastify.mjs')], { PORT: String(barePort), BODY: JSON.stringify(lb) });
   const bareUrl = `http://127.0.0.1:${barePort}`;
   try {
     await waitFor(`${bareUrl}/healthz`);
     console.error(`warming up, then ${DURATION}s per case with ${CONNECTIONS} connections`);
     await run({ url: `${apiUrl}/v1/load-balancers/${lb.id}`, headers, duration: 2 });
+    if (lbPg) await run({ url: `${apiPgUrl}/v1/load-balancers/${lbPg.id}`, headers, duration: 2 });
     // Rounds alternate the API and the reference, so drift on a shared machine hits both alike; medians.
     const ROUNDS = Number(process.env.ROUNDS ?? 3);
     const cases = {
@@ -121,6 +182,15 @@ try {
         },
         bare,
       ],
+      ...(apiPg
+        ? {
+            readPg: [{ url: `${apiPgUrl}/v1/load-balancers/${lbPg.id}`, headers }, [apiPg, postmaster()]],
+            createPg: [
+              { url: `${apiPgUrl}/v1/load-balancers`, method: 'POST', headers, body: '{"name":"bench"}' },
+              [apiPg, postmaster()],
+            ],
+          }
+        : {}),
     };
     const runs = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
@@ -140,17 +210,31 @@ try {
     console.log(row('bare fastify GET (same JSON)', results.readBare));
     console.log(row('POST /v1/load-balancers', results.createApi));
     console.log(row('bare fastify POST (same JSON)', results.createBare));
+    if (results.readPg) {
+      console.log(row('GET /v1/load-balancers/{id}, PostgreSQL', results.readPg));
+      console.log(row('POST /v1/load-balancers, PostgreSQL', results.createPg));
+    }
     const read = compare(results.readApi.cpu, results.readBare.cpu);
     const create = compare(results.createApi.cpu, results.createBare.cpu);
     console.log(`\nread   (API / bare): ${verdict(read.ratio, 'bare fastify', { min: 0.5 }, read.basis, 'req')}`);
     console.log(
       `create (API / bare): ${create.ratio.toFixed(2)}× bare fastify${create.basis === 'CPU per unit' ? ' by CPU/req' : ''} (no goal)`,
     );
+    if (results.readPg) {
+      const reads = compare(results.readPg.cpu, results.readApi.cpu);
+      const creates = compare(results.createPg.cpu, results.createApi.cpu);
+      console.log(`read   (PostgreSQL / SQLite): ${verdict(reads.ratio, 'SQLite', { min: 0.5 }, reads.basis, 'req')}`);
+      const by = creates.basis === 'CPU per unit' ? ' by CPU/req' : '';
+      console.log(`create (PostgreSQL / SQLite): ${creates.ratio.toFixed(2)}× SQLite${by} (no goal)`);
+    }
   } finally {
     bare.kill('SIGTERM');
   }
 } finally {
-  api.kill('SIGTERM');
-  await new Promise((r) => api.once('exit', r));
+  for (const child of [api, apiPg].filter(Boolean)) {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+  await database?.drop();
   rmSync(dir, { recursive: true, force: true });
 }
