@@ -15,6 +15,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { createScratchDatabase } from '../scripts/pg-scratch.mjs';
 import { bottleneck, compare, cpuMicrosPer, cpuPercent, verdict } from './bench-verdict.mjs';
 import { freePort } from './free-port.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
@@ -100,27 +101,10 @@ function postmaster() {
 /** A database of this run's own on the tests' PostgreSQL, or null when none answers (or PG=0). */
 async function pgDatabase() {
   if (process.env.PG === '0') return null;
-  const { default: pg } = await import('pg');
-  const admin = process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const query = async (text) => {
-    const client = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 3_000 });
-    await client.connect();
-    try {
-      await client.query(text);
-    } finally {
-      await client.end();
-    }
-  };
-  const name = `slb_bench_${process.pid}`;
-  try {
-    await query(`CREATE DATABASE ${name}`);
-  } catch (err) {
-    console.error(`no PostgreSQL row: ${err.message}`);
+  return createScratchDatabase('slb_bench').catch((err) => {
+    console.error(`no PostgreSQL rows: ${err.message}`);
     return null;
-  }
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'slb-bench-'));

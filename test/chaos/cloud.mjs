@@ -8,6 +8,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { enrollNodes } from '../../scripts/enroll-nodes.mjs';
+import { createScratchDatabase, pgAnswers } from '../../scripts/pg-scratch.mjs';
 import { localCloudServices } from '../../scripts/topology.mjs';
 import { stablePort, until } from './util.mjs';
 
@@ -61,35 +62,14 @@ export async function stopAllChildren() {
   for (const undo of afterStop.splice(0)) await undo().catch(() => undefined);
 }
 
-/** The PostgreSQL the tests use (SLB_TEST_PG_URL, as packages/test-support/src/pg-database.ts). */
-const PG_ADMIN_URL = process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function adminQuery(text) {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3_000 });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Whether PostgreSQL answers (the --ha run needs it). */
-export const pgReachable = () =>
-  adminQuery('SELECT 1').then(
-    () => true,
-    () => false,
-  );
+export const pgReachable = pgAnswers;
 
 /** A database of the run's own, dropped once the run's processes are gone. */
 async function runDatabase() {
-  const name = `slb_chaos_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  await adminQuery(`CREATE DATABASE ${name}`);
-  afterStop.push(() => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
+  const database = await createScratchDatabase('slb_chaos');
+  afterStop.push(database.drop);
+  return database.url;
 }
 
 const redisPing = (port) =>
