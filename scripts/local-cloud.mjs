@@ -337,7 +337,7 @@ const answers = (url, instance) =>
     () => false,
   );
 for (const apiService of services.filter((s) => s.kind === 'api')) {
-  const instance = `${apiService.name}-${randomUUID()}`;
+  const instance = randomUUID();
   const url = `http://${apiHost}:${apiService.env.PORT}`;
   instances.set(url, instance);
   supervise(apiService.name, process.execPath, [apiService.script], { ...apiService.env, SLB_INSTANCE_ID: instance });
