@@ -24,6 +24,7 @@ const E2E_FOLDERS = ['apps/console/test/'];
 
 /** Tests that need Redis, PostgreSQL, a child process or a build; repository-relative paths, sorted. */
 export const INTEGRATION: readonly string[] = [
+  'apps/api/src/control/runtime-share.test.ts',
   'apps/api/src/health/transitions.security.test.ts',
   'apps/api/src/health/transitions.test.ts',
   'apps/api/src/lease/redis-lease.test.ts',

@@ -6,7 +6,7 @@ import { until } from '@slb/test-support/fleet';
 import { createTestPgDatabase, pgReachable, type TestPgDatabase } from '@slb/test-support/pg-database';
 import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { connectFake, type FakeNode, heldListeners } from './fake-node.js';
 import { ADMIN_TOKEN, call, LOCAL_BACKEND_POLICY, makeCertificate, newTenant, type TestApp } from './helpers.js';
@@ -114,6 +114,57 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     );
     expect(creates.map((c) => c.status)).toEqual(Array(8).fill(201));
     expect(new Set(creates.map((c) => c.body.address)).size).toBe(8);
+  });
+
+  it('says whether an LB is active on a replica none of its nodes is connected to, as the one they are on does', async () => {
+    const ids: string[] = [];
+    const node = async (kind: 'l4' | 'l7', address: string) => {
+      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind, address });
+      const identity = { nodeId: created.body.id as string, kind, address };
+      ids.push(identity.nodeId);
+      return connectFake(b, identity, identity);
+    };
+    const l4 = await node('l4', '127.0.0.66');
+    const l7 = await node('l7', '127.0.0.67');
+    const { token } = await newTenant(a.app);
+    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'status' });
+    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
+      name: 'g',
+      servers: [{ address: '127.0.0.68', port: 9000 }],
+    });
+    const http = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'http',
+      port: 7380,
+      serverGroupId: sg.body.id,
+    });
+    expect(http.status).toBe(201);
+    // Mode `all`: left behind, it would be placed on the later tests' nodes.
+    onTestFinished(async () => {
+      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
+    });
+    await until('both nodes on B holding the listener', () => held(l4).length + held(l7).length === 2, 3_000);
+    const lbOn = async (replica: TestApp) =>
+      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body;
+    const nodesOn = async (replica: TestApp) =>
+      (await lbOn(replica)).nodes.map((n: { nodeId: string; converged: boolean }) => `${n.nodeId} ${n.converged}`);
+    // A holds no node: it knows them, not yet converged, from what B publishes.
+    const unacked = [`${ids[0]} false`, `${ids[1]} false`];
+    await until('A naming both nodes, not converged', async () => `${await nodesOn(a)}` === `${unacked}`, 3_000);
+    expect((await lbOn(a)).status).toBe('provisioning');
+    l4.ack();
+    l7.ack();
+    await until('A saying the LB is active', async () => (await lbOn(a)).status === 'active', 3_000);
+    const onA = await lbOn(a);
+    expect(onA.nodes).toEqual([
+      { nodeId: ids[0], kind: 'l4', address: '127.0.0.66', online: true, converged: true, role: 'active' },
+      { nodeId: ids[1], kind: 'l7', address: '127.0.0.67', online: true, converged: true },
+    ]);
+    expect((await lbOn(b)).nodes).toEqual(onA.nodes);
+    const listed = await call(a.app, token, 'GET', '/v1/load-balancers');
+    expect(listed.body.items[0]).toMatchObject({ id: lb.body.id, status: 'active', nodes: onA.nodes });
+    // Nodes gone from B are gone from A's answer too.
+    for (const id of ids) expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`)).status).toBe(204);
+    await until('A naming no node', async () => (await lbOn(a)).nodes.length === 0, 3_000);
   });
 
   it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {

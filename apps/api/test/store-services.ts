@@ -12,7 +12,7 @@ export function servicesOn(store: Store, options: { quotaDefaults?: QuotaLimits;
   return createServices({
     store,
     authenticator: () => authenticator,
-    runtime: () => ({ status: 'active', addresses: [], nodes: [] }),
+    runtime: async (lbs) => lbs.map(() => ({ status: 'active', nodes: [] })),
     backendPolicy: { defaultNetworks: ['10.0.0.0/8'], deny: options.deny ?? [] },
     quotaDefaults: options.quotaDefaults,
   });

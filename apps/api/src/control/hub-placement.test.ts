@@ -225,6 +225,27 @@ describe('control hub: placement across a controller restart', () => {
     expect(back.sent, 'b back changed nothing for a').toHaveLength(1);
   });
 
+  it('keeps the stored placement when it holds no online L4 node (another replica holds them)', async () => {
+    const before = await spreadFleet();
+    await restart();
+    // Only an L7 node connects to this controller, and the L4 nodes' grace runs out here: placed on nothing.
+    registered(hub, 'l7-x', 'l7', '127.0.0.13');
+    const l7 = new FakeSocket();
+    hub.attach(l7 as unknown as WebSocket, { nodeId: 'l7-x', kind: 'l7', address: '127.0.0.13' });
+    const hello = {
+      type: 'hello',
+      nodeId: 'l7-x',
+      kind: 'l7',
+      address: '127.0.0.13',
+      capacity: 100,
+      appliedVersion: 0,
+    };
+    l7.emit('message', Buffer.from(JSON.stringify(hello)), false);
+    await settle(hub);
+    await pass(GRACE_MS + 1_000, l7);
+    expect(await spreadPlacement()).toEqual(before);
+  });
+
   it('forgets the placement of a deleted LB with its row', async () => {
     await spreadFleet();
     const [lb] = [...listenerOf.keys()];

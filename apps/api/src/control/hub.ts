@@ -17,7 +17,7 @@ import { CompileCache, type ControlWork } from './compile-cache.js';
 import { ConfigDelivery, type Fleet } from './config-delivery.js';
 import { FleetPlacement } from './fleet-placement.js';
 import { l4NodeAddresses } from './l7-trust.js';
-import { type LbRuntime, lbRuntime } from './lb-runtime.js';
+import { type LbRuntime, type NodePart, runtimeOf, runtimeParts } from './lb-runtime.js';
 import type { NodeIdentity } from './node-credentials.js';
 import { NodeLiveness } from './node-liveness.js';
 import { parseNodeMessage } from './node-messages.js';
@@ -35,7 +35,7 @@ import { PlacementStore, storedPlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
 
-export type { LbRuntime } from './lb-runtime.js';
+export type { LbRuntime, NodePart } from './lb-runtime.js';
 export { REJOIN_GRACE_MS } from './node-rejoin.js';
 
 /** How often replicas read the whole fleet again, for another replica's write whose signal was lost. */
@@ -111,6 +111,13 @@ export class ControlHub {
   private readonly reports: SessionReports;
   /** LBs compiled and diffed since the start (see ControlWork). */
   readonly work: ControlWork = { lbsCompiled: 0, lbsDiffed: 0 };
+  /**
+   * Moves whenever what runtimeParts answers may have changed (a push, an ack, a node come, gone, silent or
+   * heard again): RuntimeShare publishes this replica's parts again then.
+   */
+  runtimeGeneration = 0;
+  /** The sessions online at the last liveness tick, to tell when that moved. */
+  private onlineSignature = '';
 
   /** A hub that starts from where the previous controller left the LBs and the nodes it saw. */
   static async start(
@@ -158,7 +165,13 @@ export class ControlHub {
         }))
       : null;
     this.delivery.backendDeny = () => this.deny;
-    this.reports = new SessionReports({ store, log, recorder: this.recorder, failedLbsMoved: () => this.changed() });
+    this.reports = new SessionReports({
+      store,
+      log,
+      recorder: this.recorder,
+      failedLbsMoved: () => this.changed(),
+      runtimeMoved: () => this.runtimeGeneration++,
+    });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
     const graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
     this.rejoin = new NodeRejoin(remembered.l7, this.clock, graceMs, (late) => {
@@ -336,19 +349,40 @@ export class ControlHub {
     ws.on('close', () => this.changed());
   }
 
-  /** Addresses, status and per-node convergence of an LB (see lbRuntime). */
+  /** Status and per-node convergence of an LB, as far as the nodes connected to this replica tell. */
   runtime(lbId: string, configVersion: number): LbRuntime {
-    const now = this.clock.now();
+    return runtimeOf(this.runtimeParts(lbId), configVersion);
+  }
+
+  /** The parts of an LB's runtime the nodes connected here hold (see runtimeParts). */
+  runtimeParts(lbId: string, l7Nodes = this.l7Sessions(), now = this.clock.now()): NodePart[] {
     const hosts = (this.fleet.placement.get(lbId) ?? [])
       .map((id) => this.sessions.get(id))
       .filter((s) => s !== undefined);
-    return lbRuntime(lbId, configVersion, {
+    return runtimeParts(lbId, {
       compiled: this.cache.get(lbId),
       hosts,
-      l7Nodes: [...this.sessions.values()].filter((s) => s.kind === 'l7'),
+      l7Nodes,
       serving: this.fleet.serving.get(lbId),
       isOnline: (s) => this.liveness.isOnline(s, now),
     });
+  }
+
+  /** Every LB's parts held here (those without any left out), for the other replicas. */
+  allRuntimeParts(): Map<string, NodePart[]> {
+    const out = new Map<string, NodePart[]>();
+    if (this.sessions.size === 0) return out;
+    const l7Nodes = this.l7Sessions();
+    const now = this.clock.now();
+    for (const { id } of this.cache.lbs) {
+      const parts = this.runtimeParts(id, l7Nodes, now);
+      if (parts.length > 0) out.set(id, parts);
+    }
+    return out;
+  }
+
+  private l7Sessions(): Session[] {
+    return [...this.sessions.values()].filter((s) => s.kind === 'l7');
   }
 
   /**
@@ -383,6 +417,7 @@ export class ControlHub {
     this.l4Rejoin.delete(nodeId);
     if (!session) return;
     this.sessions.delete(nodeId);
+    this.runtimeGeneration++;
     session.ws.close(4001, reason);
     this.log.info({ nodeId, reason }, 'node disconnected');
     this.changed();
@@ -446,6 +481,7 @@ export class ControlHub {
       resumable(previous, hello, this.delivery.epoch, this.delivery.refreshShared());
     if (previous && resumed) resumeFrom(session, previous);
     this.sessions.set(who.nodeId, session);
+    this.runtimeGeneration++;
     this.rejoin.delete(who.nodeId);
     this.l4Rejoin.delete(who.nodeId);
     if (who.kind === 'l4') {
@@ -459,8 +495,12 @@ export class ControlHub {
     return session;
   }
 
-  /** Keeps where the moved LBs are now, for the next controller. */
+  /**
+   * Keeps where the moved LBs are now, for the next controller. Not when no L4 node is online here: a replica
+   * holding only L7 nodes (or none online) would overwrite with nothing where another replica's nodes serve.
+   */
   private async storePlacement(moved: string[]): Promise<void> {
+    if (moved.length === 0 || this.onlineL4().length === 0) return;
     try {
       await this.placements.store(this.fleet.placement, moved);
     } catch (err) {
@@ -483,6 +523,15 @@ export class ControlHub {
 
   private checkLiveness(): void {
     this.liveness.tick(this.sessions);
+    const now = this.clock.now();
+    const signature = [...this.sessions.values()]
+      .filter((s) => this.liveness.isOnline(s, now))
+      .map((s) => s.nodeId)
+      .join(' ');
+    if (signature !== this.onlineSignature) {
+      this.onlineSignature = signature;
+      this.runtimeGeneration++;
+    }
     // No node to push to (and recompile() then places nothing, so the L4 set would look changed forever):
     // the first hello recompiles.
     if (this.sessions.size === 0) return;
@@ -573,6 +622,7 @@ export class ControlHub {
       else this.delivery.pushL7(session, fleet);
     }
     this.recorder?.recompiled(fullDiff, l7Json, changed, moved);
+    this.runtimeGeneration++;
     await this.storePlacement(moved);
   }
 }

@@ -4,7 +4,6 @@ import type { VipServing } from './vip-serving.js';
 
 export interface LbRuntime {
   status: 'provisioning' | 'active';
-  addresses: string[];
   nodes: {
     nodeId: string;
     kind: 'l4' | 'l7';
@@ -16,6 +15,21 @@ export interface LbRuntime {
     /** What keeps one of the LB's listeners from running there (a bind that fails and is being retried). */
     error?: string;
   }[];
+}
+
+/**
+ * One node's part in an LB's runtime, as the replica holding the node's session sees it: what replicas
+ * share (RuntimeShare), so any of them can say whether the LB is active. `acked` is the LB's configVersion
+ * the node applied last (0: none), comparable across replicas since it is the LB's own, from the database.
+ */
+export interface NodePart {
+  nodeId: string;
+  kind: 'l4' | 'l7';
+  address: string;
+  online: boolean;
+  acked: number;
+  role?: 'active' | 'standby';
+  error?: string;
 }
 
 /** The hub's state an LB's runtime is read from. */
@@ -30,34 +44,60 @@ export interface RuntimeInputs {
 }
 
 /**
- * Addresses, status and per-node convergence of an LB. Its HTTP/HTTPS traffic also passes every L7 node,
- * so with such listeners it is `active` only once the online L7 nodes applied the change too: an LB shown
- * active while an L7 node still lacks its new listener would answer 404 there. Pure.
+ * The parts of an LB's runtime this hub's sessions hold. Its HTTP/HTTPS traffic also passes every L7 node,
+ * so with such listeners each L7 node has a part too. Pure.
  */
-export function lbRuntime(lbId: string, configVersion: number, inputs: RuntimeInputs): LbRuntime {
+export function runtimeParts(lbId: string, inputs: RuntimeInputs): NodePart[] {
   const { compiled } = inputs;
   const hosting = [...inputs.hosts, ...((compiled?.l7.length ?? 0) > 0 ? inputs.l7Nodes : [])];
   const binders = inputs.serving?.binders ?? [];
-  const view = hosting.map((s) => {
+  return hosting.map((s) => {
     const error = s.failedLbs.has(lbId) ? failureOf(s, lbId) : undefined;
     return {
       nodeId: s.nodeId,
       kind: s.kind,
       address: s.address,
       online: inputs.isOnline(s),
-      converged: (s.ackedLbVersions.get(lbId) ?? 0) >= configVersion && error === undefined,
+      acked: s.ackedLbVersions.get(lbId) ?? 0,
       ...(s.kind === 'l4' ? { role: binders.includes(s.nodeId) ? ('active' as const) : ('standby' as const) } : {}),
       ...(error === undefined ? {} : { error }),
     };
   });
-  const online = view.filter((n) => n.online);
+}
+
+/**
+ * Status and per-node convergence of an LB at `configVersion`, from its parts as every replica sees them.
+ * A node several replicas name (it moved between them, and the one it left has not let it go yet) counts
+ * once: its online part, then the one that applied more. Active once an online node binds the VIP and every
+ * online node applied the LB's current config: an LB shown active while an L7 node still lacks its new
+ * listener would answer 404 there. Pure.
+ */
+export function runtimeOf(parts: readonly NodePart[], configVersion: number): LbRuntime {
+  const byNode = new Map<string, NodePart>();
+  for (const part of parts) {
+    const seen = byNode.get(part.nodeId);
+    if (seen === undefined || betterPart(part, seen)) byNode.set(part.nodeId, part);
+  }
+  // L4 hosts first, then L7 nodes, each by id: the same order whichever replica answers.
+  const nodes = [...byNode.values()]
+    .sort((a, b) => (a.kind !== b.kind ? (a.kind === 'l4' ? -1 : 1) : a.nodeId < b.nodeId ? -1 : 1))
+    .map(({ nodeId, kind, address, online, acked, role, error }) => ({
+      nodeId,
+      kind,
+      address,
+      online,
+      converged: acked >= configVersion && error === undefined,
+      ...(role === undefined ? {} : { role }),
+      ...(error === undefined ? {} : { error }),
+    }));
+  const online = nodes.filter((n) => n.online);
   return {
-    // Active once an online node binds the VIP and every online node applied the LB's current config.
     status:
       online.some((n) => n.kind === 'l4' && n.role === 'active') && online.every((n) => n.converged)
         ? 'active'
         : 'provisioning',
-    addresses: compiled?.address ? [compiled.address] : [],
-    nodes: view,
+    nodes,
   };
 }
+
+const betterPart = (a: NodePart, b: NodePart) => (a.online !== b.online ? a.online : a.acked > b.acked);

@@ -13,6 +13,8 @@ export interface SessionReportsOptions {
   recorder: ServingRecorder | null;
   /** An L4 node's set of LBs it cannot bind moved: who binds which VIP may change. */
   failedLbsMoved: () => void;
+  /** What a node applied, or what fails there, changed: its LBs' runtime may have. */
+  runtimeMoved?: () => void;
 }
 
 /** Node rows' writes waiting for the database past which heartbeats' are skipped. */
@@ -89,6 +91,7 @@ export class SessionReports {
 
   ack(session: Session, version: number, named: ListenerFailure[] = [], omitted = 0): void {
     if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
+    this.options.runtimeMoved?.();
     this.setFailures(session, named, omitted);
     const { failures, failuresOmitted } = session;
     if (failures.length > 0) {
@@ -111,6 +114,7 @@ export class SessionReports {
   failed(session: Session, version: number, reason: string): void {
     this.write(session.nodeId, (store) => recordError(store, session.nodeId, `version ${version}: ${reason}`));
     forgetSent(session);
+    this.options.runtimeMoved?.();
   }
 
   /**
@@ -132,6 +136,7 @@ export class SessionReports {
     // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
     const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
     if (!same && session.kind === 'l4') this.options.failedLbsMoved();
+    if (!same) this.options.runtimeMoved?.();
   }
 }
 

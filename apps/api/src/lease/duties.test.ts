@@ -5,6 +5,7 @@ import { leaseTiming } from './timing.js';
 
 /** A lease moved by hand: gain() and lose() as Redis and the clock would. */
 class HandLease implements DutiesLease {
+  readonly holderId = 'hand';
   held = false;
   token: number | null = null;
   readonly timing = leaseTiming(3000);

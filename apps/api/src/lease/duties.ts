@@ -7,7 +7,10 @@ export function dutiesLeaseKeyOf(clusterId: string): string {
 }
 
 /** What the duties need of their lease (RedisLease; a stand-in in unit tests). */
-export type DutiesLease = Pick<RedisLease, 'held' | 'token' | 'timing' | 'onGained' | 'onLost' | 'start' | 'stop'>;
+export type DutiesLease = Pick<
+  RedisLease,
+  'held' | 'token' | 'timing' | 'onGained' | 'onLost' | 'start' | 'stop' | 'holderId'
+>;
 
 /** Work that must run in one API process of the deployment at a time. */
 export interface Duty {

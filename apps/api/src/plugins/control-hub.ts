@@ -1,9 +1,12 @@
 import fp from 'fastify-plugin';
 import { ControlHub, FLEET_RESCAN_MS } from '../control/hub.js';
+import { RuntimeShare } from '../control/runtime-share.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     controlHub: ControlHub;
+    /** Replicas (PostgreSQL and Redis): the LBs' runtime as every replica's nodes tell it; null otherwise. */
+    runtimeShare: RuntimeShare | null;
   }
 }
 
@@ -39,14 +42,22 @@ export const controlHubPlugin = fp<ControlHubOptions>(
     // Replicas (PostgreSQL): a signal lost while Redis was away is made good by reading the whole fleet again now
     // and then (configVersions compared; only what changed is compiled and sent).
     if (app.data.dialect === 'postgres') hub.rescanEvery(options.rescanMs ?? FLEET_RESCAN_MS);
+    const holderId = app.duties.lease?.holderId;
+    const share =
+      app.data.dialect === 'postgres' && app.redis && holderId !== undefined
+        ? new RuntimeShare(app.redis, app.namespace.clusterId, holderId, hub, app.log)
+        : null;
+    app.decorate('runtimeShare', share);
+    app.addHook('onReady', async () => share?.start());
     // Whatever the hub still has running (a recompile, a node's row) ends before the database closes.
     app.addHook('onClose', async () => {
       hub.close();
+      await share?.close();
       await hub.settled();
     });
     // Every snapshot carries the deployment's session-sync prefix: nodes of two deployments on one Redis
     // never share keys.
     hub.setSessionSyncPrefix(app.namespace.sessionSyncPrefix);
   },
-  { name: 'control-hub', dependencies: ['database', 'event-store', 'cluster-duties'] },
+  { name: 'control-hub', dependencies: ['database', 'event-store', 'cluster-duties', 'redis'] },
 );

@@ -31,12 +31,13 @@ export interface ServicesPluginOptions {
 /** The resource services the routes call, over the database, with the control hub's runtime view. */
 export const servicesPlugin = fp<ServicesPluginOptions>(
   async (app, options) => {
-    const { controlHub: hub } = app;
+    const { controlHub: hub, runtimeShare: share } = app;
     const authenticator = new Authenticator(app.data);
     const services = createServices({
       store: app.data,
       authenticator: () => authenticator,
-      runtime: (id, version) => hub.runtime(id, version),
+      runtime: async (lbs) =>
+        share ? share.runtimes(lbs) : lbs.map(({ id, configVersion }) => hub.runtime(id, configVersion)),
       dnsZone: options.dnsZone,
       backendPolicy: options.backendPolicy ?? { defaultNetworks: DEFAULT_BACKEND_NETWORKS, deny: [] },
       quotaDefaults: options.quotaDefaults,

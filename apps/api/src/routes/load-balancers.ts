@@ -49,7 +49,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const row = await lbs.create(request.auth, request.body);
         // No :lbId in the path: named here, so the hub compiles this LB alone rather than the fleet.
         request.writtenLbId = row.id;
-        return { body: lbs.toApi(row), revision: row.revision };
+        return { body: await lbs.toApi(row), revision: row.revision };
       }),
   });
 
@@ -62,7 +62,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       const row = await lbs.find(scope(request), request.params.lbId);
-      return withEtag(reply, row.revision, lbs.toApi(row));
+      return withEtag(reply, row.revision, await lbs.toApi(row));
     },
   });
 
@@ -78,7 +78,7 @@ export const loadBalancerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       const row = await lbs.update(scope(request), request.params.lbId, request.body, request.headers['if-match']);
-      return withEtag(reply, row.revision, lbs.toApi(row));
+      return withEtag(reply, row.revision, await lbs.toApi(row));
     },
   });
 

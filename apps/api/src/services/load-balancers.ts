@@ -12,10 +12,12 @@ export const DEFAULT_DNS_ZONE = 'slb.internal';
 const VIP_INDEX = { index: 'load_balancers_address_uq', column: 'load_balancers.address' };
 
 /**
- * Where an LB runs and whether its nodes caught up: the control hub knows, the database does not. (Its
- * `addresses` are no longer read: an LB's address is its VIP, from the database.)
+ * Where LBs run and whether their nodes caught up, in the order asked: the control hubs know (each replica's
+ * of the nodes connected to it), the database does not.
  */
-export type RuntimeView = (lbId: string, configVersion: number) => Pick<LoadBalancer, 'status' | 'addresses' | 'nodes'>;
+export type RuntimeView = (
+  lbs: readonly { id: string; configVersion: number }[],
+) => Promise<Pick<LoadBalancer, 'status' | 'nodes'>[]>;
 
 export function checkPlacement(placement: Placement): void {
   if (placement.mode === 'all' && placement.nodeCount !== undefined) {
@@ -56,8 +58,12 @@ export class LoadBalancerService {
     );
   }
 
-  toApi(row: LoadBalancerRow): LoadBalancer {
-    const { status, nodes } = this.runtime(row.id, row.configVersion);
+  async toApi(row: LoadBalancerRow): Promise<LoadBalancer> {
+    const [runtime] = await this.runtime([row]);
+    return this.withRuntime(row, runtime ?? { status: 'provisioning', nodes: [] });
+  }
+
+  private withRuntime(row: LoadBalancerRow, { status, nodes }: Pick<LoadBalancer, 'status' | 'nodes'>): LoadBalancer {
     return {
       id: row.id,
       tenantId: row.tenantId,
@@ -103,7 +109,12 @@ export class LoadBalancerService {
         .orderBy(asc(t.loadBalancers.id))
         .limit(limit + 1),
     );
-    return toPage(rows, limit, (r) => this.toApi(r));
+    const page = toPage(rows, limit, (r) => r);
+    const runtimes = await this.runtime(page.items);
+    return {
+      ...page,
+      items: page.items.map((r, i) => this.withRuntime(r, runtimes[i] ?? { status: 'provisioning', nodes: [] })),
+    };
   }
 
   create(auth: AuthContext, input: CreateLoadBalancer): Promise<LoadBalancerRow> {

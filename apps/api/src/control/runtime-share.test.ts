@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NodePart } from './lb-runtime.js';
+import { RUNTIME_SHARE_TTL_MS, RuntimeShare, type RuntimeSource, runtimeShareKeysOf } from './runtime-share.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const cluster = `test-runtime-share-${randomBytes(4).toString('hex')}`;
+const keys = runtimeShareKeysOf(cluster);
+let redis: Redis;
+
+/** A replica's hub as the share reads it: parts set by hand. */
+class Parts implements RuntimeSource {
+  runtimeGeneration = 0;
+  readonly byLb = new Map<string, NodePart[]>();
+  set(lbId: string, parts: NodePart[] | null): void {
+    if (parts === null) this.byLb.delete(lbId);
+    else this.byLb.set(lbId, parts);
+    this.runtimeGeneration++;
+  }
+  runtimeParts(lbId: string): NodePart[] {
+    return this.byLb.get(lbId) ?? [];
+  }
+  allRuntimeParts(): Map<string, NodePart[]> {
+    return new Map(this.byLb);
+  }
+}
+
+const part = (nodeId: string, acked: number, kind: 'l4' | 'l7' = 'l4'): NodePart => ({
+  nodeId,
+  kind,
+  address: '127.0.0.1',
+  online: true,
+  acked,
+  ...(kind === 'l4' ? { role: 'active' as const } : {}),
+});
+
+beforeAll(() => {
+  redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+});
+
+afterAll(async () => {
+  const stale = await redis.keys(`${cluster}:*`);
+  if (stale.length > 0) await redis.del(...stale);
+  redis.disconnect();
+});
+
+describe('RuntimeShare (real Redis)', () => {
+  it("answers from this replica's parts and the other live replicas', written as they change", async () => {
+    const here = new Parts();
+    const there = new Parts();
+    const mine = new RuntimeShare(redis, cluster, 'r1', here);
+    const theirs = new RuntimeShare(redis, cluster, 'r2', there);
+    here.set('lb-1', [part('l4-a', 1)]);
+    there.set('lb-1', [part('l7-b', 1, 'l7')]);
+    there.set('lb-2', [part('l4-c', 2)]);
+    await Promise.all([mine.publish(), theirs.publish()]);
+    const [one, two, three] = await mine.runtimes([
+      { id: 'lb-1', configVersion: 1 },
+      { id: 'lb-2', configVersion: 2 },
+      { id: 'lb-3', configVersion: 1 },
+    ]);
+    expect(one?.nodes.map((n) => n.nodeId)).toEqual(['l4-a', 'l7-b']);
+    expect(one?.status).toBe('active');
+    expect(two).toMatchObject({ status: 'active', nodes: [{ nodeId: 'l4-c', converged: true }] });
+    expect(three).toEqual({ status: 'provisioning', nodes: [] });
+    // Only what changed is written; an LB no node of r2 holds any more leaves its hash.
+    there.set('lb-1', [part('l7-b', 0, 'l7')]);
+    there.set('lb-2', null);
+    await theirs.publish();
+    expect(await redis.hkeys(keys.partsOf('r2'))).toEqual(['lb-1']);
+    const [again] = await mine.runtimes([{ id: 'lb-1', configVersion: 1 }]);
+    expect(again?.status).toBe('provisioning');
+    expect(await redis.pttl(keys.partsOf('r2'))).toBeGreaterThan(RUNTIME_SHARE_TTL_MS - 1000);
+    // Closed: gone from the share at once, not after the TTL.
+    await theirs.close();
+    await new Promise((r) => setTimeout(r, 600)); // past the replica list's freshness
+    const [alone] = await mine.runtimes([{ id: 'lb-1', configVersion: 1 }]);
+    expect(alone?.nodes.map((n) => n.nodeId)).toEqual(['l4-a']);
+    await mine.close();
+  });
+
+  it("leaves out a replica whose parts lapsed (killed: it stopped publishing), and another's junk", async () => {
+    const here = new Parts();
+    const reader = new RuntimeShare(redis, cluster, 'reader', here);
+    await redis.hset(keys.partsOf('dead'), 'lb-9', JSON.stringify([part('l4-x', 1)]));
+    await redis.zadd(keys.replicas, Date.now() - 1, 'dead');
+    await redis.hset(keys.partsOf('odd'), 'lb-9', '{"not":"parts"}');
+    await redis.zadd(keys.replicas, Date.now() + 60_000, 'odd');
+    const [lb] = await reader.runtimes([{ id: 'lb-9', configVersion: 1 }]);
+    expect(lb).toEqual({ status: 'provisioning', nodes: [] });
+    await redis.zrem(keys.replicas, 'odd');
+  });
+
+  it('writes its parts whole again when its hash expired while it thought them written (a stall past the TTL)', async () => {
+    const here = new Parts();
+    const share = new RuntimeShare(redis, cluster, 'stalled', here);
+    here.set('lb-a', [part('n1', 1)]);
+    here.set('lb-b', [part('n1', 1)]);
+    await share.publish();
+    await redis.del(keys.partsOf('stalled')); // as Redis expires it
+    here.set('lb-b', [part('n1', 2)]);
+    await share.publish(); // finds it gone: only lb-b written, and told to write everything next
+    await share.publish();
+    expect((await redis.hkeys(keys.partsOf('stalled'))).sort()).toEqual(['lb-a', 'lb-b']);
+    await share.close();
+  });
+
+  it("answers from this replica's parts alone when Redis does not answer", async () => {
+    const down = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    down.on('error', () => {});
+    const here = new Parts();
+    here.set('lb-1', [part('l4-a', 3)]);
+    const share = new RuntimeShare(down, cluster, 'offline', here);
+    await expect(share.publish()).rejects.toThrow();
+    const [lb] = await share.runtimes([{ id: 'lb-1', configVersion: 3 }]);
+    expect(lb).toMatchObject({ status: 'active', nodes: [{ nodeId: 'l4-a' }] });
+    down.disconnect();
+  });
+});

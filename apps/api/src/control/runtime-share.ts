@@ -1,0 +1,197 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import { type LbRuntime, type NodePart, runtimeOf } from './lb-runtime.js';
+
+/**
+ * How long a replica's parts count after its last publish: the parts of a replica killed stop counting
+ * within this. Replicas compare it with their wall clocks, so their clocks must agree to well within it.
+ */
+export const RUNTIME_SHARE_TTL_MS = 3000;
+/** How often changed parts are published, and unchanged ones kept alive. */
+const PUBLISH_EVERY_MS = 100;
+const KEEP_ALIVE_EVERY_MS = 1000;
+/** How long the list of live replicas is used before it is read again. */
+const REPLICAS_FRESH_MS = 500;
+
+/** Where a deployment's replicas keep their parts: its own names, as every Redis name (namespaceOf). */
+export function runtimeShareKeysOf(clusterId: string) {
+  return {
+    /** Sorted set: replica id → until when (wall ms) its parts count. */
+    replicas: `${clusterId}:runtime:replicas`,
+    /** Hash of one replica: LB id → the JSON of its parts held there. */
+    partsOf: (replicaId: string) => `${clusterId}:runtime:parts:${replicaId}`,
+  };
+}
+
+/** What the share reads of this replica's hub. */
+export interface RuntimeSource {
+  readonly runtimeGeneration: number;
+  runtimeParts(lbId: string): NodePart[];
+  allRuntimeParts(): Map<string, NodePart[]>;
+}
+
+/**
+ * An LB's runtime as every replica sees it. Each replica holds the sessions of the nodes connected to it,
+ * and only those nodes' acks say whether the LB is active: without the others' parts a replica holding no
+ * node answered `provisioning` for every LB, and a client polling replicas in turn saw the status flap.
+ *
+ * Each replica publishes its parts to Redis (only what changed, at most every PUBLISH_EVERY_MS) and reads
+ * the other live replicas' when it answers. Redis away: a replica answers from its own parts.
+ */
+export class RuntimeShare {
+  private readonly keys;
+  /** What Redis holds for this replica, as last written; null: unknown, written whole next time. */
+  private published: Map<string, string> | null = null;
+  private publishedGeneration = -1;
+  private keptAliveAt = 0;
+  private running: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private replicas: { ids: string[]; readAt: number } | null = null;
+  private warnedAt = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    clusterId: string,
+    /** This replica (the lease's holder id), not read back from the share. */
+    private readonly replicaId: string,
+    private readonly source: RuntimeSource,
+    private readonly log?: FastifyBaseLogger,
+  ) {
+    this.keys = runtimeShareKeysOf(clusterId);
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => this.tick(), PUBLISH_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Stops publishing and takes this replica's parts out of the share (best effort: they expire anyway). */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+    await this.redis
+      .multi()
+      .del(this.keys.partsOf(this.replicaId))
+      .zrem(this.keys.replicas, this.replicaId)
+      .exec()
+      .catch(() => {});
+  }
+
+  /** Status and per-node convergence of each LB, from this replica's parts and the other live replicas'. */
+  async runtimes(lbs: readonly { id: string; configVersion: number }[]): Promise<LbRuntime[]> {
+    const others = await this.othersParts(lbs.map((lb) => lb.id));
+    return lbs.map(({ id, configVersion }) =>
+      runtimeOf([...this.source.runtimeParts(id), ...(others.get(id) ?? [])], configVersion),
+    );
+  }
+
+  /** Publishes now what changed (tests; the timer does it otherwise). */
+  async publish(): Promise<void> {
+    while (this.running) await this.running;
+    this.running = this.write().finally(() => {
+      this.running = null;
+    });
+    await this.running;
+  }
+
+  private tick(): void {
+    if (this.running) return;
+    const due =
+      this.source.runtimeGeneration !== this.publishedGeneration ||
+      Date.now() - this.keptAliveAt >= KEEP_ALIVE_EVERY_MS;
+    if (!due) return;
+    this.publish().catch((err: unknown) => this.warn(err, 'runtime parts not published'));
+  }
+
+  private async write(): Promise<void> {
+    const generation = this.source.runtimeGeneration;
+    const now = Date.now();
+    const current = new Map<string, string>();
+    for (const [id, parts] of this.source.allRuntimeParts()) current.set(id, JSON.stringify(parts));
+    const key = this.keys.partsOf(this.replicaId);
+    const previous = this.published;
+    // Unknown from here on until Redis says yes: a write that fails half-way is written whole next time.
+    this.published = null;
+    const tx = this.redis.multi();
+    // First: whether the hash is still there (0: it expired, this process stalled past the TTL).
+    tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
+    if (previous === null) tx.del(key);
+    const set: string[] = [];
+    for (const [id, json] of current) if (previous?.get(id) !== json) set.push(id, json);
+    if (set.length > 0) tx.hset(key, ...set);
+    const gone = previous === null ? [] : [...previous.keys()].filter((id) => !current.has(id));
+    if (gone.length > 0) tx.hdel(key, ...gone);
+    tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
+    tx.zadd(this.keys.replicas, now + RUNTIME_SHARE_TTL_MS, this.replicaId);
+    tx.zremrangebyscore(this.keys.replicas, '-inf', now);
+    const replies = await tx.exec();
+    const failed = replies?.find(([err]) => err !== null);
+    if (!replies || failed) throw failed?.[0] ?? new Error('runtime parts: transaction discarded');
+    // The hash had expired: only what changed was written into a new one, so write it whole next time.
+    if (previous !== null && previous.size > 0 && replies[0]?.[1] === 0) return;
+    this.published = current;
+    this.publishedGeneration = generation;
+    this.keptAliveAt = now;
+  }
+
+  /** The other live replicas' parts of these LBs; none when Redis does not answer (logged now and then). */
+  private async othersParts(lbIds: string[]): Promise<Map<string, NodePart[]>> {
+    const out = new Map<string, NodePart[]>();
+    if (lbIds.length === 0) return out;
+    try {
+      const replicas = await this.liveReplicas();
+      if (replicas.length === 0) return out;
+      const pipeline = this.redis.pipeline();
+      for (const id of replicas) pipeline.hmget(this.keys.partsOf(id), ...lbIds);
+      for (const [err, values] of (await pipeline.exec()) ?? []) {
+        if (err !== null || !Array.isArray(values)) continue;
+        values.forEach((json, i) => {
+          const parts = typeof json === 'string' ? parsedParts(json) : [];
+          const lbId = lbIds[i];
+          if (lbId !== undefined && parts.length > 0) out.set(lbId, [...(out.get(lbId) ?? []), ...parts]);
+        });
+      }
+    } catch (err) {
+      this.warn(err, "other replicas' runtime not read: answered from this replica's nodes alone");
+    }
+    return out;
+  }
+
+  private async liveReplicas(): Promise<string[]> {
+    const now = Date.now();
+    if (this.replicas && now - this.replicas.readAt < REPLICAS_FRESH_MS) return this.replicas.ids;
+    const ids = (await this.redis.zrangebyscore(this.keys.replicas, now, '+inf')).filter((id) => id !== this.replicaId);
+    this.replicas = { ids, readAt: now };
+    return ids;
+  }
+
+  private warn(err: unknown, message: string): void {
+    const now = Date.now();
+    if (now - this.warnedAt < 10_000) return;
+    this.warnedAt = now;
+    this.log?.warn({ err: String(err) }, message);
+  }
+}
+
+/** The parts another replica published; anything that is not a list of parts counts as none. */
+function parsedParts(json: string): NodePart[] {
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return Array.isArray(parsed) ? parsed.filter(isPart) : [];
+  } catch {
+    return [];
+  }
+}
+
+function isPart(value: unknown): value is NodePart {
+  if (typeof value !== 'object' || value === null) return false;
+  const p = value as Record<string, unknown>;
+  return (
+    typeof p.nodeId === 'string' &&
+    (p.kind === 'l4' || p.kind === 'l7') &&
+    typeof p.address === 'string' &&
+    typeof p.online === 'boolean' &&
+    typeof p.acked === 'number'
+  );
+}
