@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { controlChannelUrl, loggableUrl, ReplicaRotation, SEVERAL_REPLICAS_CAP_MS } from './api-urls.js';
+import {
+  controlChannelUrl,
+  loggableUrl,
+  RETURN_AFTER_READY,
+  ReplicaRotation,
+  ReturnToEarlier,
+  SEVERAL_REPLICAS_CAP_MS,
+} from './api-urls.js';
 
 describe('the channel URL', () => {
   it('the channel URL is the base URL in ws(s) with the path', () => {
@@ -74,5 +81,25 @@ describe('ReplicaRotation', () => {
 
   it('wants at least one URL', () => {
     expect(() => new ReplicaRotation([])).toThrow('no control plane URL');
+  });
+});
+
+describe('ReturnToEarlier', () => {
+  it('moves back once the same earlier replica answered ready RETURN_AFTER_READY times in a row', () => {
+    const r = new ReturnToEarlier();
+    const answers = Array.from({ length: RETURN_AFTER_READY }, () => r.observe(0));
+    expect(answers).toEqual([...Array(RETURN_AFTER_READY - 1).fill(false), true]);
+  });
+
+  it('starts counting over when the answer changes, or the node connected again', () => {
+    const r = new ReturnToEarlier();
+    // Ready, not ready, ready: a flapping replica never pulls the node back.
+    for (let i = 0; i < 10; i++) expect(r.observe(i % 2 === 0 ? 0 : null)).toBe(false);
+    // Another replica is the earliest ready now: its own count.
+    for (let i = 0; i < RETURN_AFTER_READY - 1; i++) r.observe(1);
+    expect(r.observe(0)).toBe(false);
+    for (let i = 0; i < RETURN_AFTER_READY - 2; i++) r.observe(0);
+    r.reset();
+    expect(r.observe(0)).toBe(false);
   });
 });

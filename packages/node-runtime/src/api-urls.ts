@@ -47,6 +47,13 @@ export class ReplicaRotation {
     return this.urls[this.index]!;
   }
 
+  /** The next dial goes to `index` (an earlier replica back: see ReturnToEarlier), with no backoff owed. */
+  moveTo(index: number): void {
+    this.index = index;
+    this.attempt = 0;
+    this.failedInRound = 0;
+  }
+
   /** The dial of the current URL opened a connection. */
   connected(): void {
     this.attempt = 0;
@@ -67,6 +74,52 @@ export class ReplicaRotation {
     if (this.failedInRound < this.urls.length) return 0;
     this.failedInRound = 0;
     return reconnectDelay(this.attempt++, 200, this.capMs, this.random);
+  }
+}
+
+/** How often a node on a later replica asks the earlier ones whether they are ready again, ms (jittered ±50%). */
+export const RETURN_PROBE_MS = 5000;
+/** Answers in a row an earlier replica must give ready before the node moves back to it. */
+export const RETURN_AFTER_READY = 3;
+
+/**
+ * Whether a node on a later replica of its list goes back to an earlier one. A node stays where its channel
+ * holds, so after a replica's death and return the fleet was split between replicas, each of which places
+ * LBs on its own nodes: the first replica of the list that is ready gathers them again. Only once it has
+ * answered ready RETURN_AFTER_READY times in a row (about 15 s), so a replica that flaps does not pull the
+ * fleet back and forth, and each node probes at its own jittered times, so the fleet does not move at once.
+ * Pure.
+ */
+export class ReturnToEarlier {
+  private target: number | null = null;
+  private streak = 0;
+
+  /** The probes' answer: the earliest replica before ours that is ready, or null; true when it is time to go. */
+  observe(earliestReady: number | null): boolean {
+    if (earliestReady !== this.target) {
+      this.target = earliestReady;
+      this.streak = 0;
+    }
+    if (earliestReady === null) return false;
+    this.streak++;
+    return this.streak >= RETURN_AFTER_READY;
+  }
+
+  /** Connected somewhere (again): counting starts over. */
+  reset(): void {
+    this.target = null;
+    this.streak = 0;
+  }
+}
+
+/** Whether the API replica at `base` answers its readiness check (database and Redis reachable) within 1 s. */
+export async function replicaReady(base: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${base.replace(/\/$/, '')}/readyz`, { signal: AbortSignal.timeout(1000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
   }
 }
 

@@ -23,17 +23,27 @@ const snapshot = (version: number): NodeSnapshot => ({
   l7Nodes: [],
 });
 
-/** A replica: a WebSocket server that answers each hello with `version`, remembering what it heard. */
+/**
+ * A replica: a WebSocket server that answers each hello with `version`, remembering what it heard, and
+ * `/readyz` with 200 while `ready` (else 503; 'flapping': one answer in two).
+ */
 interface Replica {
   url: string;
   port: number;
   received: { type: string; version?: number }[];
+  ready: boolean | 'flapping';
   kill(): Promise<void>;
 }
 
 async function replica(version: number, port = 0): Promise<Replica> {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port });
-  await new Promise((r) => wss.once('listening', r));
+  let asked = 0;
+  const http = createServer((req, res) => {
+    const ready = self.ready === 'flapping' ? asked++ % 2 === 0 : self.ready;
+    res.statusCode = req.url === '/readyz' && ready ? 200 : 503;
+    res.end();
+  });
+  const wss = new WebSocketServer({ server: http });
+  await new Promise<void>((r) => http.listen(port, '127.0.0.1', r));
   const received: Replica['received'] = [];
   wss.on('connection', (ws: WebSocket) => {
     ws.on('message', (d) => {
@@ -42,16 +52,20 @@ async function replica(version: number, port = 0): Promise<Replica> {
       if (m.type === 'hello') ws.send(JSON.stringify({ type: 'snapshot', kind: 'l4', snapshot: snapshot(version) }));
     });
   });
-  const bound = (wss.address() as { port: number }).port;
-  return {
+  const bound = (http.address() as { port: number }).port;
+  const self: Replica = {
     url: `http://127.0.0.1:${bound}`,
     port: bound,
     received,
+    ready: true,
     kill: async () => {
       for (const c of wss.clients) c.terminate();
       await new Promise((r) => wss.close(r));
+      http.closeAllConnections();
+      await new Promise((r) => http.close(r));
     },
   };
+  return self;
 }
 
 /** A port nothing listens on: a dial there is refused at once. */
@@ -78,7 +92,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function makeClient(apiUrls: string[], registry?: Registry) {
+function makeClient(apiUrls: string[], registry?: Registry, returnProbeMs?: number) {
   const applied: number[] = [];
   client = new ControlChannelClient<NodeSnapshot>({
     apiUrls,
@@ -93,6 +107,7 @@ function makeClient(apiUrls: string[], registry?: Registry) {
     load: () => ({ activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 }),
     logger,
     registry,
+    returnProbeMs,
   });
   return { client, applied };
 }
@@ -121,12 +136,12 @@ describe('control channel with several API replicas', () => {
     expect((await registry.getSingleMetric('slb_control_plane_replica')!.get()).values[0]!.value).toBe(1);
   });
 
-  it('when its replica dies it keeps its config, moves to the next one, and stays there', async () => {
+  it('when its replica dies it keeps its config, moves to the next one, and moves back once the first is ready again', async () => {
     const a = await replica(5);
     const b = await replica(7);
     replicas.push(b);
     const registry = new Registry();
-    const { client, applied } = makeClient([a.url, b.url], registry);
+    const { client, applied } = makeClient([a.url, b.url], registry, 40);
     await client.start();
     await vi.waitUntil(() => applied.includes(5), POLL);
     expect(connectedTo(0)).toBe(true);
@@ -138,11 +153,38 @@ describe('control channel with several API replicas', () => {
     await vi.waitUntil(() => applied.includes(7), POLL);
     expect(connectedTo(1)).toBe(true);
     expect((await registry.getSingleMetric('slb_control_plane_replica')!.get()).values[0]!.value).toBe(1);
-    // Stays on b: a's port answering again does not pull the node back.
-    replicas.push(await replica(9, a.port));
-    await new Promise((r) => setTimeout(r, 500));
+    // a's port answers again, not ready (its database away), then ready one probe in two: the node stays on b.
+    const back = await replica(9, a.port);
+    replicas.push(back);
+    back.ready = false;
+    await new Promise((r) => setTimeout(r, 400));
+    back.ready = 'flapping';
+    await new Promise((r) => setTimeout(r, 400));
     expect(applied).toEqual([5, 7]);
+    expect(back.received).toEqual([]);
+    // Ready for good: the node goes back to the first replica of its list (which every node of the fleet
+    // prefers), so the fleet is not left split between replicas, each placing LBs on its own nodes.
+    back.ready = true;
+    await vi.waitUntil(() => applied.includes(9), POLL);
+    expect(back.received.filter((m) => m.type === 'hello')).toHaveLength(1);
+    expect(log.some((l) => l.msg === 'an earlier API replica is ready: moving back')).toBe(true);
+    expect(log.some((l) => l.msg === 'control channel lost')).toBe(true); // a's death, not the move back
+    expect(log.filter((l) => l.msg === 'control channel lost')).toHaveLength(1);
     expect(b.received.filter((m) => m.type === 'hello')).toHaveLength(1);
+  });
+
+  it('on its first replica, or with moving back turned off, it asks no other replica', async () => {
+    const a = await replica(5);
+    const b = await replica(7);
+    replicas.push(a, b);
+    const { client, applied } = makeClient([b.url, a.url], undefined, 0);
+    await client.start();
+    await vi.waitUntil(() => applied.includes(7), POLL);
+    await b.kill();
+    await vi.waitUntil(() => applied.includes(5), POLL);
+    replicas.push(await replica(9, b.port));
+    await new Promise((r) => setTimeout(r, 400));
+    expect(applied).toEqual([7, 5]);
   });
 
   it('with every replica down it goes round the list with backoff until one answers', async () => {

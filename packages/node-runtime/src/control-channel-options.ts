@@ -93,6 +93,12 @@ export interface ControlChannelOptions<S extends VersionedSnapshot> {
    */
   maxReconnectDelayMs?: number;
   /**
+   * On a later replica of `apiUrls`, how often the earlier ones are asked whether they are ready again, ms
+   * (jittered ±50%); the node moves back once one has answered ready RETURN_AFTER_READY times in a row.
+   * Default RETURN_PROBE_MS; 0: never moves back.
+   */
+  returnProbeMs?: number;
+  /**
    * The first applied snapshot is saved at once, later ones at most once per this many ms (longer for a
    * snapshot that is slow to serialise, up to 10 s). Default 500.
    */

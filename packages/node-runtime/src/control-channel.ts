@@ -7,7 +7,14 @@ import {
 } from '@slb/model';
 import { Counter, Gauge } from 'prom-client';
 import WebSocket from 'ws';
-import { controlChannelUrl, loggableUrl, ReplicaRotation } from './api-urls.js';
+import {
+  controlChannelUrl,
+  loggableUrl,
+  RETURN_PROBE_MS,
+  ReplicaRotation,
+  ReturnToEarlier,
+  replicaReady,
+} from './api-urls.js';
 import type { ControlChannelOptions, SnapshotChange, VersionedSnapshot } from './control-channel-options.js';
 import { ListenerFailures } from './listener-failures.js';
 import { checkEnvelope } from './listener-split.js';
@@ -66,6 +73,11 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   private readonly listeners = new Set<(version: number) => void>();
   /** After a 401 (deleted node, rotated or unknown credential) the next attempt waits until then. */
   private refusedUntil = 0;
+  /** On a later replica of the list: whether an earlier one is ready again, probed now and then. */
+  private readonly returning = new ReturnToEarlier();
+  private returnProbe: NodeJS.Timeout | null = null;
+  /** The channel was closed to move back to this replica. */
+  private returnTo: number | null = null;
 
   /** Listeners of the applied config the node does not serve as sent, by id: reported in every ack. */
   readonly failing: Map<string, string>;
@@ -181,6 +193,7 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.returnProbe) clearTimeout(this.returnProbe);
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.socket?.close();
     await this.queue;
@@ -220,6 +233,8 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
         ...(this.options.boundVips === undefined ? {} : { boundVips: [...this.options.boundVips()] }),
       });
       this.heartbeat = setInterval(() => this.send(this.heartbeatMessage()), HEARTBEAT_INTERVAL_MS);
+      this.returning.reset();
+      if (replica > 0) this.probeEarlier(replica, socket);
       this.options.logger.info(
         { url: loggableUrl(url), replica, replicas: this.replicas.urls.length },
         'control channel connected',
@@ -255,13 +270,44 @@ export class ControlChannelClient<S extends VersionedSnapshot> {
       this.replicaGauge?.set(-1);
       if (this.heartbeat) clearInterval(this.heartbeat);
       this.heartbeat = null;
+      if (this.returnProbe) clearTimeout(this.returnProbe);
+      this.returnProbe = null;
       if (this.closed) return;
+      const returnTo = this.returnTo;
+      this.returnTo = null;
+      if (returnTo !== null) this.replicas.moveTo(returnTo);
       // The node keeps serving its last applied config meanwhile: nothing here touches it.
-      if (opened) this.options.logger.warn({ url: loggableUrl(url), replica }, 'control channel lost');
-      const delay = Math.max(this.replicas.next(opened), this.refusedUntil - Date.now());
+      else if (opened) this.options.logger.warn({ url: loggableUrl(url), replica }, 'control channel lost');
+      const waitFor = returnTo === null ? this.replicas.next(opened) : 0;
+      const delay = Math.max(waitFor, this.refusedUntil - Date.now());
       this.refusedUntil = 0;
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
     });
+  }
+
+  /**
+   * Connected to a later replica of the list: asks the earlier ones now and then whether they are ready, and
+   * closes the channel to move back to the earliest once it has been ready long enough (ReturnToEarlier).
+   */
+  private probeEarlier(replica: number, socket: WebSocket): void {
+    const every = this.options.returnProbeMs ?? RETURN_PROBE_MS;
+    if (every <= 0) return;
+    const current = () => !this.closed && this.socket === socket && socket.readyState === WebSocket.OPEN;
+    this.returnProbe = setTimeout(
+      async () => {
+        this.returnProbe = null;
+        let earliest: number | null = null;
+        for (let i = 0; i < replica && earliest === null && current(); i++) {
+          if (await replicaReady(this.replicas.urls[i]!)) earliest = i;
+        }
+        if (!current()) return;
+        if (!this.returning.observe(earliest)) return this.probeEarlier(replica, socket);
+        this.options.logger.info({ replica: earliest, from: replica }, 'an earlier API replica is ready: moving back');
+        this.returnTo = earliest;
+        socket.close(1000, 'moving back to an earlier replica');
+      },
+      every * (0.5 + Math.random()),
+    );
   }
 
   /** Resolves once the snapshot applied last is on disk. */
