@@ -291,27 +291,33 @@ export class ListenerRuntime {
     }
     this.track(socket);
     socket.on('error', () => {});
-    readProxyHeader(socket, this.options.proxyHeaderTimeoutMs).then((r) => {
-      if (!r.ok) {
-        this.deps.metrics.proxyHeaderErrors.labels(this.state.config.id, r.reason).inc();
-        this.dropped();
-        this.deps.logger.debug({ listener: this.state.config.id, reason: r.reason }, 'proxy header refused');
+    readProxyHeader(socket, this.options.proxyHeaderTimeoutMs)
+      .then((r) => {
+        if (!r.ok) {
+          this.deps.metrics.proxyHeaderErrors.labels(this.state.config.id, r.reason).inc();
+          this.dropped();
+          this.deps.logger.debug({ listener: this.state.config.id, reason: r.reason }, 'proxy header refused');
+          socket.destroy();
+          return;
+        }
+        if (socket.destroyed) return;
+        const h = r.header;
+        this.admit(
+          socket,
+          h.kind === 'proxy'
+            ? { address: h.srcAddr, port: h.srcPort, frontendPort: h.dstPort }
+            : {
+                address: unmapV4(socket.remoteAddress ?? ''),
+                port: socket.remotePort ?? 0,
+                frontendPort: socket.localPort ?? 0,
+              },
+        );
+      })
+      .catch((err: unknown) => {
+        // Not an unhandled rejection, which would end the process and every connection: this one alone goes.
+        this.deps.logger.error({ err, listener: this.state.config.id }, 'proxied connection handling failed');
         socket.destroy();
-        return;
-      }
-      if (socket.destroyed) return;
-      const h = r.header;
-      this.admit(
-        socket,
-        h.kind === 'proxy'
-          ? { address: h.srcAddr, port: h.srcPort, frontendPort: h.dstPort }
-          : {
-              address: unmapV4(socket.remoteAddress ?? ''),
-              port: socket.remotePort ?? 0,
-              frontendPort: socket.localPort ?? 0,
-            },
-      );
-    });
+      });
   }
 
   /**

@@ -104,22 +104,31 @@ export function handleRequest(
     const body = withBody ? new LazyBody(req) : null;
     forward(deps, state, group, b, choice.stuck, method, url, headers, body, res, (abort) => {
       abortCurrent = abort;
-    }).then((outcome) => {
-      b.state.active--;
-      abortCurrent = null;
-      if (outcome.kind === 'done' || answer !== null) return;
-      if (timedOut) {
-        fail('backend-timeout');
-        return;
-      }
-      if (res.destroyed) return;
-      const verdict = afterFailedAttempt(deps, state, outcome, method, attempts, res.headersSent, retry);
-      if (verdict !== null) {
-        fail(verdict);
-        return;
-      }
-      attempt();
-    });
+    })
+      .then((outcome) => {
+        b.state.active--;
+        abortCurrent = null;
+        if (outcome.kind === 'done' || answer !== null) return;
+        if (timedOut) {
+          fail('backend-timeout');
+          return;
+        }
+        if (res.destroyed) return;
+        const verdict = afterFailedAttempt(deps, state, outcome, method, attempts, res.headersSent, retry);
+        if (verdict !== null) {
+          fail(verdict);
+          return;
+        }
+        attempt();
+      })
+      .catch(failed);
+  };
+  // A bug in what follows an attempt must not become an unhandled rejection, which ends the process and
+  // every other connection with it: this request alone fails.
+  const failed = (err: unknown) => {
+    deps.logger.error({ err, listener: cfg.id }, 'request handling failed');
+    if (answer === null && !res.headersSent) fail('backend-failed');
+    else res.destroy();
   };
   attempt();
 }
