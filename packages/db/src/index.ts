@@ -16,3 +16,4 @@ export {
   type Tables,
   WriteInsideRead,
 } from './store.js';
+export { databaseUnavailable } from './unavailable.js';

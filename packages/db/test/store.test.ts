@@ -1,4 +1,8 @@
-import { changedRows, LockOutsideWrite, WriteInsideRead } from '@slb/db';
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer } from 'node:net';
+import { changedRows, databaseUnavailable, LockOutsideWrite, WriteInsideRead } from '@slb/db';
+import { openPgStore } from '@slb/db/pg';
+import { createTestPgDatabase } from '@slb/test-support/pg-database';
 import { engines, type TestStore } from '@slb/test-support/stores';
 import { asc, eq, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -202,5 +206,139 @@ describe('store on sqlite', () => {
     await Promise.all(Array.from({ length: 20 }, bump));
     const [row] = await store.read((q) => q.select().from(t.tenants));
     expect(row?.name).toBe('20');
+  });
+});
+
+describe('store on postgres', () => {
+  const postgres = all.find((e) => e.name === 'postgres');
+
+  it.skipIf(!postgres?.available)(
+    'survives the server ending the connection a write holds between two queries, and writes on a new one',
+    async () => {
+      open = await (postgres as NonNullable<typeof postgres>).open();
+      const { store } = open;
+      const { t } = store;
+      let held!: (pid: number) => void;
+      const pidHeld = new Promise<number>((resolve) => {
+        held = resolve;
+      });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const failed = store.write(async (q) => {
+        const [row] = await store.rows<{ pid: number }>(q, sql`SELECT pg_backend_pid() AS pid`);
+        held(Number(row?.pid));
+        await gate;
+        await q.insert(t.tenants).values({ id: 'ten-lost', name: 'lost', ...stamps });
+      });
+      const pid = await pidHeld;
+      // What a restart of PostgreSQL does to every session: the server ends it (pg_terminate_backend sends
+      // the client a FATAL and closes the socket), here while the write's client is checked out of the pool.
+      await store.read((q) => store.rows(q, sql`SELECT pg_terminate_backend(${pid})`));
+      for (let i = 0; i < 100; i++) {
+        const left = await store.read((q) =>
+          store.rows<{ n: number }>(q, sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${pid}`),
+        );
+        if (left[0]?.n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The client reads the FATAL and the close: its 'error' event, thrown before, stopped the process.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      release();
+      const error = await failed.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      // Told apart from a failed query: the API answers it 503, to be retried.
+      expect(databaseUnavailable(error)).toBe(true);
+      await store.write((q) => q.insert(t.tenants).values({ id: 'ten-a', name: 'acme', ...stamps }));
+      expect(await store.read((q) => q.select({ id: t.tenants.id }).from(t.tenants))).toEqual([{ id: 'ten-a' }]);
+      const duplicate = await store
+        .write((q) => q.insert(t.tenants).values({ id: 'ten-a', name: 'again', ...stamps }))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect(duplicate).toBeInstanceOf(Error);
+      expect(databaseUnavailable(duplicate)).toBe(false);
+    },
+  );
+
+  it.skipIf(!postgres?.available)(
+    'gives back a connection whose transaction could not begin, so the pool neither shrinks nor hangs on close',
+    async () => {
+      const database = await createTestPgDatabase();
+      const target = new URL(database.url);
+      // The store reaches PostgreSQL through a relay that can cut a connection the moment it sends BEGIN:
+      // what a write meets when it takes a pooled connection whose server has just gone.
+      let cutNextBegin = false;
+      const relay = createServer((client) => {
+        const server = connect(Number(target.port || 5432), target.hostname);
+        client.on('data', (chunk: Buffer) => {
+          if (cutNextBegin && chunk.toString('latin1').toLowerCase().includes('begin')) {
+            cutNextBegin = false;
+            client.destroy();
+            server.destroy();
+            return;
+          }
+          server.write(chunk);
+        });
+        server.on('data', (chunk: Buffer) => client.write(chunk));
+        for (const [a, b] of [
+          [client, server],
+          [server, client],
+        ] as const) {
+          a.on('error', () => b.destroy());
+          a.on('close', () => b.destroy());
+        }
+      });
+      relay.listen(0, '127.0.0.1');
+      await once(relay, 'listening');
+      const via = new URL(database.url);
+      via.hostname = '127.0.0.1';
+      via.port = String((relay.address() as AddressInfo).port);
+      const store = await openPgStore(via.toString(), { max: 2 });
+      try {
+        const { t } = store;
+        for (let i = 0; i < 3; i++) {
+          cutNextBegin = true;
+          const failed = await store
+            .write((q) => q.insert(t.tenants).values({ id: `ten-lost-${i}`, name: 'lost', ...stamps }))
+            .then(
+              () => null,
+              (e: unknown) => e,
+            );
+          expect(databaseUnavailable(failed)).toBe(true);
+        }
+        // Three connections lost at BEGIN in a pool of two: the next write still gets one.
+        await store.write((q) => q.insert(t.tenants).values({ id: 'ten-a', name: 'acme', ...stamps }));
+        expect(await store.read((q) => q.select({ id: t.tenants.id }).from(t.tenants))).toEqual([{ id: 'ten-a' }]);
+      } finally {
+        const closed = await Promise.race([
+          store.close().then(() => 'closed'),
+          new Promise((resolve) => setTimeout(() => resolve('waiting for a connection never given back'), 3000)),
+        ]);
+        relay.close();
+        await database.drop();
+        expect(closed).toBe('closed');
+      }
+    },
+  );
+
+  it('says a database that refuses connections is unavailable', async () => {
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    const store = await openPgStore('postgres://postgres@127.0.0.1:1/none', { migrate: false, connectTimeoutMs: 500 });
+    try {
+      const error = await store
+        .read((q) => store.rows(q, sql`SELECT 1`))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect(databaseUnavailable(error)).toBe(true);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { databaseUnavailable } from '@slb/db';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ApiProblem, type ErrorCode, problem } from '../errors.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
@@ -33,6 +34,12 @@ export function installErrorHandling(app: FastifyInstance): void {
       body = problem('payload_too_large', err.message);
     } else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       body = problem('bad_request', err.message);
+    } else if (databaseUnavailable(err)) {
+      // A PostgreSQL restarting or out of reach: the request is fine and worth sending again (with its
+      // Idempotency-Key), which a 500 does not say.
+      request.log.warn({ err }, 'database unreachable');
+      body = problem('not_ready', 'the database is unreachable; retry');
+      reply.header('retry-after', '1');
     } else {
       request.log.error({ err }, 'unhandled error');
       body = problem('internal', 'internal error; the server log has the details under this request id');

@@ -51,6 +51,10 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   });
   // An idle client's error (the server restarted) must not crash the process: the pool drops that client.
   pool.on('error', () => {});
+  // Nor a checked-out client's (a write's, between two of its queries): its queries fail with the error
+  // anyway and the pool drops it on release, but with no listener of its own pg's 'error' event was thrown,
+  // and a PostgreSQL restart stopped every replica that held a transaction open.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db: PgDb = drizzle(pool, { schema: pgSchema });
   let migrated = 0;
   try {
@@ -61,6 +65,8 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   }
   const scope = new StoreScope();
   const q = db as Queries;
+  /** drizzle on each pooled connection, made once: a write runs its transaction on the one it checked out. */
+  const onClient = new WeakMap<pg.PoolClient, PgDb>();
   return {
     dialect: 'postgres',
     t: pgSchema as Tables,
@@ -77,12 +83,25 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         return outer ? build(outer.q).prepare(name).execute(params) : prepared.execute(params);
       };
     },
-    write: (work) => {
+    write: async (work) => {
       const outer = scope.current();
-      if (outer && !outer.writing) return Promise.reject(new WriteInsideRead());
+      if (outer && !outer.writing) throw new WriteInsideRead();
       // Inside a write, drizzle's nested transaction is a savepoint of it.
-      const on = (outer?.q ?? db) as PgDb;
-      return on.transaction((tx) => scope.within(tx, true, work));
+      if (outer) return (outer.q as PgDb).transaction((tx) => scope.within(tx, true, work));
+      // The connection is checked out and given back here, not by drizzle: drizzle sends BEGIN before its
+      // try, so a connection whose server had just gone (a PostgreSQL restart) failed there and was never
+      // given back; once every connection of the pool was lost so, no write got one again.
+      const client = await pool.connect();
+      try {
+        let on = onClient.get(client);
+        if (!on) {
+          on = drizzle(client, { schema: pgSchema });
+          onClient.set(client, on);
+        }
+        return await on.transaction((tx) => scope.within(tx, true, work));
+      } finally {
+        client.release();
+      }
     },
     lock: async (key) => {
       const outer = scope.current();
