@@ -88,12 +88,15 @@ const redisPing = (port) =>
   });
 
 /**
- * @param {{ root: string, outDir: string, l4: string[], l7: string[], addressPools: string[], ha?: boolean }} options
+ * @param {{ root: string, outDir: string, l4: string[], l7: string[], addressPools: string[], ha?: boolean,
+ *           pg?: { url: string } | null }} options
  *   addressPools: where the API takes the load balancers' VIPs from, apart from every other cloud's
  *   ha: two API replicas (api, api-2) on a PostgreSQL database of the run's own; the nodes, the workers and
  *   the runner's own calls move to the other when one is down
+ *   pg: with `ha`, a PostgreSQL cluster of the run's own (pg-cluster.mjs) in place of a database on the
+ *   machine's; the cloud hands it to the scenarios as `cloud.pg`
  */
-export async function startCloud({ root, outDir, l4, l7, addressPools, ha = false }) {
+export async function startCloud({ root, outDir, l4, l7, addressPools, ha = false, pg = null }) {
   const logs = join(outDir, 'logs');
   const dataDir = join(outDir, 'data');
   mkdirSync(logs, { recursive: true });
@@ -108,7 +111,7 @@ export async function startCloud({ root, outDir, l4, l7, addressPools, ha = fals
   const replica = ha
     ? { port: await stablePort(), dnsPort: await stablePort(['127.0.0.1'], { udp: true }) }
     : undefined;
-  const databaseUrl = ha ? await runDatabase() : undefined;
+  const databaseUrl = ha ? (pg?.url ?? (await runDatabase())) : undefined;
   const services = localCloudServices({
     root,
     dataDir,
@@ -148,6 +151,7 @@ export async function startCloud({ root, outDir, l4, l7, addressPools, ha = fals
     adminToken,
     dnsPort,
     redisPort,
+    pg,
     l4,
     l7,
     addressPools,

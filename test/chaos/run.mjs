@@ -9,7 +9,9 @@
 //   npm run build && npm run test:chaos
 //   npm run test:chaos -- --only l4-kill,flapping      a subset (ids in scenarios.mjs)
 //   npm run test:chaos -- --ha                         two API replicas on PostgreSQL (HA_SCENARIOS); without a
-//                                                      PostgreSQL it says so and passes, except under CI=true
+//                                                      PostgreSQL it says so and passes, except under CI=true;
+//                                                      the row pg-restart runs them on a cluster of its own
+//                                                      (pg-cluster.mjs), skipped (failed under CI) without one
 //   SLB_CHAOS_OUT=dir                                  where logs and report.{json,md} go (default: a tmp dir)
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pgReachable, startCloud, stopAllChildren } from './cloud.mjs';
 import { stopAllLoads, summarize } from './load.mjs';
+import { PG_BIN, startPgCluster } from './pg-cluster.mjs';
 import { HA_SCENARIOS, SCENARIOS } from './scenarios.mjs';
 import { setUp } from './setup.mjs';
 import { Ledger } from './writes.mjs';
@@ -32,19 +35,10 @@ const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]?.split(',')) : null;
 const ha = process.argv.includes('--ha');
 const catalogue = ha ? HA_SCENARIOS : SCENARIOS;
-const selected = catalogue.filter((s) => !only || only.has(s.id));
+let selected = catalogue.filter((s) => !only || only.has(s.id));
 if (selected.length === 0) {
   process.stderr.write(`no scenario matches; ids: ${catalogue.map((s) => s.id).join(', ')}\n`);
   process.exit(2);
-}
-if (ha && !(await pgReachable())) {
-  const why = 'the --ha scenarios need PostgreSQL (SLB_TEST_PG_URL, default 127.0.0.1:5432), and none answers';
-  if (process.env.CI === 'true') {
-    process.stderr.write(`${why}: CI runs them\n`);
-    process.exit(1);
-  }
-  process.stdout.write(`${why}: skipped\n`);
-  process.exit(0);
 }
 for (const app of ['api', 'health-worker', 'l4-node', 'l7-node']) {
   if (!existsSync(`${root}/apps/${app}/dist/main.js`)) {
@@ -54,7 +48,33 @@ for (const app of ['api', 'health-worker', 'l4-node', 'l7-node']) {
 }
 
 const outDir = process.env.SLB_CHAOS_OUT ?? mkdtempSync(join(tmpdir(), 'slb-chaos-'));
-mkdirSync(outDir, { recursive: true });
+mkdirSync(join(outDir, 'logs'), { recursive: true });
+/** The PostgreSQL cluster of the run's own, when a selected row restarts PostgreSQL (the machine's serves others). */
+let pgCluster = null;
+if (selected.some((s) => s.ownPostgres)) {
+  try {
+    pgCluster = await startPgCluster({ logFile: join(outDir, 'logs', 'postgres.log') });
+  } catch (err) {
+    const rows = selected.filter((s) => s.ownPostgres).map((s) => s.id);
+    const why = `${rows.join(', ')} needs a PostgreSQL cluster of its own (${PG_BIN}), and none started: ${String(err?.message ?? err).split('\n')[0]}`;
+    if (process.env.CI === 'true') {
+      process.stderr.write(`${why}: CI runs it\n`);
+      process.exit(1);
+    }
+    process.stdout.write(`${why}: skipped\n`);
+    selected = selected.filter((s) => !s.ownPostgres);
+    if (selected.length === 0) process.exit(0);
+  }
+}
+if (ha && !pgCluster && !(await pgReachable())) {
+  const why = 'the --ha scenarios need PostgreSQL (SLB_TEST_PG_URL, default 127.0.0.1:5432), and none answers';
+  if (process.env.CI === 'true') {
+    process.stderr.write(`${why}: CI runs them\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`${why}: skipped\n`);
+  process.exit(0);
+}
 const started = Date.now();
 const say = (line) => process.stdout.write(`[chaos +${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
 const rows = [];
@@ -163,6 +183,7 @@ async function finish(code, reason) {
   writeFileSync(join(outDir, 'report.json'), `${JSON.stringify({ totalSeconds: Number(total), rows }, null, 2)}\n`);
   writeFileSync(join(outDir, 'report.md'), `${md}\n\ntotal ${total} s\n`);
   await stopAllChildren();
+  await pgCluster?.remove().catch(() => undefined);
   rmSync(join(outDir, 'data'), { recursive: true, force: true });
   const failed = rows.some((r) => r.verdict !== 'PASS');
   process.exit(code ?? (failed ? 1 : 0));
@@ -173,8 +194,11 @@ setTimeout(() => void finish(1, `overall time limit of ${TIMEOUT_S} s reached`),
 
 try {
   say(`starting the local cloud (L4 ${L4.join(', ')}, L7 ${L7.join(', ')}); logs in ${outDir}/logs`);
-  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS, ha });
-  if (ha) say(`two API replicas on PostgreSQL: ${cloud.apiUrls.join(', ')}`);
+  const cloud = await startCloud({ root, outDir, l4: L4, l7: L7, addressPools: POOLS, ha, pg: pgCluster });
+  if (ha) {
+    const on = pgCluster ? `a cluster of the run's own (127.0.0.1:${pgCluster.port}, ${pgCluster.dir})` : 'PostgreSQL';
+    say(`two API replicas on ${on}: ${cloud.apiUrls.join(', ')}`);
+  }
   await cloud.startAll();
   const env = await setUp(cloud, outDir);
   await env.recovered(40_000);
@@ -211,6 +235,7 @@ try {
       say(`  ${String(error?.stack ?? error)}`);
       // Whatever the scenario broke, restart it, so the next scenarios start from a working cloud.
       try {
+        if (cloud.pg && !cloud.pg.running()) await cloud.pg.start();
         for (const s of [{ name: 'redis' }, ...cloud.services]) if (!cloud.isRunning(s.name)) await cloud.start(s.name);
         for (const h of Object.keys(env.hosts)) {
           const c = env.hosts[h].child;

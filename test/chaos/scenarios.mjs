@@ -4,7 +4,14 @@
 // scenarios/control-plane-kills.mjs (health workers, API, Redis), scenarios/backend-faults.mjs (backends
 // that live but misbehave).
 import { allDown, blackHole, flapping, slowBackend } from './scenarios/backend-faults.mjs';
-import { apiKill, apiMidWrite, redisKill, replicaKill, workerKill } from './scenarios/control-plane-kills.mjs';
+import {
+  apiKill,
+  apiMidWrite,
+  pgRestart,
+  redisKill,
+  replicaKill,
+  workerKill,
+} from './scenarios/control-plane-kills.mjs';
 import { mainLoad, NONE_ALLOWED } from './scenarios/kit.mjs';
 import { backendKill, l4Kill, l4Restart, l7Kill } from './scenarios/node-kills.mjs';
 import { sleep } from './util.mjs';
@@ -33,8 +40,12 @@ export const SCENARIOS = [
   { id: 'api-mid-write', title: 'API restarted mid-write', run: apiMidWrite },
 ];
 
-/** `--ha`: two API replicas on PostgreSQL; what losing one of them costs (issue 23). */
+/**
+ * `--ha`: two API replicas on PostgreSQL; what losing one of them, or PostgreSQL for a while, costs (issue 23).
+ * `ownPostgres`: the row restarts PostgreSQL, so the cloud runs on a cluster of the run's own (pg-cluster.mjs).
+ */
 export const HA_SCENARIOS = [
   { id: 'steady', title: 'replicas: steady load, no fault', run: steady },
   { id: 'replica-kill', title: 'kill -9 one of two API replicas', run: replicaKill },
+  { id: 'pg-restart', title: 'restart PostgreSQL (crash stop, 3 s down)', run: pgRestart, ownPostgres: true },
 ];

@@ -55,15 +55,22 @@ function ephemeralLow() {
 const handedOut = new Set();
 
 /**
- * A port between 10000 and the ephemeral range (so it can be listened on again after a restart), free
- * for TCP (and UDP when asked) on every one of `hosts`; with `offsets`, port + each offset is free too.
+ * The ports the ledger's writes (writes.mjs) give their servers. No process of the cloud listens on them: the
+ * API refuses a backend that is one of its own endpoints (its database's among them), and the write with it.
+ */
+export const WRITE_PORTS = { from: 21_000, to: 24_000 };
+const forWrites = (port) => port >= WRITE_PORTS.from && port < WRITE_PORTS.to;
+
+/**
+ * A port between 10000 and the ephemeral range (so it can be listened on again after a restart), outside
+ * WRITE_PORTS, free for TCP (and UDP when asked) on every one of `hosts`; with `offsets`, port + each offset is free too.
  */
 export async function stablePort(hosts = ['127.0.0.1'], { udp = false, offsets = [0] } = {}) {
   const low = 10_000;
   const high = Math.max(low + 2000, ephemeralLow()) - Math.max(...offsets) - 1;
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low));
-    if (offsets.some((o) => handedOut.has(port + o))) continue;
+    if (offsets.some((o) => handedOut.has(port + o) || forWrites(port + o))) continue;
     const checks = offsets.flatMap((o) =>
       hosts.flatMap((h) => [canBind(port + o, h), ...(udp ? [canBind(port + o, h, true)] : [])]),
     );

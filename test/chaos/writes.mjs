@@ -3,9 +3,10 @@
 // server weights; a write that gets no answer is retried as a client would, with the same key. At the end
 // every acknowledged write must be there, complete, and every group present must be whole: its create's
 // servers all there, and each added batch all there or all absent.
+import { WRITE_PORTS } from './util.mjs';
 
-const CREATE_PORTS = [21001, 21002, 21003, 21004];
-const batchPorts = (b) => [22000 + b * 2, 22001 + b * 2];
+const CREATE_PORTS = [1, 2, 3, 4].map((i) => WRITE_PORTS.from + i);
+const batchPorts = (b) => [WRITE_PORTS.from + 1000 + b * 2, WRITE_PORTS.from + 1001 + b * 2];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Ledger {
@@ -21,6 +22,8 @@ export class Ledger {
     this.weights = new Map();
     this.stats = { acked: 0, retried: 0, replayed: 0, unanswered: 0, gaveUp: 0 };
     this.inFlight = 0;
+    /** The 5xx and 429 answers a write got before its retry, {at, status, code}, for a scenario to judge. */
+    this.refusals = [];
     this.writers = new Set();
     this.unexpected = [];
   }
@@ -37,6 +40,7 @@ export class Ledger {
           if (attempt > 1) this.stats.retried++;
           return r;
         }
+        if (this.refusals.length < 10_000) this.refusals.push({ at: Date.now(), status: r.status, code: r.body?.code });
       } catch {
         this.stats.unanswered++;
       } finally {

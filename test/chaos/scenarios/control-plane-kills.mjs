@@ -218,3 +218,162 @@ export async function replicaKill(env, ledger) {
     ],
   };
 }
+
+/** Calls `probe` back to back (every `everyMs` at most) until stopped or `maxMs`: [{from, to, value}]. */
+function sample(probe, everyMs, maxMs) {
+  const samples = [];
+  let stopped = false;
+  const started = Date.now();
+  const loop = (async () => {
+    while (!stopped && Date.now() - started < maxMs) {
+      const from = Date.now();
+      const value = await probe().catch(() => undefined);
+      samples.push({ from, to: Date.now(), value });
+      await sleep(Math.max(0, everyMs - (Date.now() - from)));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+const readyz = (url) =>
+  fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1500) }).then(async (r) => ({
+    status: r.status,
+    database: (await r.json().catch(() => ({})))?.checks?.database,
+  }));
+
+/**
+ * --ha: the run's own PostgreSQL (test/chaos/pg-cluster.mjs) crash-stopped under traffic and writes, down 3 s,
+ * started again on its port and data dir. Both replicas say not ready while it is down and ready soon after;
+ * writes retried with their keys go through once it is back; nothing acknowledged is lost; the nodes keep
+ * their channels (or are back within 3 s) and traffic is unaffected.
+ */
+export async function pgRestart(env, ledger) {
+  const { cloud } = env;
+  const pg = cloud.pg;
+  if (!pg) throw new Error("the cloud is not on a PostgreSQL of the run's own (cloud.pg)");
+  const apiServices = cloud.services.filter((s) => s.kind === 'api');
+  const apis = apiServices.map((s) => s.name);
+  const urls = apiServices.map((s) => `http://${s.env.HOST}:${s.env.PORT}`);
+  const nodes = cloud.services.filter((s) => s.kind === 'l4-node' || s.kind === 'l7-node').map((s) => s.name);
+  const before = { ...ledger.stats };
+  const refusalsBefore = ledger.refusals.length;
+  const load = mainLoad(env);
+  const writer = ledger.start(10, 40_000);
+  const ready = urls.map((url) => sample(() => readyz(url), 100, 60_000));
+  // Each node's channel as the node sees it: the replica it is connected to, -1 while it has none.
+  const channels = sample(() => replicasOf(env, nodes), 100, 60_000);
+  await sleep(1500);
+  const killedAt = Date.now();
+  await pg.kill();
+  const downAt = Date.now();
+  const ackedAtDown = ledger.stats.acked;
+  await sleep(3000);
+  const ackedAtRestart = ledger.stats.acked;
+  const restartedAt = Date.now();
+  await pg.start();
+  const answeringAt = Date.now();
+  const readyMs = await Promise.all(
+    urls.map((url) =>
+      until(
+        `${url}/readyz ready after the restart`,
+        () => readyz(url).then((r) => (r.status === 200 ? Date.now() - answeringAt : undefined)),
+        30_000,
+        20,
+      ).catch(() => null),
+    ),
+  );
+  const firstWriteMs = await until(
+    'a write acknowledged after the restart',
+    () => (ledger.stats.acked > ackedAtRestart ? Date.now() - answeringAt : undefined),
+    30_000,
+    20,
+  ).catch(() => null);
+  await sleep(2000);
+  await writer.stop();
+  const [readySamples, channelSamples] = [await Promise.all(ready.map((r) => r.stop())), await channels.stop()];
+  const replay = await ledger.replayLast(5);
+  const verdict = await ledger.verify();
+  await env.recovered();
+  await sleep(1000);
+  const run = await load.stop();
+
+  const acked = verdict.acked - before.acked;
+  const refusals = ledger.refusals.slice(refusalsBefore);
+  const byStatus = {};
+  for (const r of refusals) {
+    const key = `${r.status} ${r.code ?? ''}`.trim();
+    byStatus[key] = (byStatus[key] ?? 0) + 1;
+  }
+  const internal = refusals.filter((r) => r.status === 500).length;
+  // A probe that started after the postmaster was gone and ended before it was started again.
+  const outage = (s) => s.from >= downAt && s.to <= restartedAt;
+  const readyWhileDown = readySamples.map((samples) => samples.filter(outage).filter((s) => s.value?.status === 200));
+  const probedWhileDown = readySamples.map((samples) => samples.filter(outage).length);
+  // The longest time each node had no channel, from the first probe that saw none to the first that saw one.
+  const longestOff = new Map();
+  for (const name of nodes) {
+    let off = null;
+    let longest = 0;
+    for (const s of channelSamples) {
+      const replica = s.value?.get(name);
+      if (replica === undefined) continue;
+      if (replica < 0) off ??= s.from;
+      else if (off !== null) {
+        longest = Math.max(longest, s.to - off);
+        off = null;
+      }
+    }
+    if (off !== null) longest = Number.POSITIVE_INFINITY;
+    if (channelSamples.some((s) => s.value?.has(name))) longestOff.set(name, longest);
+  }
+  const dropped = [...longestOff].filter(([, ms]) => ms > 0);
+  const worstOff = Math.max(0, ...longestOff.values());
+  const alive = apis.filter((name) => cloud.isRunning(name));
+  const fmt = (ms) => (ms === null ? 'never' : `${ms} ms`);
+  return {
+    runs: [run],
+    events: { killedAt, downAt, restartedAt, answeringAt },
+    ...NONE_ALLOWED,
+    checks: [
+      check(alive.length === apis.length, `both replicas still running (${alive.join(', ') || 'none'})`),
+      check(
+        probedWhileDown.every((n) => n > 0) && readyWhileDown.every((s) => s.length === 0),
+        `both replicas not ready while PostgreSQL was down (${probedWhileDown.map((n, i) => `${n - readyWhileDown[i].length}/${n}`).join(', ')} probes said so)`,
+      ),
+      check(
+        readyMs.every((ms) => ms !== null && ms <= 5000),
+        `both replicas ready within 5 s of PostgreSQL answering (${readyMs.map(fmt).join(', ')})`,
+      ),
+      check(internal === 0, `no write answered 500 (${internal} were)`),
+      check(firstWriteMs !== null, `writes acknowledged again after the restart (${fmt(firstWriteMs)})`),
+      check(
+        verdict.problems.length === 0,
+        `every acknowledged write present and whole: ${verdict.problems.slice(0, 3).join('; ') || 'yes'}`,
+      ),
+      check(
+        replay.problems.length === 0,
+        `creates sent again with their keys replay the first result: ${replay.problems.join('; ') || 'yes'}`,
+      ),
+      check(
+        longestOff.size > 0 && worstOff <= 3000,
+        `every node kept its channel or had it back within 3 s (${dropped.map(([n, ms]) => `${n} ${ms} ms`).join(', ') || 'none dropped'})`,
+      ),
+    ],
+    notes: [
+      `PostgreSQL down ${restartedAt - downAt} ms (crash stop ${downAt - killedAt} ms), answering ${answeringAt - restartedAt} ms after its start`,
+      `/readyz while it was down: ${apis.map((name, i) => `${name} not ready ${probedWhileDown[i] - readyWhileDown[i].length}/${probedWhileDown[i]}`).join(', ')}; ready again ${apis.map((name, i) => `${name} ${fmt(readyMs[i])}`).join(', ')} after PostgreSQL answered`,
+      `${acked} writes acknowledged (${ackedAtRestart - ackedAtDown} while it was down, ${verdict.retried - before.retried} after a retry, the first after the restart ${fmt(firstWriteMs)} after it answered), ${refusals.length} answers retried (${
+        Object.entries(byStatus)
+          .map(([k, n]) => `${n}× ${k}`)
+          .join(', ') || 'none'
+      }), ${verdict.unanswered - before.unanswered} unanswered, ${verdict.problems.length} lost or half-written`,
+      `nodes: ${dropped.length} of ${longestOff.size} reporting lost their channel${dropped.length ? ` (longest ${worstOff} ms)` : ''}`,
+    ],
+  };
+}
