@@ -167,6 +167,53 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     await until('A naming no node', async () => (await lbOn(a)).nodes.length === 0, 3_000);
   });
 
+  it('tells one L4 node of the fleet to bind a VIP when the nodes are split between replicas, and moves it across', async () => {
+    // Without SO_REUSEPORT a VIP has one binder (active-standby). Each replica chose among its own nodes, so x
+    // (on A) and y (on B) were both told to bind it, and the second failed with EADDRINUSE for good.
+    const ids: Record<string, string> = {};
+    const node = async (name: string, replica: TestApp, address: string) => {
+      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address });
+      ids[name] = created.body.id as string;
+      const identity = { nodeId: ids[name], kind: 'l4' as const, address };
+      return connectFake(replica, identity, identity);
+    };
+    const x = await node('x', a, '127.0.0.71');
+    const y = await node('y', b, '127.0.0.72');
+    const { token } = await newTenant(a.app);
+    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'one-binder' });
+    onTestFinished(async () => {
+      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
+      for (const id of Object.values(ids)) await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`);
+    });
+    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
+      name: 'g',
+      servers: [{ address: '127.0.0.73', port: 9000 }],
+    });
+    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'tcp',
+      port: 7302,
+      serverGroupId: sg.body.id,
+    });
+    expect(tcp.status).toBe(201);
+    const binders = () => [x, y].filter((n) => held(n).includes(tcp.body.id)).length;
+    await until('one node of the two binding the VIP', () => binders() === 1, 3_000);
+    // And it stays so (not a moment between two flips).
+    await new Promise((r) => setTimeout(r, 600));
+    expect(binders()).toBe(1);
+    const [binder, standby] = held(x).includes(tcp.body.id) ? (['x', 'y'] as const) : (['y', 'x'] as const);
+    x.ack();
+    y.ack();
+    const lbOn = async (replica: TestApp) =>
+      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body;
+    await until('A saying the LB is active', async () => (await lbOn(a)).status === 'active', 3_000);
+    const roles = (await lbOn(b)).nodes.map((n: { nodeId: string; role: string }) => `${n.nodeId} ${n.role}`).sort();
+    expect(roles).toEqual([`${ids[binder]} active`, `${ids[standby]} standby`].sort());
+    // The binder's node is deleted: the other replica's node takes the VIP over.
+    expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${ids[binder]}`)).status).toBe(204);
+    const survivor = standby === 'x' ? x : y;
+    await until('the standby on the other replica binding the VIP', () => held(survivor).includes(tcp.body.id), 3_000);
+  });
+
   it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {
     // Registered on A, connected to B.
     const node = async (kind: 'l4' | 'l7', address: string) => {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type PlacementLb, type PlacementNode, place } from './placement.js';
-import { chooseVipBinders, type VipNode, type VipServing } from './vip-serving.js';
+import { chooseVipBinders, type Rival, type VipNode, type VipServing } from './vip-serving.js';
 
 /** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
 const CIRCUIT_BREAKER_SHARE = 0.5;
@@ -34,6 +34,7 @@ export class FleetPlacement {
    * Places the LBs on the online L4 nodes (unless most of them vanished at once) and chooses their VIP
    * binders. Returns the LBs whose placement or binders moved (an LB created or deleted among them): their
    * nodes need their config again. The LBs of nodes `rejoining` after a controller restart stay theirs.
+   * `rivals`: the VIP binders other API replicas chose among their own nodes (see chooseVipBinders).
    */
   update(
     lbs: PlacementLb[],
@@ -41,6 +42,7 @@ export class FleetPlacement {
     vipNodes: ReadonlyMap<string, VipNode>,
     addressOf: (lbId: string) => string | null,
     rejoining: ReadonlySet<string> = new Set(),
+    rivals: ReadonlyMap<string, readonly Rival[]> = new Map(),
   ): string[] {
     const previousPlacement = this.placement;
     const previousServing = this.serving;
@@ -53,7 +55,7 @@ export class FleetPlacement {
       this.placement = place(lbs, online, this.placement, rejoining);
       this.lastOnline = onlineIds;
     }
-    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf, rejoining);
+    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf, rejoining, rivals);
     const moved = new Set([
       ...movedIn(previousPlacement, this.placement, sameNodes),
       ...movedIn(previousServing, this.serving, (a, b) => a.mode === b.mode && sameNodes(a.binders, b.binders)),

@@ -34,6 +34,7 @@ import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNod
 import { PlacementStore, storedPlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
+import type { Rival } from './vip-serving.js';
 
 export type { LbRuntime, NodePart } from './lb-runtime.js';
 export { REJOIN_GRACE_MS } from './node-rejoin.js';
@@ -118,6 +119,8 @@ export class ControlHub {
   runtimeGeneration = 0;
   /** The sessions online at the last liveness tick, to tell when that moved. */
   private onlineSignature = '';
+  /** The VIP binders other API replicas chose among their own nodes, by LB (see chooseVipBinders). */
+  private rivals: ReadonlyMap<string, readonly Rival[]> = new Map();
 
   /** A hub that starts from where the previous controller left the LBs and the nodes it saw. */
   static async start(
@@ -221,7 +224,18 @@ export class ControlHub {
   changed(lbId?: string): void {
     if (this.closed) return;
     this.cache.touch(lbId);
-    if (this.pending) return;
+    this.replan();
+  }
+
+  /** Other replicas' VIP binders changed: who binds here is chosen again (nothing is read again). */
+  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void {
+    this.rivals = rivals;
+    this.replan();
+  }
+
+  /** Places and pushes once the current burst of changes is done. */
+  private replan(): void {
+    if (this.closed || this.pending) return;
     this.pending = true;
     this.clock.defer(() => {
       this.pending = false;
@@ -580,6 +594,7 @@ export class ControlHub {
       vipNodes,
       (id) => this.cache.get(id)?.address ?? null,
       this.l4Rejoin.nodeIds(),
+      this.rivals,
     );
     // LBs created, deleted or moved between nodes are diffed like a write's own, a few at a time; a node
     // come or gone moves many at once, and one pass over the fleet is then the cheaper diff.

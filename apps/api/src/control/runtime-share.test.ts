@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NodePart } from './lb-runtime.js';
 import { RUNTIME_SHARE_TTL_MS, RuntimeShare, type RuntimeSource, runtimeShareKeysOf } from './runtime-share.js';
+import type { Rival } from './vip-serving.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cluster = `test-runtime-share-${randomBytes(4).toString('hex')}`;
@@ -23,6 +24,11 @@ class Parts implements RuntimeSource {
   }
   allRuntimeParts(): Map<string, NodePart[]> {
     return new Map(this.byLb);
+  }
+  /** What the share gave this hub of the other replicas' binders, each time they changed. */
+  readonly rivals: Record<string, Rival[]>[] = [];
+  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void {
+    this.rivals.push(Object.fromEntries([...rivals].map(([lb, r]) => [lb, [...r]])));
   }
 }
 
@@ -78,6 +84,31 @@ describe('RuntimeShare (real Redis)', () => {
     const [alone] = await mine.runtimes([{ id: 'lb-1', configVersion: 1 }]);
     expect(alone?.nodes.map((n) => n.nodeId)).toEqual(['l4-a']);
     await mine.close();
+  });
+
+  it("gives the hub the other replicas' VIP binders (online, told to bind), when they change", async () => {
+    const here = new Parts();
+    const there = new Parts();
+    const mine = new RuntimeShare(redis, cluster, 'v1', here);
+    const theirs = new RuntimeShare(redis, cluster, 'v2', there);
+    here.set('lb-1', [part('a', 1)]);
+    there.set('lb-1', [part('b', 1), { ...part('c', 1), role: 'standby' }, { ...part('d', 0), online: false }]);
+    there.set('lb-2', [{ ...part('b', 0), error: 'cannot bind' }]);
+    await Promise.all([mine.publish(), theirs.publish()]);
+    await mine.readRivals();
+    expect(here.rivals).toEqual([
+      {
+        'lb-1': [{ nodeId: 'b', serves: true }],
+        'lb-2': [{ nodeId: 'b', serves: false }],
+      },
+    ]);
+    await mine.readRivals();
+    expect(here.rivals).toHaveLength(1); // unchanged: not given again
+    there.set('lb-1', [{ ...part('b', 1), role: 'standby' }]);
+    await theirs.publish();
+    await mine.readRivals();
+    expect(here.rivals.at(-1)).toEqual({ 'lb-2': [{ nodeId: 'b', serves: false }] });
+    await Promise.all([mine.close(), theirs.close()]);
   });
 
   it("leaves out a replica whose parts lapsed (killed: it stopped publishing), and another's junk", async () => {

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type LbRuntime, type NodePart, runtimeOf } from './lb-runtime.js';
+import type { Rival } from './vip-serving.js';
 
 /**
  * How long a replica's parts count after its last publish: the parts of a replica killed stop counting
@@ -12,6 +13,8 @@ const PUBLISH_EVERY_MS = 100;
 const KEEP_ALIVE_EVERY_MS = 1000;
 /** How long the list of live replicas is used before it is read again. */
 const REPLICAS_FRESH_MS = 500;
+/** How often the other replicas' VIP binders are read. */
+const RIVALS_EVERY_MS = 250;
 
 /** Where a deployment's replicas keep their parts: its own names, as every Redis name (namespaceOf). */
 export function runtimeShareKeysOf(clusterId: string) {
@@ -20,6 +23,8 @@ export function runtimeShareKeysOf(clusterId: string) {
     replicas: `${clusterId}:runtime:replicas`,
     /** Hash of one replica: LB id → the JSON of its parts held there. */
     partsOf: (replicaId: string) => `${clusterId}:runtime:parts:${replicaId}`,
+    /** Hash of one replica: LB id → the JSON of the Rivals (its online nodes it told to bind the VIP). */
+    bindersOf: (replicaId: string) => `${clusterId}:runtime:binders:${replicaId}`,
   };
 }
 
@@ -28,6 +33,8 @@ export interface RuntimeSource {
   readonly runtimeGeneration: number;
   runtimeParts(lbId: string): NodePart[];
   allRuntimeParts(): Map<string, NodePart[]>;
+  /** The other replicas' VIP binders changed (see chooseVipBinders). */
+  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void;
 }
 
 /**
@@ -37,11 +44,17 @@ export interface RuntimeSource {
  *
  * Each replica publishes its parts to Redis (only what changed, at most every PUBLISH_EVERY_MS) and reads
  * the other live replicas' when it answers. Redis away: a replica answers from its own parts.
+ *
+ * It also publishes which of its nodes it told to bind each VIP, and reads the others' every RIVALS_EVERY_MS
+ * for its hub: with nodes split between replicas, one binder per VIP is agreed on (chooseVipBinders).
  */
 export class RuntimeShare {
   private readonly keys;
-  /** What Redis holds for this replica, as last written; null: unknown, written whole next time. */
-  private published: Map<string, string> | null = null;
+  /** What Redis holds for this replica (parts, binders), as last written; null: unknown, written whole next time. */
+  private published: { parts: Map<string, string>; binders: Map<string, string> } | null = null;
+  /** The other replicas' binders as last given to the hub (JSON), and when they were read. */
+  private rivalsJson = '{}';
+  private rivalsReadAt = 0;
   private publishedGeneration = -1;
   private keptAliveAt = 0;
   private running: Promise<void> | null = null;
@@ -72,7 +85,7 @@ export class RuntimeShare {
     await this.running;
     await this.redis
       .multi()
-      .del(this.keys.partsOf(this.replicaId))
+      .del(this.keys.partsOf(this.replicaId), this.keys.bindersOf(this.replicaId))
       .zrem(this.keys.replicas, this.replicaId)
       .exec()
       .catch(() => {});
@@ -97,6 +110,10 @@ export class RuntimeShare {
 
   private tick(): void {
     if (this.running) return;
+    if (Date.now() - this.rivalsReadAt >= RIVALS_EVERY_MS) {
+      this.rivalsReadAt = Date.now();
+      this.readRivals().catch((err: unknown) => this.warn(err, "other replicas' VIP binders not read"));
+    }
     const due =
       this.source.runtimeGeneration !== this.publishedGeneration ||
       Date.now() - this.keptAliveAt >= KEEP_ALIVE_EVERY_MS;
@@ -107,32 +124,62 @@ export class RuntimeShare {
   private async write(): Promise<void> {
     const generation = this.source.runtimeGeneration;
     const now = Date.now();
-    const current = new Map<string, string>();
-    for (const [id, parts] of this.source.allRuntimeParts()) current.set(id, JSON.stringify(parts));
-    const key = this.keys.partsOf(this.replicaId);
+    const current = { parts: new Map<string, string>(), binders: new Map<string, string>() };
+    for (const [id, parts] of this.source.allRuntimeParts()) {
+      current.parts.set(id, JSON.stringify(parts));
+      const binders = bindersIn(parts);
+      if (binders.length > 0) current.binders.set(id, JSON.stringify(binders));
+    }
     const previous = this.published;
     // Unknown from here on until Redis says yes: a write that fails half-way is written whole next time.
     this.published = null;
     const tx = this.redis.multi();
+    const partsKey = this.keys.partsOf(this.replicaId);
     // First: whether the hash is still there (0: it expired, this process stalled past the TTL).
-    tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
-    if (previous === null) tx.del(key);
-    const set: string[] = [];
-    for (const [id, json] of current) if (previous?.get(id) !== json) set.push(id, json);
-    if (set.length > 0) tx.hset(key, ...set);
-    const gone = previous === null ? [] : [...previous.keys()].filter((id) => !current.has(id));
-    if (gone.length > 0) tx.hdel(key, ...gone);
-    tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
+    tx.pexpire(partsKey, RUNTIME_SHARE_TTL_MS);
+    for (const [key, held, before] of [
+      [partsKey, current.parts, previous?.parts],
+      [this.keys.bindersOf(this.replicaId), current.binders, previous?.binders],
+    ] as const) {
+      if (before === undefined) tx.del(key);
+      const set: string[] = [];
+      for (const [id, json] of held) if (before?.get(id) !== json) set.push(id, json);
+      if (set.length > 0) tx.hset(key, ...set);
+      const gone = before === undefined ? [] : [...before.keys()].filter((id) => !held.has(id));
+      if (gone.length > 0) tx.hdel(key, ...gone);
+      tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
+    }
     tx.zadd(this.keys.replicas, now + RUNTIME_SHARE_TTL_MS, this.replicaId);
     tx.zremrangebyscore(this.keys.replicas, '-inf', now);
     const replies = await tx.exec();
     const failed = replies?.find(([err]) => err !== null);
     if (!replies || failed) throw failed?.[0] ?? new Error('runtime parts: transaction discarded');
     // The hash had expired: only what changed was written into a new one, so write it whole next time.
-    if (previous !== null && previous.size > 0 && replies[0]?.[1] === 0) return;
+    if (previous !== null && previous.parts.size > 0 && replies[0]?.[1] === 0) return;
     this.published = current;
     this.publishedGeneration = generation;
     this.keptAliveAt = now;
+  }
+
+  /** Reads the other live replicas' VIP binders, and gives them to the hub when they changed (the timer's). */
+  async readRivals(): Promise<void> {
+    const replicas = await this.liveReplicas();
+    const rivals: Record<string, Rival[]> = {};
+    if (replicas.length > 0) {
+      const pipeline = this.redis.pipeline();
+      for (const id of replicas) pipeline.hgetall(this.keys.bindersOf(id));
+      for (const [err, hash] of (await pipeline.exec()) ?? []) {
+        if (err !== null || typeof hash !== 'object' || hash === null) continue;
+        for (const [lbId, json] of Object.entries(hash as Record<string, string>)) {
+          const found = parsedRivals(json);
+          if (found.length > 0) rivals[lbId] = [...(rivals[lbId] ?? []), ...found];
+        }
+      }
+    }
+    const json = JSON.stringify(rivals, Object.keys(rivals).sort());
+    if (json === this.rivalsJson) return;
+    this.rivalsJson = json;
+    this.source.setRivals(new Map(Object.entries(rivals)));
   }
 
   /** The other live replicas' parts of these LBs; none when Redis does not answer (logged now and then). */
@@ -171,6 +218,26 @@ export class RuntimeShare {
     if (now - this.warnedAt < 10_000) return;
     this.warnedAt = now;
     this.log?.warn({ err: String(err) }, message);
+  }
+}
+
+/** The nodes of these parts told to bind the VIP and online, as rivals for another replica's binder. */
+function bindersIn(parts: readonly NodePart[]): Rival[] {
+  return parts
+    .filter((p) => p.kind === 'l4' && p.role === 'active' && p.online)
+    .map((p) => ({ nodeId: p.nodeId, serves: p.acked > 0 && p.error === undefined }));
+}
+
+function parsedRivals(json: string): Rival[] {
+  try {
+    const parsed: unknown = JSON.parse(json);
+    if (!Array.isArray(parsed)) return [];
+    return parsed.filter(
+      (r): r is Rival =>
+        typeof r === 'object' && r !== null && typeof r.nodeId === 'string' && typeof r.serves === 'boolean',
+    );
+  } catch {
+    return [];
   }
 }
 

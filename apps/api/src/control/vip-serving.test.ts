@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseVipBinders, sameServing, type VipNode, type VipServing } from './vip-serving.js';
+import { chooseVipBinders, type Rival, rivalWins, sameServing, type VipNode, type VipServing } from './vip-serving.js';
 
 /** A node; it serves (acked, binding) every LB it binds unless listed in `notServing`. */
 const node = (id: string, reusePort: boolean, channelOpen = true, bound: string[] = [], notServing: string[] = []) =>
@@ -111,5 +111,58 @@ describe('chooseVipBinders', () => {
     }
     expect(sameServing(first, withoutC)).toBe(false);
     expect(sameServing(first, chooseVipBinders(placement, all, first))).toBe(true);
+  });
+
+  describe('with nodes split between API replicas (rivals: the binders other replicas chose)', () => {
+    const placement = new Map([['lb-1', ['a']]]);
+    const choose = (rivals: Rival[], previous = new Map<string, VipServing>(), a = node('a', false)) =>
+      chooseVipBinders(placement, nodesOf(a), previous, undefined, undefined, new Map([['lb-1', rivals]])).get('lb-1')
+        ?.binders;
+    const bound = new Map<string, VipServing>([['lb-1', { mode: 'active-standby', binders: ['a'] }]]);
+
+    it('leaves the VIP to a rival that serves it while its own choice does not yet', () => {
+      expect(choose([{ nodeId: 'r', serves: true }])).toEqual([]);
+      // Its own binder already serves it (bound before, acked, binding): it keeps it.
+      expect(choose([{ nodeId: 'r', serves: false }], bound)).toEqual(['a']);
+      // Bound before but failing there (EADDRINUSE: the rival holds the port): not serving, it yields.
+      expect(choose([{ nodeId: 'r', serves: true }], bound, node('a', false, true, [], ['lb-1']))).toEqual([]);
+    });
+
+    it('agrees on one binder from both sides when neither serves yet: the rank decides', () => {
+      // Two replicas each chose their own node (x on one, y on the other); each sees the other's as a rival.
+      const onX = chooseVipBinders(
+        new Map([['lb-1', ['x']]]),
+        nodesOf(node('x', false)),
+        new Map(),
+        undefined,
+        undefined,
+        new Map([['lb-1', [{ nodeId: 'y', serves: false }]]]),
+      ).get('lb-1')?.binders;
+      const onY = chooseVipBinders(
+        new Map([['lb-1', ['y']]]),
+        nodesOf(node('y', false)),
+        new Map(),
+        undefined,
+        undefined,
+        new Map([['lb-1', [{ nodeId: 'x', serves: false }]]]),
+      ).get('lb-1')?.binders;
+      expect([...(onX ?? []), ...(onY ?? [])]).toHaveLength(1);
+      const x = { nodeId: 'x', serves: false };
+      const y = { nodeId: 'y', serves: false };
+      expect(rivalWins('lb-1', y, x)).toBe(!rivalWins('lb-1', x, y));
+    });
+
+    it('ignores a rival that is one of its own hosts (a node just moved here), and active-active VIPs', () => {
+      expect(choose([{ nodeId: 'a', serves: true }])).toEqual(['a']);
+      const shared = chooseVipBinders(
+        placement,
+        nodesOf(node('a', true)),
+        new Map(),
+        undefined,
+        undefined,
+        new Map([['lb-1', [{ nodeId: 'r', serves: true }]]]),
+      );
+      expect(shared.get('lb-1')).toEqual({ mode: 'active-active', binders: ['a'] });
+    });
   });
 });

@@ -19,6 +19,13 @@ export interface VipNode {
   serves(lbId: string): boolean;
 }
 
+/** A node another API replica chose to bind an LB's VIP (from its runtime parts, see RuntimeShare). */
+export interface Rival {
+  nodeId: string;
+  /** It applied the LB's config and binds every listener of it there. */
+  serves: boolean;
+}
+
 export interface VipServing {
   mode: VipMode;
   /** The nodes that bind the VIP: every host in active-active, one in active-standby. */
@@ -35,6 +42,11 @@ export interface VipServing {
  * host still `rejoining` (the VIP is most likely with one of them, and the nodes back keep their role); else the
  * open node that ranks first for this LB (rendezvous hashing, so the VIPs of many LBs spread over the nodes
  * and a node's departure moves only its own). Pure.
+ *
+ * With nodes split between API replicas, each replica chooses among its own nodes, and two nodes were told
+ * to bind one VIP (one of them failing with EADDRINUSE for good, so the LB never showed active). `rivals`
+ * are the binders other replicas chose: this replica's choice stands only if it wins against them, by the
+ * same rule on every replica (rivalWins), so exactly one keeps the VIP and the others' hosts stand by.
  */
 export function chooseVipBinders(
   placement: ReadonlyMap<string, readonly string[]>,
@@ -42,6 +54,7 @@ export function chooseVipBinders(
   previous: ReadonlyMap<string, VipServing>,
   addressOf: (lbId: string) => string | null = () => null,
   rejoining: ReadonlySet<string> = new Set(),
+  rivals: ReadonlyMap<string, readonly Rival[]> = new Map(),
 ): Map<string, VipServing> {
   const result = new Map<string, VipServing>();
   for (const [lbId, hosts] of placement) {
@@ -70,9 +83,23 @@ export function chooseVipBinders(
     // Nobody reachable: leave the VIP where it was (that node may well still serve it), else the first host.
     else if (before !== undefined && hosts.includes(before)) owner = before;
     else owner = hosts[0];
+    const others = (rivals.get(lbId) ?? []).filter((r) => !hosts.includes(r.nodeId));
+    if (owner !== undefined && others.length > 0) {
+      const mine = { nodeId: owner, serves: owner === before && (nodes.get(owner)?.serves(lbId) ?? false) };
+      if (others.some((r) => rivalWins(lbId, r, mine))) owner = undefined;
+    }
     result.set(lbId, { mode: 'active-standby', binders: owner === undefined ? [] : [owner] });
   }
   return result;
+}
+
+/**
+ * Which of two binders of one VIP keeps it: the one that already serves it (the VIP does not move while its
+ * node serves), else the one that ranks first for the LB. The same answer on every replica.
+ */
+export function rivalWins(lbId: string, rival: Rival, mine: Rival): boolean {
+  if (rival.serves !== mine.serves) return rival.serves;
+  return rankFirst(lbId, [mine.nodeId, rival.nodeId]) === rival.nodeId;
 }
 
 function rankFirst(lbId: string, nodeIds: readonly string[]): string {
