@@ -13,6 +13,7 @@
 //                                                      the row pg-restart runs them on a cluster of its own
 //                                                      (pg-cluster.mjs), skipped (failed under CI) without one
 //   SLB_CHAOS_OUT=dir                                  where logs and report.{json,md} go (default: a tmp dir)
+//   CHAOS_LOG_LEVEL=info                               the nodes' and workers' log level (default warn)
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

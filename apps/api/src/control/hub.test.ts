@@ -92,6 +92,44 @@ describe('control hub: the L7 pool across a controller restart', () => {
   });
 });
 
+describe('control hub: the fleet coming over from another API replica', () => {
+  let t: TestDb;
+  const hubs: ControlHub[] = [];
+  afterEach(() => {
+    for (const h of hubs.splice(0)) h.close();
+    t?.close();
+  });
+
+  /** Replica B runs, holding no node; replica A holds two L7 nodes and an L4 node, then dies. */
+  async function replicaDies(): Promise<ControlHub> {
+    t = createTestDb();
+    const b = await startHub(t, { sharedFleet: true, rejoinGraceMs: 60_000 });
+    hubs.push(b);
+    const a = await startHub(t);
+    await connect(a, 'l7-a', 'l7', '127.0.0.21');
+    await connect(a, 'l7-b', 'l7', '127.0.0.22');
+    await connect(a, 'l4-a', 'l4', '127.0.0.11');
+    a.close();
+    return b;
+  }
+
+  it('keeps the L7 nodes heartbeating on the dead replica in the pool for an L4 node that comes first', async () => {
+    const b = await replicaDies();
+    const l4 = await connect(b, 'l4-a', 'l4', '127.0.0.11');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']); // not [] while the L7 nodes are still on their way
+    await connect(b, 'l7-a', 'l7', '127.0.0.21');
+    expect(l7PoolOf(l4)).toEqual(['l7-a', 'l7-b']);
+  });
+
+  it('does not count a node whose heartbeat stopped earlier than the offline threshold', async () => {
+    const b = await replicaDies();
+    const stale = new Date(Date.now() - OFFLINE_AFTER_MS - 1_000).toISOString();
+    t.db.update(nodes).set({ lastHeartbeatAt: stale }).where(eq(nodes.id, 'l7-b')).run();
+    const l4 = await connect(b, 'l4-a', 'l4', '127.0.0.11');
+    expect(l7PoolOf(l4)).toEqual(['l7-a']);
+  });
+});
+
 describe('control hub: node liveness', () => {
   let t: TestDb;
   let hub: ControlHub;

@@ -60,6 +60,11 @@ export interface ControlHubOptions {
   /** A flapping node's joins and leaves are recorded at most once per this many ms (see ServingLog); default 30,000. */
   nodeEventIntervalMs?: number;
   /**
+   * Other API replicas (PostgreSQL) may hold nodes: the first node to connect here brings the fleet's other
+   * nodes that heartbeat elsewhere into the rejoin grace (see adoptFleet). Default false.
+   */
+  sharedFleet?: boolean;
+  /**
    * The hub's time: liveness, the rejoin grace, coalesced recompiles, held-back events; default the real one.
    * Stored timestamps (a node's lastHeartbeatAt) stay on wall time, which GET /v1/nodes compares with.
    */
@@ -88,9 +93,13 @@ export class ControlHub {
   private readonly delivery: ConfigDelivery;
   private readonly liveness: NodeLiveness;
   /** L7 nodes the previous controller saw online, not back yet. */
-  private readonly rejoin: NodeRejoin;
+  private rejoin: NodeRejoin;
   /** L4 nodes the previous controller saw online, not back yet. */
-  private readonly l4Rejoin: NodeRejoin;
+  private l4Rejoin: NodeRejoin;
+  private readonly graceMs: number;
+  /** Other API replicas may hold the fleet's nodes (see adoptFleet). */
+  private readonly sharedFleet: boolean;
+  private adopting: Promise<void> | null = null;
   private readonly recorder: ServingRecorder | null;
   private readonly clock: Clock;
   /** A recompile is deferred (changed()) but not started yet. */
@@ -176,15 +185,42 @@ export class ControlHub {
       runtimeMoved: () => this.runtimeGeneration++,
     });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
-    const graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
-    this.rejoin = new NodeRejoin(remembered.l7, this.clock, graceMs, (late) => {
-      this.log.warn({ nodes: late }, 'L7 nodes did not reconnect: out of the L7 pool');
+    this.graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
+    this.sharedFleet = options.sharedFleet ?? false;
+    this.rejoin = this.awaitRejoin('l7', remembered.l7);
+    this.l4Rejoin = this.awaitRejoin('l4', remembered.l4);
+  }
+
+  private awaitRejoin(kind: 'l4' | 'l7', nodes: Map<string, string>): NodeRejoin {
+    return new NodeRejoin(nodes, this.clock, this.graceMs, (late) => {
+      if (kind === 'l7') this.log.warn({ nodes: late }, 'L7 nodes did not reconnect: out of the L7 pool');
+      else this.log.warn({ nodes: late }, 'L4 nodes did not reconnect: their load balancers are placed again');
       this.changed();
     });
-    this.l4Rejoin = new NodeRejoin(remembered.l4, this.clock, graceMs, (late) => {
-      this.log.warn({ nodes: late }, 'L4 nodes did not reconnect: their load balancers are placed again');
-      this.changed();
-    });
+  }
+
+  /**
+   * The first node to connect to a replica holding none: the fleet is most likely coming over from a replica
+   * that died, and the nodes heartbeating there until moments ago are held in their place as after a restart
+   * (NodeRejoin). Without it, an L4 node that arrived before the L7 nodes was sent an L7 pool without them, and
+   * refused HTTP connections until they came (the chaos run's replica kill saw it), and the first L4 node took
+   * every VIP.
+   */
+  private async adoptFleet(): Promise<void> {
+    const since = Date.now() - OFFLINE_AFTER_MS;
+    const [l7, l4] = await Promise.all([
+      lastKnownNodes(this.store, 'l7', OFFLINE_AFTER_MS, since),
+      lastKnownNodes(this.store, 'l4', OFFLINE_AFTER_MS, since),
+    ]);
+    if (this.closed) return;
+    // Added to those still awaited since this hub's start (a restart's), which stay awaited.
+    const away = (waiting: NodeRejoin, nodes: Map<string, string>) =>
+      new Map([...waiting.entries(), ...nodes].filter(([id]) => !this.sessions.has(id)));
+    const [rejoin, l4Rejoin] = [away(this.rejoin, l7), away(this.l4Rejoin, l4)];
+    this.rejoin.stop();
+    this.l4Rejoin.stop();
+    this.rejoin = this.awaitRejoin('l7', rejoin);
+    this.l4Rejoin = this.awaitRejoin('l4', l4Rejoin);
   }
 
   /** Where snapshots get the backend deny set from: the API's policy (its own endpoints and the nodes'). */
@@ -477,6 +513,13 @@ export class ControlHub {
       return this.refuse(ws, 'this node is already connected');
     };
     if (this.stillConnected(who.nodeId)) return duplicate();
+    if (this.sharedFleet && this.sessions.size === 0) {
+      this.adopting ??= this.adoptFleet().finally(() => {
+        this.adopting = null;
+      });
+    }
+    // Read before this node's own heartbeat is written, and waited for by every hello meanwhile.
+    await this.adopting;
     if (!(await touchNodeRow(this.store, who, legacy))) return this.refuse(ws, 'this node is not registered');
     if (legacy) await sendLegacyCredential(this.store, ws, who.nodeId, this.log);
     // The deny set as a resumed node must hold it (resumable compares what it was sent with this).

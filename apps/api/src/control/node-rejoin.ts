@@ -6,12 +6,14 @@ export const REJOIN_GRACE_MS = 10_000;
 
 /**
  * The nodes of a kind the previous controller last saw online: those whose heartbeat was stored within the
- * offline threshold of the newest heartbeat of any node (the controller stops storing them when it dies).
+ * offline threshold of the newest heartbeat of any node (the controller stops storing them when it dies),
+ * and (`since`, wall ms) no earlier than that.
  */
 export async function lastKnownNodes(
   store: Store,
   kind: 'l4' | 'l7',
   offlineAfterMs: number,
+  since = 0,
 ): Promise<Map<string, string>> {
   const { t } = store;
   const rows = await store.read((q) => q.select().from(t.nodes));
@@ -19,7 +21,7 @@ export async function lastKnownNodes(
   const newest = Math.max(0, ...beats);
   return new Map(
     rows
-      .filter((r, i) => r.kind === kind && beats[i]! > 0 && beats[i]! >= newest - offlineAfterMs)
+      .filter((r, i) => r.kind === kind && beats[i]! > 0 && beats[i]! >= Math.max(since, newest - offlineAfterMs))
       .map((r) => [r.id, r.address]),
   );
 }

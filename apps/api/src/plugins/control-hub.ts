@@ -26,6 +26,7 @@ export const controlHubPlugin = fp<ControlHubOptions>(
       openKey: (stored) => box.open(stored),
       events,
       nodeEventIntervalMs: options.nodeEventIntervalMs,
+      sharedFleet: data.dialect === 'postgres',
     });
     app.decorate('controlHub', hub);
     const signals = app.clusterSignals;
