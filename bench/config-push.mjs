@@ -219,7 +219,7 @@ async function seed(api) {
       const lb = await call(api, 'POST', '/v1/load-balancers', { name: `lb${i}` });
       const sg = await call(api, 'POST', `/v1/load-balancers/${lb.id}/server-groups`, {
         name: 'pool',
-        servers: Array.from({ length: SERVERS }, (_, s) => ({ address: '127.0.0.1', port: 40000 + s })),
+        servers: Array.from({ length: SERVERS }, (_, s) => ({ address: '127.0.3.1', port: 40000 + s })),
       });
       for (let l = 0; l < LISTENERS; l++) {
         await call(api, 'POST', `/v1/load-balancers/${lb.id}/listeners`, {
