@@ -185,7 +185,11 @@ export async function startCloud({ root, outDir, l4, l7, addressPools, ha = fals
       if (!s) throw new Error(`no service ${name}`);
       const joinToken = joinTokens.get(name);
       const child = startChild(process.execPath, [...(s.args ?? []), s.script], {
-        env: { ...s.env, LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn', ...(joinToken ? { SLB_NODE_JOIN_TOKEN: joinToken } : {}) },
+        env: {
+          ...s.env,
+          LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+          ...(joinToken ? { SLB_NODE_JOIN_TOKEN: joinToken } : {}),
+        },
         logFile: join(logs, `${name}.log`),
       });
       running.set(name, child);
