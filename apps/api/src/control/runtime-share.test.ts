@@ -104,10 +104,37 @@ describe('RuntimeShare (real Redis)', () => {
     ]);
     await mine.readRivals();
     expect(here.rivals).toHaveLength(1); // unchanged: not given again
+    // The rival's node came to serve the VIP (its bind no longer fails): told too.
+    there.set('lb-2', [part('b', 1)]);
+    await theirs.publish();
+    await mine.readRivals();
+    expect(here.rivals.at(-1)).toEqual({
+      'lb-1': [{ nodeId: 'b', serves: true }],
+      'lb-2': [{ nodeId: 'b', serves: true }],
+    });
     there.set('lb-1', [{ ...part('b', 1), role: 'standby' }]);
     await theirs.publish();
     await mine.readRivals();
-    expect(here.rivals.at(-1)).toEqual({ 'lb-2': [{ nodeId: 'b', serves: false }] });
+    expect(here.rivals.at(-1)).toEqual({ 'lb-2': [{ nodeId: 'b', serves: true }] });
+    await Promise.all([mine.close(), theirs.close()]);
+  });
+
+  it('forgets the rivals once Redis has not answered for longer than they would last', async () => {
+    const there = new Parts();
+    there.set('lb-1', [part('b', 1)]);
+    const theirs = new RuntimeShare(redis, cluster, 'w2', there);
+    await theirs.publish();
+    const own = new Redis(REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    own.on('error', () => {});
+    await new Promise((r) => own.once('ready', r));
+    const here = new Parts();
+    const mine = new RuntimeShare(own, cluster, 'w1', here);
+    await mine.readRivals();
+    expect(here.rivals).toEqual([{ 'lb-1': [{ nodeId: 'b', serves: true }] }]);
+    own.disconnect(); // Redis away for this replica
+    mine.start();
+    await new Promise((r) => setTimeout(r, RUNTIME_SHARE_TTL_MS + 700));
+    expect(here.rivals.at(-1)).toEqual({});
     await Promise.all([mine.close(), theirs.close()]);
   });
 

@@ -52,9 +52,11 @@ export class RuntimeShare {
   private readonly keys;
   /** What Redis holds for this replica (parts, binders), as last written; null: unknown, written whole next time. */
   private published: { parts: Map<string, string>; binders: Map<string, string> } | null = null;
-  /** The other replicas' binders as last given to the hub (JSON), and when they were read. */
-  private rivalsJson = '{}';
-  private rivalsReadAt = 0;
+  /** The other replicas' binders as last given to the hub (JSON); when they were last asked for, and read. */
+  private rivalsJson = '[]';
+  private rivalsAskedAt = 0;
+  private rivalsReadAt = Date.now();
+  private readingRivals = false;
   private publishedGeneration = -1;
   private keptAliveAt = 0;
   private running: Promise<void> | null = null;
@@ -82,7 +84,7 @@ export class RuntimeShare {
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.running;
+    await this.running?.catch(() => {}); // a publish that failed was logged
     await this.redis
       .multi()
       .del(this.keys.partsOf(this.replicaId), this.keys.bindersOf(this.replicaId))
@@ -101,7 +103,7 @@ export class RuntimeShare {
 
   /** Publishes now what changed (tests; the timer does it otherwise). */
   async publish(): Promise<void> {
-    while (this.running) await this.running;
+    while (this.running) await this.running.catch(() => {});
     this.running = this.write().finally(() => {
       this.running = null;
     });
@@ -110,9 +112,19 @@ export class RuntimeShare {
 
   private tick(): void {
     if (this.running) return;
-    if (Date.now() - this.rivalsReadAt >= RIVALS_EVERY_MS) {
-      this.rivalsReadAt = Date.now();
-      this.readRivals().catch((err: unknown) => this.warn(err, "other replicas' VIP binders not read"));
+    if (!this.readingRivals && Date.now() - this.rivalsAskedAt >= RIVALS_EVERY_MS) {
+      this.rivalsAskedAt = Date.now();
+      this.readingRivals = true;
+      this.readRivals()
+        .catch((err: unknown) => {
+          this.warn(err, "other replicas' VIP binders not read");
+          // Not known for longer than they would last: forgotten, or a binder that died while Redis was away
+          // would keep this replica's nodes standing by for good.
+          if (Date.now() - this.rivalsReadAt > RUNTIME_SHARE_TTL_MS) this.giveRivals({});
+        })
+        .finally(() => {
+          this.readingRivals = false;
+        });
     }
     const due =
       this.source.runtimeGeneration !== this.publishedGeneration ||
@@ -176,10 +188,16 @@ export class RuntimeShare {
         }
       }
     }
-    const json = JSON.stringify(rivals, Object.keys(rivals).sort());
+    this.rivalsReadAt = Date.now();
+    this.giveRivals(rivals);
+  }
+
+  private giveRivals(rivals: Record<string, Rival[]>): void {
+    const entries = Object.entries(rivals).sort(([a], [b]) => (a < b ? -1 : 1));
+    const json = JSON.stringify(entries);
     if (json === this.rivalsJson) return;
     this.rivalsJson = json;
-    this.source.setRivals(new Map(Object.entries(rivals)));
+    this.source.setRivals(new Map(entries));
   }
 
   /** The other live replicas' parts of these LBs; none when Redis does not answer (logged now and then). */
