@@ -9,11 +9,15 @@
 // time on a database of its own, and the rows compare the two engines (issue 23's goal: reads on PostgreSQL at
 // 0.5× SQLite or more). The PostgreSQL rows' server CPU is the API's and PostgreSQL's (the postmaster and its
 // backends; PostgreSQL is not pinned), and the engines are compared by that CPU per request.
+// A second PostgreSQL API then joins the first as a replica (same database, same Redis; REPLICAS=0 to skip), and
+// the two-replica rows send half the connections to each. Both replicas are pinned to the servers' one CPU, so
+// these rows say what running a second replica costs on one machine, not what a second machine would add.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import autocannon from 'autocannon';
 import { createScratchDatabase } from '../scripts/pg-scratch.mjs';
 import { bottleneck, compare, cpuMicrosPer, cpuPercent, verdict } from './bench-verdict.mjs';
@@ -64,13 +68,32 @@ const run = (opts) =>
     autocannon.track(instance, { renderProgressBar: process.stderr.isTTY, renderResultsTable: false });
   });
 
+/**
+ * Runs split over several targets at once (`opts` a list: the connections shared between them), as one result:
+ * requests summed, the worst latency of them.
+ */
+async function runAll(opts) {
+  if (!Array.isArray(opts)) return run(opts);
+  const share = Math.max(1, Math.floor(CONNECTIONS / opts.length));
+  const all = await Promise.all(opts.map((o) => run({ connections: share, ...o })));
+  return {
+    requests: {
+      average: all.reduce((n, r) => n + r.requests.average, 0),
+      total: all.reduce((n, r) => n + r.requests.total, 0),
+    },
+    latency: { p50: Math.max(...all.map((r) => r.latency.p50)), p99: Math.max(...all.map((r) => r.latency.p99)) },
+    non2xx: all.reduce((n, r) => n + r.non2xx, 0),
+    errors: all.reduce((n, r) => n + r.errors, 0),
+  };
+}
+
 /** A run with the CPU autocannon (this process) and the server used meanwhile. */
 async function measured(opts, server) {
   const t0 = performance.now();
   const own0 = process.cpuUsage();
   const servers = [server].flat();
   const server0 = cpuSeconds(servers);
-  const res = await run(opts);
+  const res = await runAll(opts);
   const own = process.cpuUsage(own0);
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = cpuSeconds(servers) - server0;
@@ -124,19 +147,40 @@ const api = start([join(root, 'apps/api/dist/main.js')], {
 });
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const database = await pgDatabase();
-const pgPort = await freePort();
-const apiPg = database
-  ? start([join(root, 'apps/api/dist/main.js')], {
-      ...apiEnv,
-      PORT: String(pgPort),
-      SLB_DB_PATH: join(dir, 'unused.db'),
-      SLB_DATABASE_URL: database.url,
-    })
-  : null;
-const apiPgUrl = `http://127.0.0.1:${pgPort}`;
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The replicas' health queue and Redis prefixes are this run's own, deleted at the end with the cluster's keys.
+const runId = `bench-api-${process.pid}-${Date.now()}`;
+const pgApi = async (name) => {
+  const port = await freePort();
+  const child = start([join(root, 'apps/api/dist/main.js')], {
+    ...apiEnv,
+    PORT: String(port),
+    SLB_DB_PATH: join(dir, 'unused.db'),
+    SLB_DATABASE_URL: database.url,
+    REDIS_URL,
+    SLB_INSTANCE_ID: `${runId}-${name}`,
+    SLB_HEALTH_QUEUE: runId,
+    SLB_HEALTH_KEY_PREFIX: `${runId}:health`,
+    SLB_METRICS_KEY_PREFIX: `${runId}:metrics`,
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+};
+const pgA = database ? await pgApi('a') : null;
+const apiPg = pgA?.child ?? null;
+const apiPgUrl = pgA?.url ?? '';
+let pgB = null;
+const clusterIds = new Set();
 try {
   await waitFor(`${apiUrl}/healthz`);
-  if (apiPg) await waitFor(`${apiPgUrl}/healthz`);
+  if (pgA) {
+    await waitFor(`${apiPgUrl}/healthz`);
+    clusterIds.add((await (await fetch(`${apiPgUrl}/control/v1/namespace`)).json()).clusterId);
+    // Started once the first has migrated the database.
+    if (process.env.REPLICAS !== '0') {
+      pgB = await pgApi('b');
+      await waitFor(`${pgB.url}/healthz`);
+    }
+  }
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   const lb = await (
     await fetch(`${apiUrl}/v1/load-balancers`, { method: 'POST', headers, body: '{"name":"bench"}' })
@@ -175,6 +219,23 @@ try {
             ],
           }
         : {}),
+      ...(pgB
+        ? {
+            readPg2: [
+              [apiPgUrl, pgB.url].map((base) => ({ url: `${base}/v1/load-balancers/${lbPg.id}`, headers })),
+              [apiPg, pgB.child, postmaster()],
+            ],
+            createPg2: [
+              [apiPgUrl, pgB.url].map((base) => ({
+                url: `${base}/v1/load-balancers`,
+                method: 'POST',
+                headers,
+                body: '{"name":"bench"}',
+              })),
+              [apiPg, pgB.child, postmaster()],
+            ],
+          }
+        : {}),
     };
     const runs = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
     for (let round = 0; round < ROUNDS; round++) {
@@ -198,6 +259,10 @@ try {
       console.log(row('GET /v1/load-balancers/{id}, PostgreSQL', results.readPg));
       console.log(row('POST /v1/load-balancers, PostgreSQL', results.createPg));
     }
+    if (results.readPg2) {
+      console.log(row('GET, PostgreSQL, two replicas', results.readPg2));
+      console.log(row('POST, PostgreSQL, two replicas', results.createPg2));
+    }
     const read = compare(results.readApi.cpu, results.readBare.cpu);
     const create = compare(results.createApi.cpu, results.createBare.cpu);
     console.log(`\nread   (API / bare): ${verdict(read.ratio, 'bare fastify', { min: 0.5 }, read.basis, 'req')}`);
@@ -211,13 +276,27 @@ try {
       const by = creates.basis === 'CPU per unit' ? ' by CPU/req' : '';
       console.log(`create (PostgreSQL / SQLite): ${creates.ratio.toFixed(2)}× SQLite${by} (no goal)`);
     }
+    if (results.readPg2) {
+      // One core for both replicas: by CPU per request unless both rows saturated it.
+      for (const [what, two, one] of [
+        ['read  ', results.readPg2, results.readPg],
+        ['create', results.createPg2, results.createPg],
+      ]) {
+        const c = compare(two.cpu, one.cpu);
+        const by = c.basis === 'CPU per unit' ? ' by CPU/req' : '';
+        console.log(`${what} (two replicas / one, PostgreSQL): ${c.ratio.toFixed(2)}× one replica${by} (no goal)`);
+      }
+    }
   } finally {
     bare.kill('SIGTERM');
   }
 } finally {
-  for (const child of [api, apiPg].filter(Boolean)) {
+  for (const child of [api, apiPg, pgB?.child].filter(Boolean)) {
     child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+  }
+  if (database) {
+    await deleteRedisKeys(REDIS_URL, [`bull:${runId}:*`, `${runId}:*`, ...[...clusterIds].map((id) => `${id}:*`)]);
   }
   await database?.drop();
   rmSync(dir, { recursive: true, force: true });
