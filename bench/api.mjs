@@ -9,9 +9,9 @@
 // time on a database of its own, and the rows compare the two engines (issue 23's goal: reads on PostgreSQL at
 // 0.5× SQLite or more). The PostgreSQL rows' server CPU is the API's and PostgreSQL's (the postmaster and its
 // backends; PostgreSQL is not pinned), and the engines are compared by that CPU per request.
-// A second PostgreSQL API then joins the first as a replica (same database, same Redis; REPLICAS=0 to skip), and
-// the two-replica rows send half the connections to each. Both replicas are pinned to the servers' one CPU, so
-// these rows say what running a second replica costs on one machine, not what a second machine would add.
+// After those rounds a second PostgreSQL API joins the first as a replica (same database, same Redis; REPLICAS=0
+// to skip), and the two-replica rows send half the connections to each. Both replicas are pinned to the servers'
+// one CPU, so these rows say what running a second replica costs on one machine, not what a machine would add.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -175,11 +175,6 @@ try {
   if (pgA) {
     await waitFor(`${apiPgUrl}/healthz`);
     clusterIds.add((await (await fetch(`${apiPgUrl}/control/v1/namespace`)).json()).clusterId);
-    // Started once the first has migrated the database.
-    if (process.env.REPLICAS !== '0') {
-      pgB = await pgApi('b');
-      await waitFor(`${pgB.url}/healthz`);
-    }
   }
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
   const lb = await (
@@ -219,27 +214,41 @@ try {
             ],
           }
         : {}),
-      ...(pgB
+    };
+    // The second replica runs only for its own rows: alive, it makes every read on the first one ask Redis for
+    // its nodes' part of the LB's status (RuntimeShare), which the one-replica rows must not pay.
+    const replicaCases = (b) => ({
+      ...(b
         ? {
             readPg2: [
-              [apiPgUrl, pgB.url].map((base) => ({ url: `${base}/v1/load-balancers/${lbPg.id}`, headers })),
-              [apiPg, pgB.child, postmaster()],
+              [apiPgUrl, b.url].map((base) => ({ url: `${base}/v1/load-balancers/${lbPg.id}`, headers })),
+              [apiPg, b.child, postmaster()],
             ],
             createPg2: [
-              [apiPgUrl, pgB.url].map((base) => ({
+              [apiPgUrl, b.url].map((base) => ({
                 url: `${base}/v1/load-balancers`,
                 method: 'POST',
                 headers,
                 body: '{"name":"bench"}',
               })),
-              [apiPg, pgB.child, postmaster()],
+              [apiPg, b.child, postmaster()],
             ],
           }
         : {}),
+    });
+    const runs = {};
+    const rounds = async (list) => {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [name, [opts, server]] of Object.entries(list))
+          (runs[name] ??= []).push(await measured(opts, server));
+      }
     };
-    const runs = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, [opts, server]] of Object.entries(cases)) runs[name].push(await measured(opts, server));
+    await rounds(cases);
+    if (apiPg && process.env.REPLICAS !== '0') {
+      pgB = await pgApi('b');
+      await waitFor(`${pgB.url}/healthz`);
+      await run({ url: `${pgB.url}/v1/load-balancers/${lbPg.id}`, headers, duration: 2 });
+      await rounds(replicaCases(pgB));
     }
     const median = (list) =>
       [...list].sort((a, b) => a.requests.average - b.requests.average)[Math.floor(list.length / 2)];
