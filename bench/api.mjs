@@ -239,8 +239,9 @@ try {
     const runs = {};
     const rounds = async (list) => {
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [name, [opts, server]] of Object.entries(list))
-          (runs[name] ??= []).push(await measured(opts, server));
+        for (const [name, [opts, server]] of Object.entries(list)) {
+          runs[name] = [...(runs[name] ?? []), await measured(opts, server)];
+        }
       }
     };
     await rounds(cases);
