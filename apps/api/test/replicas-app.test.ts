@@ -58,6 +58,13 @@ afterAll(async () => {
 /** The listeners a node holds, as ids. */
 const held = (node: FakeNode) => [...heldListeners(node).keys()].sort();
 
+/** A node registered on A and connected to `replica`: its id and its channel. */
+async function nodeOn(replica: TestApp, kind: 'l4' | 'l7', address: string) {
+  const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind, address });
+  const identity = { nodeId: created.body.id as string, kind, address };
+  return { id: identity.nodeId, channel: await connectFake(replica, identity, identity) };
+}
+
 describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
   it('share one deployment: the cluster id, the admin token, a tenant token made on the other', async () => {
     expect(b.app.namespace).toEqual(a.app.namespace);
@@ -117,15 +124,9 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
   });
 
   it('says whether an LB is active on a replica none of its nodes is connected to, as the one they are on does', async () => {
-    const ids: string[] = [];
-    const node = async (kind: 'l4' | 'l7', address: string) => {
-      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind, address });
-      const identity = { nodeId: created.body.id as string, kind, address };
-      ids.push(identity.nodeId);
-      return connectFake(b, identity, identity);
-    };
-    const l4 = await node('l4', '127.0.0.66');
-    const l7 = await node('l7', '127.0.0.67');
+    const { id: l4Id, channel: l4 } = await nodeOn(b, 'l4', '127.0.0.66');
+    const { id: l7Id, channel: l7 } = await nodeOn(b, 'l7', '127.0.0.67');
+    const ids = [l4Id, l7Id];
     const { token } = await newTenant(a.app);
     const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'status' });
     const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
@@ -170,15 +171,9 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
   it('tells one L4 node of the fleet to bind a VIP when the nodes are split between replicas, and moves it across', async () => {
     // Without SO_REUSEPORT a VIP has one binder (active-standby). Each replica chose among its own nodes, so x
     // (on A) and y (on B) were both told to bind it, and the second failed with EADDRINUSE for good.
-    const ids: Record<string, string> = {};
-    const node = async (name: string, replica: TestApp, address: string) => {
-      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address });
-      ids[name] = created.body.id as string;
-      const identity = { nodeId: ids[name], kind: 'l4' as const, address };
-      return connectFake(replica, identity, identity);
-    };
-    const x = await node('x', a, '127.0.0.71');
-    const y = await node('y', b, '127.0.0.72');
+    const { id: xId, channel: x } = await nodeOn(a, 'l4', '127.0.0.71');
+    const { id: yId, channel: y } = await nodeOn(b, 'l4', '127.0.0.72');
+    const ids: Record<string, string> = { x: xId, y: yId };
     const { token } = await newTenant(a.app);
     const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'one-binder' });
     onTestFinished(async () => {
@@ -216,13 +211,8 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
 
   it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {
     // Registered on A, connected to B.
-    const node = async (kind: 'l4' | 'l7', address: string) => {
-      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind, address });
-      const identity = { nodeId: created.body.id as string, kind, address };
-      return connectFake(b, identity, identity);
-    };
-    const l4 = await node('l4', '127.0.0.61');
-    const l7 = await node('l7', '127.0.0.62');
+    const { channel: l4 } = await nodeOn(b, 'l4', '127.0.0.61');
+    const { channel: l7 } = await nodeOn(b, 'l7', '127.0.0.62');
     const { token } = await newTenant(a.app);
     const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'served' });
     const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
@@ -254,13 +244,8 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
   });
 
   it('closes a node deleted on one replica on the other too, and one whose credential was replaced', async () => {
-    const node = async (address: string) => {
-      const created = await call(a.app, ADMIN_TOKEN, 'POST', '/v1/nodes', { kind: 'l4', address });
-      const identity = { nodeId: created.body.id as string, kind: 'l4' as const, address };
-      return { id: identity.nodeId, channel: await connectFake(b, identity, identity) };
-    };
-    const deleted = await node('127.0.0.64');
-    const rotated = await node('127.0.0.65');
+    const deleted = await nodeOn(b, 'l4', '127.0.0.64');
+    const rotated = await nodeOn(b, 'l4', '127.0.0.65');
     expect([deleted.channel.closed, rotated.channel.closed]).toEqual([null, null]);
     expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${deleted.id}`)).status).toBe(204);
     await until('the deleted node closed on B', () => deleted.channel.closed ?? undefined, 3_000);

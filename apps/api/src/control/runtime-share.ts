@@ -183,7 +183,7 @@ export class RuntimeShare {
       for (const [err, hash] of (await pipeline.exec()) ?? []) {
         if (err !== null || typeof hash !== 'object' || hash === null) continue;
         for (const [lbId, json] of Object.entries(hash as Record<string, string>)) {
-          const found = parsedRivals(json);
+          const found = parsedList<Rival>(json, isRival);
           if (found.length > 0) rivals[lbId] = [...(rivals[lbId] ?? []), ...found];
         }
       }
@@ -212,7 +212,7 @@ export class RuntimeShare {
       for (const [err, values] of (await pipeline.exec()) ?? []) {
         if (err !== null || !Array.isArray(values)) continue;
         values.forEach((json, i) => {
-          const parts = typeof json === 'string' ? parsedParts(json) : [];
+          const parts = typeof json === 'string' ? parsedList<NodePart>(json, isPart) : [];
           const lbId = lbIds[i];
           if (lbId !== undefined && parts.length > 0) out.set(lbId, [...(out.get(lbId) ?? []), ...parts]);
         });
@@ -246,32 +246,20 @@ function bindersIn(parts: readonly NodePart[]): Rival[] {
     .map((p) => ({ nodeId: p.nodeId, serves: p.acked > 0 && p.error === undefined }));
 }
 
-function parsedRivals(json: string): Rival[] {
+/** What another replica published (parts or rivals): the items that are `T`; anything else counts as none. */
+function parsedList<T>(json: string, isItem: (value: Record<string, unknown>) => boolean): T[] {
   try {
     const parsed: unknown = JSON.parse(json);
     if (!Array.isArray(parsed)) return [];
-    return parsed.filter(
-      (r): r is Rival =>
-        typeof r === 'object' && r !== null && typeof r.nodeId === 'string' && typeof r.serves === 'boolean',
-    );
+    return parsed.filter((v) => typeof v === 'object' && v !== null && isItem(v as Record<string, unknown>));
   } catch {
     return [];
   }
 }
 
-/** The parts another replica published; anything that is not a list of parts counts as none. */
-function parsedParts(json: string): NodePart[] {
-  try {
-    const parsed: unknown = JSON.parse(json);
-    return Array.isArray(parsed) ? parsed.filter(isPart) : [];
-  } catch {
-    return [];
-  }
-}
+const isRival = (r: Record<string, unknown>) => typeof r.nodeId === 'string' && typeof r.serves === 'boolean';
 
-function isPart(value: unknown): value is NodePart {
-  if (typeof value !== 'object' || value === null) return false;
-  const p = value as Record<string, unknown>;
+function isPart(p: Record<string, unknown>): boolean {
   return (
     typeof p.nodeId === 'string' &&
     (p.kind === 'l4' || p.kind === 'l7') &&
