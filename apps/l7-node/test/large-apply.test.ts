@@ -87,7 +87,10 @@ it('an L7 node applying a fleet-sized snapshot keeps answering on the listener i
   expect(app.version).toBe(2);
   // Unsliced, the longest gap was the whole apply. GC pauses remain, so the bound is relative.
   expect(maxGap, `longest event-loop gap over ${Math.round(applyMs)} ms of apply`).toBeLessThan(applyMs / 4);
-  expect(answered.length).toBeGreaterThan(5);
+  // Several answers during the apply, not a count tied to its length: since the apply got faster (0.7 s), a run
+  // on a quick runtime answered exactly 5 and failed a bound of more than 5. The gap and latency bounds above and
+  // below are what says it kept serving.
+  expect(answered.length).toBeGreaterThanOrEqual(3);
   expect(answered.every((a) => a.status === 200)).toBe(true);
   expect(Math.max(...answered.map((a) => a.ms))).toBeLessThan(applyMs / 2);
 }, 60_000);
