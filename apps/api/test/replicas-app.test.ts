@@ -168,6 +168,40 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     await until('A naming no node', async () => (await lbOn(a)).nodes.length === 0, 3_000);
   });
 
+  it("shows a listener's bind errors on a replica none of the failing nodes is connected to, until they heal", async () => {
+    const { id: nodeId, channel: node } = await nodeOn(b, 'l4', '127.0.0.69');
+    const { token } = await newTenant(a.app);
+    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'bind-errors' });
+    onTestFinished(async () => {
+      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
+      await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${nodeId}`);
+    });
+    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
+      name: 'g',
+      servers: [{ address: '127.0.0.70', port: 9000 }],
+    });
+    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'tcp',
+      port: 7303,
+      serverGroupId: sg.body.id,
+    });
+    expect(tcp.status).toBe(201);
+    await until('the node on B holding the listener', () => held(node).includes(tcp.body.id), 3_000);
+    const reason = 'cannot bind tcp 127.1.0.1:7303: EADDRINUSE';
+    const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
+    node.ack();
+    node.say({ type: 'heartbeat', load, failedListeners: [{ listenerId: tcp.body.id, reason }] });
+    const path = `/v1/load-balancers/${lb.body.id}/listeners`;
+    const errorsOn = async (replica: TestApp) => (await call(replica.app, token, 'GET', `${path}/${tcp.body.id}`)).body;
+    await until('A naming the node on B', async () => (await errorsOn(a)).bindErrors.length === 1, 3_000);
+    expect((await errorsOn(a)).bindErrors).toEqual([{ nodeId, reason }]);
+    expect((await errorsOn(b)).bindErrors).toEqual([{ nodeId, reason }]);
+    const listed = await call(a.app, token, 'GET', path);
+    expect(listed.body.items).toMatchObject([{ id: tcp.body.id, bindErrors: [{ nodeId, reason }] }]);
+    node.say({ type: 'heartbeat', load, failedListeners: [] });
+    await until('A saying it healed', async () => (await errorsOn(a)).bindErrors.length === 0, 3_000);
+  });
+
   it('tells one L4 node of the fleet to bind a VIP when the nodes are split between replicas, and moves it across', async () => {
     // Without SO_REUSEPORT a VIP has one binder (active-standby). Each replica chose among its own nodes, so x
     // (on A) and y (on B) were both told to bind it, and the second failed with EADDRINUSE for good.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type NodePart, runtimeOf } from './lb-runtime.js';
+import { bindErrorsOf, type NodePart, runtimeOf } from './lb-runtime.js';
 
 const l4 = (nodeId: string, over: Partial<NodePart> = {}): NodePart => ({
   nodeId,
@@ -47,5 +47,34 @@ describe('runtimeOf', () => {
     const ids = (p: NodePart[]) => runtimeOf(p, 5).nodes.map((n) => n.nodeId);
     expect(ids(parts)).toEqual(['c', 'm', 'b', 'z']);
     expect(ids([...parts].reverse())).toEqual(['c', 'm', 'b', 'z']);
+  });
+});
+
+describe('bindErrorsOf', () => {
+  const failing = (listenerId: string, reason: string) => ({
+    error: `${listenerId}: ${reason}`,
+    failures: [{ listenerId, reason }],
+  });
+
+  it("names every node that cannot run the listener, by id, whichever replica's part says so", () => {
+    const parts = [
+      l4('c', failing('lsn-1', 'EADDRINUSE')),
+      l4('a', { failures: [{ listenerId: 'lsn-2', reason: 'EACCES' }, { listenerId: 'lsn-1', reason: 'EADDRNOTAVAIL' }] }),
+      l7('b'),
+    ];
+    expect(bindErrorsOf(parts, 'lsn-1')).toEqual([
+      { nodeId: 'a', reason: 'EADDRNOTAVAIL' },
+      { nodeId: 'c', reason: 'EADDRINUSE' },
+    ]);
+    expect(bindErrorsOf(parts, 'lsn-2')).toEqual([{ nodeId: 'a', reason: 'EACCES' }]);
+    expect(bindErrorsOf(parts, 'lsn-3')).toEqual([]);
+  });
+
+  it('takes a node two replicas name from its better part: a healed bind is not shown from the stale one', () => {
+    const stale = l4('a', { online: false, acked: 3, ...failing('lsn-1', 'EADDRINUSE') });
+    const healed = l4('a', { acked: 5 });
+    expect(bindErrorsOf([stale, healed], 'lsn-1')).toEqual([]);
+    expect(bindErrorsOf([healed, stale], 'lsn-1')).toEqual([]);
+    expect(bindErrorsOf([stale], 'lsn-1')).toEqual([{ nodeId: 'a', reason: 'EADDRINUSE' }]);
   });
 });

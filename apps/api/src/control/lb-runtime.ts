@@ -1,5 +1,6 @@
+import type { ListenerBindError, ListenerFailure } from '@slb/model';
 import type { CompiledLb } from './compile-lb.js';
-import { failureOf, type Session } from './node-session.js';
+import { failuresOf, type Session } from './node-session.js';
 import type { VipServing } from './vip-serving.js';
 
 export interface LbRuntime {
@@ -29,7 +30,10 @@ export interface NodePart {
   online: boolean;
   acked: number;
   role?: 'active' | 'standby';
+  /** The first of `failures`, as `listenerId: reason`. */
   error?: string;
+  /** The LB's listeners the node cannot run, and why (a replica that predates them publishes none). */
+  failures?: ListenerFailure[];
 }
 
 /** The hub's state an LB's runtime is read from. */
@@ -52,7 +56,9 @@ export function runtimeParts(lbId: string, inputs: RuntimeInputs): NodePart[] {
   const hosting = [...inputs.hosts, ...((compiled?.l7.length ?? 0) > 0 ? inputs.l7Nodes : [])];
   const binders = inputs.serving?.binders ?? [];
   return hosting.map((s) => {
-    const error = s.failedLbs.has(lbId) ? failureOf(s, lbId) : undefined;
+    const failures = s.failedLbs.has(lbId) ? failuresOf(s, lbId) : [];
+    const [first] = failures;
+    const error = first === undefined ? undefined : `${first.listenerId}: ${first.reason}`;
     return {
       nodeId: s.nodeId,
       kind: s.kind,
@@ -60,7 +66,7 @@ export function runtimeParts(lbId: string, inputs: RuntimeInputs): NodePart[] {
       online: inputs.isOnline(s),
       acked: s.ackedLbVersions.get(lbId) ?? 0,
       ...(s.kind === 'l4' ? { role: binders.includes(s.nodeId) ? ('active' as const) : ('standby' as const) } : {}),
-      ...(error === undefined ? {} : { error }),
+      ...(error === undefined ? {} : { error, failures }),
     };
   });
 }
@@ -73,13 +79,8 @@ export function runtimeParts(lbId: string, inputs: RuntimeInputs): NodePart[] {
  * listener would answer 404 there. Pure.
  */
 export function runtimeOf(parts: readonly NodePart[], configVersion: number): LbRuntime {
-  const byNode = new Map<string, NodePart>();
-  for (const part of parts) {
-    const seen = byNode.get(part.nodeId);
-    if (seen === undefined || betterPart(part, seen)) byNode.set(part.nodeId, part);
-  }
   // L4 hosts first, then L7 nodes, each by id: the same order whichever replica answers.
-  const nodes = [...byNode.values()]
+  const nodes = partPerNode(parts)
     .sort((a, b) => (a.kind !== b.kind ? (a.kind === 'l4' ? -1 : 1) : a.nodeId < b.nodeId ? -1 : 1))
     .map(({ nodeId, kind, address, online, acked, role, error }) => ({
       nodeId,
@@ -98,6 +99,28 @@ export function runtimeOf(parts: readonly NodePart[], configVersion: number): Lb
         : 'provisioning',
     nodes,
   };
+}
+
+/**
+ * Why nodes cannot run a listener, from its LB's parts as every replica sees them (a node named twice counts
+ * once, as in runtimeOf), by node id. Pure.
+ */
+export function bindErrorsOf(parts: readonly NodePart[], listenerId: string): ListenerBindError[] {
+  const out: ListenerBindError[] = [];
+  for (const part of partPerNode(parts)) {
+    for (const f of part.failures ?? []) if (f.listenerId === listenerId) out.push({ nodeId: part.nodeId, reason: f.reason });
+  }
+  return out.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+}
+
+/** One part per node: its online part, then the one that applied more. */
+function partPerNode(parts: readonly NodePart[]): NodePart[] {
+  const byNode = new Map<string, NodePart>();
+  for (const part of parts) {
+    const seen = byNode.get(part.nodeId);
+    if (seen === undefined || betterPart(part, seen)) byNode.set(part.nodeId, part);
+  }
+  return [...byNode.values()];
 }
 
 const betterPart = (a: NodePart, b: NodePart) => (a.online !== b.online ? a.online : a.acked > b.acked);

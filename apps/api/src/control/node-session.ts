@@ -231,9 +231,15 @@ export function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFai
 
 /** The first failure among this LB's listeners on the node, as `listenerId: reason`. */
 export function failureOf(session: Session, lbId: string): string | undefined {
-  const listenerIds = new Set(session.sentByLb.get(lbId) ?? []);
-  const f = session.failures.find((x) => listenerIds.has(x.listenerId));
+  const [f] = failuresOf(session, lbId);
   return f === undefined ? undefined : `${f.listenerId}: ${f.reason}`;
+}
+
+/** The failing listeners of this LB the node names. */
+export function failuresOf(session: Session, lbId: string): ListenerFailure[] {
+  if (session.failures.length === 0) return [];
+  const listenerIds = new Set(session.sentByLb.get(lbId) ?? []);
+  return session.failures.filter((x) => listenerIds.has(x.listenerId));
 }
 
 /** An L4 node as the choice of VIP binders sees it: what it can share, whether it can be told. */

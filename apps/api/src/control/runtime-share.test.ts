@@ -119,6 +119,41 @@ describe('RuntimeShare (real Redis)', () => {
     await Promise.all([mine.close(), theirs.close()]);
   });
 
+  it("names the nodes that cannot run a listener on any live replica (its bindErrors), and only a well-formed part's", async () => {
+    const here = new Parts();
+    const there = new Parts();
+    const mine = new RuntimeShare(redis, cluster, 'b1', here);
+    const theirs = new RuntimeShare(redis, cluster, 'b2', there);
+    const failures = (listenerId: string, reason: string) => ({
+      error: `${listenerId}: ${reason}`,
+      failures: [{ listenerId, reason }],
+    });
+    here.set('lb-1', [{ ...part('l4-a', 1), ...failures('lsn-1', 'EADDRINUSE') }]);
+    there.set('lb-1', [{ ...part('l7-b', 1, 'l7'), ...failures('lsn-2', 'EACCES') }]);
+    there.set('lb-2', [{ ...part('l4-c', 1), ...failures('lsn-3', 'EADDRNOTAVAIL') }]);
+    await Promise.all([mine.publish(), theirs.publish()]);
+    const listeners = [
+      { id: 'lsn-1', loadBalancerId: 'lb-1' },
+      { id: 'lsn-2', loadBalancerId: 'lb-1' },
+      { id: 'lsn-3', loadBalancerId: 'lb-2' },
+      { id: 'lsn-4', loadBalancerId: 'lb-2' },
+    ];
+    expect(await mine.bindErrors(listeners)).toEqual([
+      [{ nodeId: 'l4-a', reason: 'EADDRINUSE' }],
+      [{ nodeId: 'l7-b', reason: 'EACCES' }],
+      [{ nodeId: 'l4-c', reason: 'EADDRNOTAVAIL' }],
+      [],
+    ]);
+    // The other replica's node healed: gone from this replica's answer once published.
+    there.set('lb-2', [part('l4-c', 1)]);
+    await theirs.publish();
+    expect((await mine.bindErrors(listeners))[2]).toEqual([]);
+    // A part whose failures are not a list of failures is left out whole.
+    await redis.hset(keys.partsOf('b2'), 'lb-2', JSON.stringify([{ ...part('l4-c', 1), failures: 'EADDRINUSE' }]));
+    expect((await mine.runtimes([{ id: 'lb-2', configVersion: 1 }]))[0]?.nodes).toEqual([]);
+    await Promise.all([mine.close(), theirs.close()]);
+  });
+
   it('forgets the rivals once Redis has not answered for longer than they would last', async () => {
     const there = new Parts();
     there.set('lb-1', [part('b', 1)]);

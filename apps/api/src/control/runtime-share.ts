@@ -1,6 +1,7 @@
+import type { ListenerBindError } from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
-import { type LbRuntime, type NodePart, runtimeOf } from './lb-runtime.js';
+import { bindErrorsOf, type LbRuntime, type NodePart, runtimeOf } from './lb-runtime.js';
 import type { Rival } from './vip-serving.js';
 
 /**
@@ -95,10 +96,21 @@ export class RuntimeShare {
 
   /** Status and per-node convergence of each LB, from this replica's parts and the other live replicas'. */
   async runtimes(lbs: readonly { id: string; configVersion: number }[]): Promise<LbRuntime[]> {
-    const others = await this.othersParts(lbs.map((lb) => lb.id));
-    return lbs.map(({ id, configVersion }) =>
-      runtimeOf([...this.source.runtimeParts(id), ...(others.get(id) ?? [])], configVersion),
-    );
+    const parts = await this.partsOf(lbs.map((lb) => lb.id));
+    return lbs.map(({ id, configVersion }) => runtimeOf(parts.get(id) ?? [], configVersion));
+  }
+
+  /** Which nodes cannot run each listener, and why, from this replica's parts and the other live replicas'. */
+  async bindErrors(listeners: readonly { id: string; loadBalancerId: string }[]): Promise<ListenerBindError[][]> {
+    const parts = await this.partsOf(listeners.map((l) => l.loadBalancerId));
+    return listeners.map(({ id, loadBalancerId }) => bindErrorsOf(parts.get(loadBalancerId) ?? [], id));
+  }
+
+  /** Each LB's parts: this replica's and the other live replicas'. */
+  private async partsOf(lbIds: string[]): Promise<Map<string, NodePart[]>> {
+    const unique = [...new Set(lbIds)];
+    const others = await this.othersParts(unique);
+    return new Map(unique.map((id) => [id, [...this.source.runtimeParts(id), ...(others.get(id) ?? [])]]));
   }
 
   /** Publishes now what changed (tests; the timer does it otherwise). */
@@ -265,6 +277,13 @@ function isPart(p: Record<string, unknown>): boolean {
     (p.kind === 'l4' || p.kind === 'l7') &&
     typeof p.address === 'string' &&
     typeof p.online === 'boolean' &&
-    typeof p.acked === 'number'
+    typeof p.acked === 'number' &&
+    (p.failures === undefined || (Array.isArray(p.failures) && p.failures.every(isFailure)))
   );
+}
+
+function isFailure(f: unknown): boolean {
+  if (typeof f !== 'object' || f === null) return false;
+  const { listenerId, reason } = f as Record<string, unknown>;
+  return typeof listenerId === 'string' && typeof reason === 'string';
 }

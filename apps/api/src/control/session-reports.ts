@@ -128,6 +128,8 @@ export class SessionReports {
     const { failures, omitted } = round
       ? round.take(named.filter(sent), namedOmitted)
       : { failures: named, omitted: namedOmitted };
+    // The listeners' bindErrors are shared with the other replicas from here (see runtimeParts).
+    const failuresMoved = !sameFailures({ failures: session.failures, omitted: 0 }, { failures, omitted: 0 });
     session.failures = failures;
     session.failuresOmitted = failures.length === 0 ? 0 : omitted;
     this.options.recorder?.observeBinds(session, failures);
@@ -136,7 +138,7 @@ export class SessionReports {
     // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
     const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
     if (!same && session.kind === 'l4') this.options.failedLbsMoved();
-    if (!same) this.options.runtimeMoved?.();
+    if (!same || failuresMoved) this.options.runtimeMoved?.();
   }
 }
 

@@ -43,7 +43,8 @@ export const servicesPlugin = fp<ServicesPluginOptions>(
       quotaDefaults: options.quotaDefaults,
       sealSecret: (plain) => app.secretBox.seal(plain),
       vipHoldSeconds: options.vipHoldSeconds,
-      listenerErrors: (listenerId) => hub.listenerErrors(listenerId),
+      listenerErrors: async (listeners) =>
+        share ? share.bindErrors(listeners) : listeners.map(({ id }) => hub.listenerErrors(id)),
       nodeLiveness: (nodeId) => hub.nodeOnline(nodeId),
     });
     await upgradeAddresses(services, options.addressPools ?? DEFAULT_ADDRESS_POOLS, app.data, app.log);

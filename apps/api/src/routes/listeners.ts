@@ -43,7 +43,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: (request, reply) =>
       created(app, request, reply, async () => {
         const row = await listeners.create(scope(request), request.params.lbId, request.body);
-        return { body: listeners.toApi(row), revision: row.revision };
+        return { body: await listeners.toApi(row), revision: row.revision };
       }),
   });
 
@@ -56,7 +56,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     handler: async (request, reply) => {
       const row = await listeners.find(scope(request), request.params.lbId, request.params.lsnId);
-      return withEtag(reply, row.revision, listeners.toApi(row));
+      return withEtag(reply, row.revision, await listeners.toApi(row));
     },
   });
 
@@ -73,7 +73,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request, reply) => {
       const { lbId, lsnId } = request.params;
       const row = await listeners.update(scope(request), lbId, lsnId, request.body, request.headers['if-match']);
-      return withEtag(reply, row.revision, listeners.toApi(row));
+      return withEtag(reply, row.revision, await listeners.toApi(row));
     },
   });
 
@@ -106,7 +106,7 @@ export const listenerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       handler: async (request, reply) => {
         const row = await listeners.setStatus(scope(request), request.params.lbId, request.params.lsnId, status);
-        return withEtag(reply, row.revision, listeners.toApi(row));
+        return withEtag(reply, row.revision, await listeners.toApi(row));
       },
     });
   }

@@ -23,8 +23,13 @@ export type ListenerRow = Tables['listeners']['$inferSelect'];
 
 const PORT_INDEX = { index: 'listeners_port_uq', column: 'listeners.load_balancer_id' };
 
-/** The nodes that cannot bind a listener's VIP:port, and why: the control hub knows, the database does not. */
-export type ListenerRuntimeView = (listenerId: string) => ListenerBindError[];
+/**
+ * The nodes that cannot bind each listener's VIP:port, and why, in the order asked: the control hubs know
+ * (each replica's of the nodes connected to it), the database does not.
+ */
+export type ListenerRuntimeView = (
+  listeners: readonly { id: string; loadBalancerId: string }[],
+) => Promise<ListenerBindError[][]>;
 
 function settingsOf(row: ListenerRow): ListenerSettings {
   return {
@@ -60,7 +65,7 @@ export class ListenerService {
     private readonly lbs: LoadBalancerService,
     private readonly groups: ServerGroupService,
     private readonly quotas?: QuotaService,
-    private readonly bindErrors: ListenerRuntimeView = () => [],
+    private readonly bindErrors: ListenerRuntimeView = async (listeners) => listeners.map(() => []),
   ) {
     const { t } = store;
     this.byIdInLb = store.prepare('listener_by_id_in_lb', (q) =>
@@ -71,7 +76,12 @@ export class ListenerService {
     );
   }
 
-  toApi(row: ListenerRow): Listener {
+  async toApi(row: ListenerRow): Promise<Listener> {
+    const [bindErrors] = await this.bindErrors([row]);
+    return this.withBindErrors(row, bindErrors ?? []);
+  }
+
+  private withBindErrors(row: ListenerRow, bindErrors: ListenerBindError[]): Listener {
     return {
       id: row.id,
       loadBalancerId: row.loadBalancerId,
@@ -80,7 +90,7 @@ export class ListenerService {
       serverGroupId: row.serverGroupId,
       status: row.status,
       ...settingsOf(row),
-      bindErrors: this.bindErrors(row.id),
+      bindErrors,
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
     };
@@ -105,7 +115,9 @@ export class ListenerService {
         .orderBy(asc(t.listeners.id))
         .limit(limit + 1),
     );
-    return toPage(rows, limit, (r) => this.toApi(r));
+    const page = toPage(rows, limit, (r) => r);
+    const bindErrors = await this.bindErrors(page.items);
+    return { ...page, items: page.items.map((r, i) => this.withBindErrors(r, bindErrors[i] ?? [])) };
   }
 
   /** Certificates and ACLs are tenant resources: one the tenant does not own is simply not found. */
