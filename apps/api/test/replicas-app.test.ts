@@ -243,6 +243,55 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     await until('the standby on the other replica binding the VIP', () => held(survivor).includes(tcp.body.id), 3_000);
   });
 
+  it('places a spread LB on nodeCount nodes of the whole fleet when the nodes are split between replicas', async () => {
+    // Each replica placed it on nodeCount of its own nodes: with x on A and y on B, on both.
+    const { id: xId, channel: x } = await nodeOn(a, 'l4', '127.0.0.74');
+    const { id: yId, channel: y } = await nodeOn(b, 'l4', '127.0.0.75');
+    const { token } = await newTenant(a.app);
+    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', {
+      name: 'spread-one',
+      placement: { mode: 'spread', nodeCount: 1 },
+    });
+    expect(lb.status).toBe(201);
+    onTestFinished(async () => {
+      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
+      for (const id of [xId, yId]) await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`);
+    });
+    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
+      name: 'g',
+      servers: [{ address: '127.0.0.76', port: 9000 }],
+    });
+    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
+      protocol: 'tcp',
+      port: 7304,
+      serverGroupId: sg.body.id,
+    });
+    expect(tcp.status).toBe(201);
+    const hostsOn = async (replica: TestApp) =>
+      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body.nodes.map(
+        (n: { nodeId: string }) => n.nodeId,
+      );
+    await until('one node holding the listener', () => [x, y].some((n) => held(n).includes(tcp.body.id)), 3_000);
+    x.ack();
+    y.ack();
+    const oneHost = async () => {
+      const [onA, onB] = [await hostsOn(a), await hostsOn(b)];
+      return onA.length === 1 && `${onA}` === `${onB}`;
+    };
+    await until('one host in the fleet, the same on both replicas', oneHost, 3_000);
+    // And it stays so on both replicas (not a moment between two placements).
+    await new Promise((r) => setTimeout(r, 800));
+    const [host] = await hostsOn(a);
+    expect(await hostsOn(b)).toEqual([host]);
+    expect(await hostsOn(a)).toEqual([host]);
+    const [hostNode, other] = host === xId ? [x, y] : [y, x];
+    expect(held(hostNode)).toContain(tcp.body.id);
+    expect(held(other)).not.toContain(tcp.body.id);
+    // The host is deleted: the LB is placed on the other replica's node.
+    expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${host}`)).status).toBe(204);
+    await until('the other node holding the listener', () => held(other).includes(tcp.body.id), 3_000);
+  });
+
   it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {
     // Registered on A, connected to B.
     const { channel: l4 } = await nodeOn(b, 'l4', '127.0.0.61');

@@ -2,6 +2,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type PlacementLb, type PlacementNode, place } from './placement.js';
 import { chooseVipBinders, type Rival, type VipNode, type VipServing } from './vip-serving.js';
 
+/** What other API replicas chose among the nodes connected to them, per LB (see RuntimeShare). */
+export interface Elsewhere {
+  /** The nodes they told to bind the VIP. */
+  binders: ReadonlyMap<string, readonly Rival[]>;
+  /** A spread LB's online hosts there. */
+  hosts: ReadonlyMap<string, readonly Rival[]>;
+}
+
+export const NOTHING_ELSEWHERE: Elsewhere = { binders: new Map(), hosts: new Map() };
+
 /** More than this share of L4 nodes vanishing at once looks like our own network fault, not the fleet's. */
 const CIRCUIT_BREAKER_SHARE = 0.5;
 
@@ -34,7 +44,8 @@ export class FleetPlacement {
    * Places the LBs on the online L4 nodes (unless most of them vanished at once) and chooses their VIP
    * binders. Returns the LBs whose placement or binders moved (an LB created or deleted among them): their
    * nodes need their config again. The LBs of nodes `rejoining` after a controller restart stay theirs.
-   * `rivals`: the VIP binders other API replicas chose among their own nodes (see chooseVipBinders).
+   * `elsewhere`: what other API replicas chose among their own nodes: the VIP binders (see chooseVipBinders)
+   * and the hosts of spread LBs (see place).
    */
   update(
     lbs: PlacementLb[],
@@ -42,7 +53,7 @@ export class FleetPlacement {
     vipNodes: ReadonlyMap<string, VipNode>,
     addressOf: (lbId: string) => string | null,
     rejoining: ReadonlySet<string> = new Set(),
-    rivals: ReadonlyMap<string, readonly Rival[]> = new Map(),
+    elsewhere: Elsewhere = NOTHING_ELSEWHERE,
   ): string[] {
     const previousPlacement = this.placement;
     const previousServing = this.serving;
@@ -52,10 +63,13 @@ export class FleetPlacement {
       // Circuit breaker: keep the placement; the nodes most likely still serve, we just cannot see them.
       this.log.warn({ lost, of: this.lastOnline.size }, 'most L4 nodes vanished at once: placement frozen');
     } else {
-      this.placement = place(lbs, online, this.placement, rejoining);
+      // A node rejoining most likely still serves what it had (it has no session here to say so).
+      const serves = (id: string, lbId: string) => vipNodes.get(id)?.serves(lbId) ?? rejoining.has(id);
+      this.placement = place(lbs, online, this.placement, rejoining, { hosts: elsewhere.hosts, serves });
       this.lastOnline = onlineIds;
     }
-    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf, rejoining, rivals);
+    const { binders } = elsewhere;
+    this.serving = chooseVipBinders(this.placement, vipNodes, previousServing, addressOf, rejoining, binders);
     const moved = new Set([
       ...movedIn(previousPlacement, this.placement, sameNodes),
       ...movedIn(previousServing, this.serving, (a, b) => a.mode === b.mode && sameNodes(a.binders, b.binders)),

@@ -15,7 +15,7 @@ import { OFFLINE_AFTER_MS } from '../services/nodes.js';
 import { type Clock, systemClock, type Timer } from './clock.js';
 import { CompileCache, type ControlWork } from './compile-cache.js';
 import { ConfigDelivery, type Fleet } from './config-delivery.js';
-import { FleetPlacement } from './fleet-placement.js';
+import { type Elsewhere, FleetPlacement, NOTHING_ELSEWHERE } from './fleet-placement.js';
 import { l4NodeAddresses } from './l7-trust.js';
 import { type LbRuntime, type NodePart, runtimeOf, runtimeParts } from './lb-runtime.js';
 import type { NodeIdentity } from './node-credentials.js';
@@ -128,8 +128,8 @@ export class ControlHub {
   runtimeGeneration = 0;
   /** The sessions online at the last liveness tick, to tell when that moved. */
   private onlineSignature = '';
-  /** The VIP binders other API replicas chose among their own nodes, by LB (see chooseVipBinders). */
-  private rivals: ReadonlyMap<string, readonly Rival[]> = new Map();
+  /** The VIP binders and spread LBs' hosts other API replicas chose among their own nodes, by LB. */
+  private elsewhere: Elsewhere = NOTHING_ELSEWHERE;
 
   /** A hub that starts from where the previous controller left the LBs and the nodes it saw. */
   static async start(
@@ -263,9 +263,12 @@ export class ControlHub {
     this.replan();
   }
 
-  /** Other replicas' VIP binders changed: who binds here is chosen again (nothing is read again). */
-  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void {
-    this.rivals = rivals;
+  /**
+   * Other replicas' VIP binders or spread LBs' hosts changed: where LBs run and who binds their VIPs here is
+   * chosen again (nothing is read again).
+   */
+  setElsewhere(elsewhere: Elsewhere): void {
+    this.elsewhere = elsewhere;
     this.replan();
   }
 
@@ -427,6 +430,23 @@ export class ControlHub {
     for (const { id } of this.cache.lbs) {
       const parts = this.runtimeParts(id, l7Nodes, now);
       if (parts.length > 0) out.set(id, parts);
+    }
+    return out;
+  }
+
+  /** Each spread LB's online hosts among the nodes here, for the other replicas (see place). */
+  spreadHosts(): Map<string, Rival[]> {
+    const out = new Map<string, Rival[]>();
+    if (this.sessions.size === 0) return out;
+    const now = this.clock.now();
+    for (const { id, mode } of this.cache.lbs) {
+      if (mode !== 'spread') continue;
+      const hosts: Rival[] = [];
+      for (const nodeId of this.fleet.placement.get(id) ?? []) {
+        const s = this.sessions.get(nodeId);
+        if (s !== undefined && this.liveness.isOnline(s, now)) hosts.push({ nodeId, serves: vipNodeOf(s).serves(id) });
+      }
+      if (hosts.length > 0) out.set(id, hosts);
     }
     return out;
   }
@@ -637,7 +657,7 @@ export class ControlHub {
       vipNodes,
       (id) => this.cache.get(id)?.address ?? null,
       this.l4Rejoin.nodeIds(),
-      this.rivals,
+      this.elsewhere,
     );
     // LBs created, deleted or moved between nodes are diffed like a write's own, a few at a time; a node
     // come or gone moves many at once, and one pass over the fleet is then the cheaper diff.

@@ -86,3 +86,82 @@ describe('placement', () => {
     );
   });
 });
+
+describe('placement with nodes split between API replicas', () => {
+  const lb = (nodeCount: number) => ({ id: 'lb-1', mode: 'spread' as const, nodeCount });
+  const elsewhere = (hosts: { nodeId: string; serves: boolean }[], serving: string[] = []) => ({
+    hosts: new Map([['lb-1', hosts]]),
+    serves: (id: string) => serving.includes(id),
+  });
+
+  it("counts a spread LB's hosts on other replicas towards nodeCount: only the rest is placed here", () => {
+    const nodes = [node('a1'), node('a2'), node('a3')];
+    expect(
+      place([lb(2)], nodes, new Map(), new Set(), elsewhere([{ nodeId: 'b1', serves: true }])).get('lb-1'),
+    ).toEqual(['a1']);
+    const two = elsewhere([
+      { nodeId: 'b1', serves: true },
+      { nodeId: 'b2', serves: false },
+    ]);
+    expect(place([lb(2)], nodes, new Map(), new Set(), two).get('lb-1')).toEqual([]);
+    // Mode all is every replica's own nodes: nothing elsewhere changes it.
+    const all = [{ id: 'lb-1', mode: 'all' as const, nodeCount: null }];
+    expect(place(all, nodes, new Map(), new Set(), two).get('lb-1')).toEqual(['a1', 'a2', 'a3']);
+  });
+
+  it('trims hosts past nodeCount by the same rule on both replicas: exactly nodeCount remain, serving ones first', () => {
+    // Both placed nodeCount of their own before they saw each other's (a node moved between replicas).
+    const before = { a: new Map([['lb-1', ['a1', 'a2']]]), b: new Map([['lb-1', ['b1', 'b2']]]) };
+    for (const [servingHere, servingThere] of [
+      [
+        ['a1', 'a2'],
+        ['b1', 'b2'],
+      ],
+      [['a2'], ['b1', 'b2']],
+      [[], []],
+    ]) {
+      const hostsOf = (ids: string[], serving: string[]) =>
+        ids.map((nodeId) => ({ nodeId, serves: serving.includes(nodeId) }));
+      const onA = place([lb(2)], [node('a1'), node('a2')], before.a, new Set(), {
+        hosts: new Map([['lb-1', hostsOf(['b1', 'b2'], servingThere ?? [])]]),
+        serves: (id) => (servingHere ?? []).includes(id),
+      }).get('lb-1');
+      const onB = place([lb(2)], [node('b1'), node('b2')], before.b, new Set(), {
+        hosts: new Map([['lb-1', hostsOf(['a1', 'a2'], servingHere ?? [])]]),
+        serves: (id) => (servingThere ?? []).includes(id),
+      }).get('lb-1');
+      const remaining = [...(onA ?? []), ...(onB ?? [])];
+      expect(remaining).toHaveLength(2);
+      if (servingHere?.length === 1) expect(remaining).toContain('a2');
+    }
+  });
+
+  it('keeps the host that serves over one that does not yet, whatever their rank', () => {
+    const here = place(
+      [lb(1)],
+      [node('a1')],
+      new Map([['lb-1', ['a1']]]),
+      new Set(),
+      elsewhere([{ nodeId: 'b1', serves: true }]),
+    );
+    expect(here.get('lb-1')).toEqual([]);
+    const there = place(
+      [lb(1)],
+      [node('b1')],
+      new Map([['lb-1', ['b1']]]),
+      new Set(),
+      elsewhere([{ nodeId: 'a1', serves: false }], ['b1']),
+    );
+    expect(there.get('lb-1')).toEqual(['b1']);
+  });
+
+  it('counts a node online here and named elsewhere (it just moved here) as here, one only rejoining here as there', () => {
+    const moved = elsewhere([{ nodeId: 'a1', serves: true }]);
+    expect(place([lb(1)], [node('a1')], new Map([['lb-1', ['a1']]]), new Set(), moved).get('lb-1')).toEqual(['a1']);
+    // b1 is connected to the other replica, which names it: this one does not keep the LB on it too.
+    const rejoining = new Set(['b1']);
+    const onB = elsewhere([{ nodeId: 'b1', serves: true }]);
+    expect(place([lb(1)], [node('a1')], new Map([['lb-1', ['b1']]]), rejoining, onB).get('lb-1')).toEqual([]);
+    expect(place([lb(2)], [node('a1')], new Map([['lb-1', ['b1']]]), rejoining, onB).get('lb-1')).toEqual(['a1']);
+  });
+});

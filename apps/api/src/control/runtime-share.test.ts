@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Elsewhere } from './fleet-placement.js';
 import type { NodePart } from './lb-runtime.js';
 import { RUNTIME_SHARE_TTL_MS, RuntimeShare, type RuntimeSource, runtimeShareKeysOf } from './runtime-share.js';
 import type { Rival } from './vip-serving.js';
@@ -25,10 +26,17 @@ class Parts implements RuntimeSource {
   allRuntimeParts(): Map<string, NodePart[]> {
     return new Map(this.byLb);
   }
-  /** What the share gave this hub of the other replicas' binders, each time they changed. */
+  readonly hosts = new Map<string, Rival[]>();
+  spreadHosts(): Map<string, Rival[]> {
+    return new Map(this.hosts);
+  }
+  /** What the share gave this hub of the other replicas' binders and hosts, each time they changed. */
   readonly rivals: Record<string, Rival[]>[] = [];
-  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void {
-    this.rivals.push(Object.fromEntries([...rivals].map(([lb, r]) => [lb, [...r]])));
+  readonly hostsElsewhere: Record<string, Rival[]>[] = [];
+  setElsewhere({ binders, hosts }: Elsewhere): void {
+    const plain = (m: ReadonlyMap<string, readonly Rival[]>) => Object.fromEntries([...m].map(([lb, r]) => [lb, [...r]]));
+    this.rivals.push(plain(binders));
+    this.hostsElsewhere.push(plain(hosts));
   }
 }
 
@@ -152,6 +160,31 @@ describe('RuntimeShare (real Redis)', () => {
     await redis.hset(keys.partsOf('b2'), 'lb-2', JSON.stringify([{ ...part('l4-c', 1), failures: 'EADDRINUSE' }]));
     expect((await mine.runtimes([{ id: 'lb-2', configVersion: 1 }]))[0]?.nodes).toEqual([]);
     await Promise.all([mine.close(), theirs.close()]);
+  });
+
+  it("gives the hub the other replicas' hosts of spread LBs, and takes its own out when it closes", async () => {
+    const here = new Parts();
+    const there = new Parts();
+    const mine = new RuntimeShare(redis, cluster, 'h1', here);
+    const theirs = new RuntimeShare(redis, cluster, 'h2', there);
+    there.hosts.set('lb-1', [{ nodeId: 'b', serves: true }]);
+    there.hosts.set('lb-2', [{ nodeId: 'c', serves: false }]);
+    there.runtimeGeneration++;
+    await theirs.publish();
+    await mine.readRivals();
+    expect(here.hostsElsewhere.at(-1)).toEqual({
+      'lb-1': [{ nodeId: 'b', serves: true }],
+      'lb-2': [{ nodeId: 'c', serves: false }],
+    });
+    expect(here.rivals.at(-1)).toEqual({});
+    there.hosts.delete('lb-2');
+    there.runtimeGeneration++;
+    await theirs.publish();
+    await mine.readRivals();
+    expect(here.hostsElsewhere.at(-1)).toEqual({ 'lb-1': [{ nodeId: 'b', serves: true }] });
+    await theirs.close();
+    expect(await redis.exists(keys.hostsOf('h2'))).toBe(0);
+    await mine.close();
   });
 
   it('forgets the rivals once Redis has not answered for longer than they would last', async () => {

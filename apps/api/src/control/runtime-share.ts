@@ -1,6 +1,7 @@
 import type { ListenerBindError } from '@slb/model';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
+import type { Elsewhere } from './fleet-placement.js';
 import { bindErrorsOf, type LbRuntime, type NodePart, runtimeOf } from './lb-runtime.js';
 import type { Rival } from './vip-serving.js';
 
@@ -14,7 +15,7 @@ const PUBLISH_EVERY_MS = 100;
 const KEEP_ALIVE_EVERY_MS = 1000;
 /** How long the list of live replicas is used before it is read again. */
 const REPLICAS_FRESH_MS = 500;
-/** How often the other replicas' VIP binders are read. */
+/** How often the other replicas' VIP binders and spread LBs' hosts are read. */
 const RIVALS_EVERY_MS = 250;
 
 /** Where a deployment's replicas keep their parts: its own names, as every Redis name (namespaceOf). */
@@ -26,6 +27,8 @@ export function runtimeShareKeysOf(clusterId: string) {
     partsOf: (replicaId: string) => `${clusterId}:runtime:parts:${replicaId}`,
     /** Hash of one replica: LB id → the JSON of the Rivals (its online nodes it told to bind the VIP). */
     bindersOf: (replicaId: string) => `${clusterId}:runtime:binders:${replicaId}`,
+    /** Hash of one replica: spread LB id → the JSON of its online hosts there, as Rivals (see place). */
+    hostsOf: (replicaId: string) => `${clusterId}:runtime:hosts:${replicaId}`,
   };
 }
 
@@ -34,8 +37,9 @@ export interface RuntimeSource {
   readonly runtimeGeneration: number;
   runtimeParts(lbId: string): NodePart[];
   allRuntimeParts(): Map<string, NodePart[]>;
-  /** The other replicas' VIP binders changed (see chooseVipBinders). */
-  setRivals(rivals: ReadonlyMap<string, readonly Rival[]>): void;
+  spreadHosts(): Map<string, Rival[]>;
+  /** The other replicas' VIP binders or spread LBs' hosts changed (see chooseVipBinders, place). */
+  setElsewhere(elsewhere: Elsewhere): void;
 }
 
 /**
@@ -46,15 +50,16 @@ export interface RuntimeSource {
  * Each replica publishes its parts to Redis (only what changed, at most every PUBLISH_EVERY_MS) and reads
  * the other live replicas' when it answers. Redis away: a replica answers from its own parts.
  *
- * It also publishes which of its nodes it told to bind each VIP, and reads the others' every RIVALS_EVERY_MS
- * for its hub: with nodes split between replicas, one binder per VIP is agreed on (chooseVipBinders).
+ * It also publishes which of its nodes it told to bind each VIP and where it placed each spread LB, and reads
+ * the others' every RIVALS_EVERY_MS for its hub: with nodes split between replicas, one binder per VIP
+ * (chooseVipBinders) and `nodeCount` hosts per spread LB (place) are agreed on.
  */
 export class RuntimeShare {
   private readonly keys;
-  /** What Redis holds for this replica (parts, binders), as last written; null: unknown, written whole next time. */
-  private published: { parts: Map<string, string>; binders: Map<string, string> } | null = null;
-  /** The other replicas' binders as last given to the hub (JSON); when they were last asked for, and read. */
-  private rivalsJson = '[]';
+  /** What Redis holds for this replica, as last written; null: unknown, written whole next time. */
+  private published: Published | null = null;
+  /** The other replicas' binders and hosts as last given to the hub (JSON); when last asked for, and read. */
+  private rivalsJson = JSON.stringify({ binders: [], hosts: [] });
   private rivalsAskedAt = 0;
   private rivalsReadAt = Date.now();
   private readingRivals = false;
@@ -88,7 +93,7 @@ export class RuntimeShare {
     await this.running?.catch(() => {}); // a publish that failed was logged
     await this.redis
       .multi()
-      .del(this.keys.partsOf(this.replicaId), this.keys.bindersOf(this.replicaId))
+      .del(this.keys.partsOf(this.replicaId), this.keys.bindersOf(this.replicaId), this.keys.hostsOf(this.replicaId))
       .zrem(this.keys.replicas, this.replicaId)
       .exec()
       .catch(() => {});
@@ -129,10 +134,10 @@ export class RuntimeShare {
       this.readingRivals = true;
       this.readRivals()
         .catch((err: unknown) => {
-          this.warn(err, "other replicas' VIP binders not read");
+          this.warn(err, "other replicas' VIP binders and hosts not read");
           // Not known for longer than they would last: forgotten, or a binder that died while Redis was away
           // would keep this replica's nodes standing by for good.
-          if (Date.now() - this.rivalsReadAt > RUNTIME_SHARE_TTL_MS) this.giveRivals({});
+          if (Date.now() - this.rivalsReadAt > RUNTIME_SHARE_TTL_MS) this.giveRivals({}, {});
         })
         .finally(() => {
           this.readingRivals = false;
@@ -148,12 +153,13 @@ export class RuntimeShare {
   private async write(): Promise<void> {
     const generation = this.source.runtimeGeneration;
     const now = Date.now();
-    const current = { parts: new Map<string, string>(), binders: new Map<string, string>() };
+    const current: Published = { parts: new Map(), binders: new Map(), hosts: new Map() };
     for (const [id, parts] of this.source.allRuntimeParts()) {
       current.parts.set(id, JSON.stringify(parts));
       const binders = bindersIn(parts);
       if (binders.length > 0) current.binders.set(id, JSON.stringify(binders));
     }
+    for (const [id, hosts] of this.source.spreadHosts()) current.hosts.set(id, JSON.stringify(hosts));
     const previous = this.published;
     // Unknown from here on until Redis says yes: a write that fails half-way is written whole next time.
     this.published = null;
@@ -164,6 +170,7 @@ export class RuntimeShare {
     for (const [key, held, before] of [
       [partsKey, current.parts, previous?.parts],
       [this.keys.bindersOf(this.replicaId), current.binders, previous?.binders],
+      [this.keys.hostsOf(this.replicaId), current.hosts, previous?.hosts],
     ] as const) {
       if (before === undefined) tx.del(key);
       const set: string[] = [];
@@ -185,31 +192,37 @@ export class RuntimeShare {
     this.keptAliveAt = now;
   }
 
-  /** Reads the other live replicas' VIP binders, and gives them to the hub when they changed (the timer's). */
+  /**
+   * Reads the other live replicas' VIP binders and spread LBs' hosts, and gives them to the hub when they
+   * changed (the timer's).
+   */
   async readRivals(): Promise<void> {
     const replicas = await this.liveReplicas();
-    const rivals: Record<string, Rival[]> = {};
+    const binders: Record<string, Rival[]> = {};
+    const hosts: Record<string, Rival[]> = {};
     if (replicas.length > 0) {
       const pipeline = this.redis.pipeline();
-      for (const id of replicas) pipeline.hgetall(this.keys.bindersOf(id));
-      for (const [err, hash] of (await pipeline.exec()) ?? []) {
-        if (err !== null || typeof hash !== 'object' || hash === null) continue;
+      for (const id of replicas) pipeline.hgetall(this.keys.bindersOf(id)).hgetall(this.keys.hostsOf(id));
+      ((await pipeline.exec()) ?? []).forEach(([err, hash], i) => {
+        if (err !== null || typeof hash !== 'object' || hash === null) return;
+        const into = i % 2 === 0 ? binders : hosts;
         for (const [lbId, json] of Object.entries(hash as Record<string, string>)) {
           const found = parsedList<Rival>(json, isRival);
-          if (found.length > 0) rivals[lbId] = [...(rivals[lbId] ?? []), ...found];
+          if (found.length > 0) into[lbId] = [...(into[lbId] ?? []), ...found];
         }
-      }
+      });
     }
     this.rivalsReadAt = Date.now();
-    this.giveRivals(rivals);
+    this.giveRivals(binders, hosts);
   }
 
-  private giveRivals(rivals: Record<string, Rival[]>): void {
-    const entries = Object.entries(rivals).sort(([a], [b]) => (a < b ? -1 : 1));
+  private giveRivals(binders: Record<string, Rival[]>, hosts: Record<string, Rival[]>): void {
+    const sorted = (rivals: Record<string, Rival[]>) => Object.entries(rivals).sort(([a], [b]) => (a < b ? -1 : 1));
+    const entries = { binders: sorted(binders), hosts: sorted(hosts) };
     const json = JSON.stringify(entries);
     if (json === this.rivalsJson) return;
     this.rivalsJson = json;
-    this.source.setRivals(new Map(entries));
+    this.source.setElsewhere({ binders: new Map(entries.binders), hosts: new Map(entries.hosts) });
   }
 
   /** The other live replicas' parts of these LBs; none when Redis does not answer (logged now and then). */
@@ -249,6 +262,13 @@ export class RuntimeShare {
     this.warnedAt = now;
     this.log?.warn({ err: String(err) }, message);
   }
+}
+
+/** What this replica last wrote to its hashes in Redis: LB id → JSON. */
+interface Published {
+  parts: Map<string, string>;
+  binders: Map<string, string>;
+  hosts: Map<string, string>;
 }
 
 /** The nodes of these parts told to bind the VIP and online, as rivals for another replica's binder. */

@@ -98,8 +98,14 @@ export function chooseVipBinders(
  * node serves), else the one that ranks first for the LB. The same answer on every replica.
  */
 export function rivalWins(lbId: string, rival: Rival, mine: Rival): boolean {
-  if (rival.serves !== mine.serves) return rival.serves;
-  return rankFirst(lbId, [mine.nodeId, rival.nodeId]) === rival.nodeId;
+  return compareRivals(lbId, rival, mine) < 0;
+}
+
+/** Orders nodes of one LB by rivalWins' rule: a node that serves it first, then by rank for the LB. */
+export function compareRivals(lbId: string, a: Rival, b: Rival): number {
+  if (a.serves !== b.serves) return a.serves ? -1 : 1;
+  if (a.nodeId === b.nodeId) return 0;
+  return rankFirst(lbId, [a.nodeId, b.nodeId]) === a.nodeId ? -1 : 1;
 }
 
 function rankFirst(lbId: string, nodeIds: readonly string[]): string {
