@@ -59,7 +59,12 @@ describe('bindErrorsOf', () => {
   it("names every node that cannot run the listener, by id, whichever replica's part says so", () => {
     const parts = [
       l4('c', failing('lsn-1', 'EADDRINUSE')),
-      l4('a', { failures: [{ listenerId: 'lsn-2', reason: 'EACCES' }, { listenerId: 'lsn-1', reason: 'EADDRNOTAVAIL' }] }),
+      l4('a', {
+        failures: [
+          { listenerId: 'lsn-2', reason: 'EACCES' },
+          { listenerId: 'lsn-1', reason: 'EADDRNOTAVAIL' },
+        ],
+      }),
       l7('b'),
     ];
     expect(bindErrorsOf(parts, 'lsn-1')).toEqual([

@@ -108,7 +108,8 @@ export function runtimeOf(parts: readonly NodePart[], configVersion: number): Lb
 export function bindErrorsOf(parts: readonly NodePart[], listenerId: string): ListenerBindError[] {
   const out: ListenerBindError[] = [];
   for (const part of partPerNode(parts)) {
-    for (const f of part.failures ?? []) if (f.listenerId === listenerId) out.push({ nodeId: part.nodeId, reason: f.reason });
+    for (const f of part.failures ?? [])
+      if (f.listenerId === listenerId) out.push({ nodeId: part.nodeId, reason: f.reason });
   }
   return out.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
 }

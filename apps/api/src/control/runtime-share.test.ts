@@ -34,7 +34,8 @@ class Parts implements RuntimeSource {
   readonly rivals: Record<string, Rival[]>[] = [];
   readonly hostsElsewhere: Record<string, Rival[]>[] = [];
   setElsewhere({ binders, hosts }: Elsewhere): void {
-    const plain = (m: ReadonlyMap<string, readonly Rival[]>) => Object.fromEntries([...m].map(([lb, r]) => [lb, [...r]]));
+    const plain = (m: ReadonlyMap<string, readonly Rival[]>) =>
+      Object.fromEntries([...m].map(([lb, r]) => [lb, [...r]]));
     this.rivals.push(plain(binders));
     this.hostsElsewhere.push(plain(hosts));
   }
