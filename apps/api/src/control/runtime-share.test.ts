@@ -219,6 +219,25 @@ describe('RuntimeShare (real Redis)', () => {
     await redis.zrem(keys.replicas, 'odd');
   });
 
+  it("counts replicas live on Redis's clock: replicas whose clocks are a minute apart still read each other", async () => {
+    const here = new Parts();
+    const there = new Parts();
+    const mine = new RuntimeShare(redis, cluster, 'clock-1', here);
+    const theirs = new RuntimeShare(redis, cluster, 'clock-2', there);
+    there.set('lb-1', [part('l4-b', 1)]);
+    const realNow = Date.now;
+    try {
+      Date.now = () => realNow() - 60_000; // their clock a minute behind
+      await theirs.publish();
+      Date.now = () => realNow() + 60_000; // this one's a minute ahead
+      const [lb] = await mine.runtimes([{ id: 'lb-1', configVersion: 1 }]);
+      expect(lb?.nodes.map((n) => n.nodeId)).toEqual(['l4-b']);
+    } finally {
+      Date.now = realNow;
+    }
+    await Promise.all([mine.close(), theirs.close()]);
+  });
+
   it('writes its parts whole again when its hash expired while it thought them written (a stall past the TTL)', async () => {
     const here = new Parts();
     const share = new RuntimeShare(redis, cluster, 'stalled', here);

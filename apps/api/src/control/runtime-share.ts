@@ -7,7 +7,7 @@ import type { Rival } from './vip-serving.js';
 
 /**
  * How long a replica's parts count after its last publish: the parts of a replica killed stop counting
- * within this. Replicas compare it with their wall clocks, so their clocks must agree to well within it.
+ * within this. Measured on Redis's clock (its TIME, and key TTLs), so the replicas' clocks need not agree.
  */
 export const RUNTIME_SHARE_TTL_MS = 3000;
 /** How often changed parts are published, and unchanged ones kept alive. */
@@ -18,10 +18,25 @@ const REPLICAS_FRESH_MS = 500;
 /** How often the other replicas' VIP binders and spread LBs' hosts are read. */
 const RIVALS_EVERY_MS = 250;
 
+/**
+ * Marks a replica live until Redis's now + TTL, and drops those past theirs. KEYS[1]: the replicas' sorted
+ * set; ARGV: replica id, TTL in ms. On Redis's clock: a replica whose clock runs ahead would otherwise count
+ * the others dead, and one behind would keep a dead one.
+ */
+const MARK_LIVE = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], string.format('%d', now + tonumber(ARGV[2])), ARGV[1])
+return redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))`;
+
+/** The replicas live now, on Redis's clock. KEYS[1]: the replicas' sorted set. */
+const LIVE_REPLICAS = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], string.format('%d', now), '+inf')`;
+
 /** Where a deployment's replicas keep their parts: its own names, as every Redis name (namespaceOf). */
 export function runtimeShareKeysOf(clusterId: string) {
   return {
-    /** Sorted set: replica id → until when (wall ms) its parts count. */
+    /** Sorted set: replica id → until when (Redis's clock, ms) its parts count. */
     replicas: `${clusterId}:runtime:replicas`,
     /** Hash of one replica: LB id → the JSON of its parts held there. */
     partsOf: (replicaId: string) => `${clusterId}:runtime:parts:${replicaId}`,
@@ -180,8 +195,7 @@ export class RuntimeShare {
       if (gone.length > 0) tx.hdel(key, ...gone);
       tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
     }
-    tx.zadd(this.keys.replicas, now + RUNTIME_SHARE_TTL_MS, this.replicaId);
-    tx.zremrangebyscore(this.keys.replicas, '-inf', now);
+    tx.eval(MARK_LIVE, 1, this.keys.replicas, this.replicaId, RUNTIME_SHARE_TTL_MS);
     const replies = await tx.exec();
     const failed = replies?.find(([err]) => err !== null);
     if (!replies || failed) throw failed?.[0] ?? new Error('runtime parts: transaction discarded');
@@ -251,7 +265,8 @@ export class RuntimeShare {
   private async liveReplicas(): Promise<string[]> {
     const now = Date.now();
     if (this.replicas && now - this.replicas.readAt < REPLICAS_FRESH_MS) return this.replicas.ids;
-    const ids = (await this.redis.zrangebyscore(this.keys.replicas, now, '+inf')).filter((id) => id !== this.replicaId);
+    const live = (await this.redis.eval(LIVE_REPLICAS, 1, this.keys.replicas)) as string[];
+    const ids = live.filter((id) => id !== this.replicaId);
     this.replicas = { ids, readAt: now };
     return ids;
   }
