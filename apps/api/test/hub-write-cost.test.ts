@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LIVENESS_TICK_MS } from '../src/control/node-liveness.js';
 import { connectFake, type FakeNode, settle } from './fake-node.js';
 import { call, makeApp, newLoadBalancer, newTenant, type TestApp } from './helpers.js';
 
@@ -81,6 +82,30 @@ describe('control hub: the work of a write does not grow with the fleet', () => 
     // One LB compiled, and diffed once for each of the two nodes.
     expect(small.listener).toEqual({ compiled: 1, diffed: 2 });
     expect(small.firstListener).toEqual({ compiled: 1, diffed: 2 });
+  });
+
+  it("a write and its acks leave its LB's runtime to publish to the other replicas, not the fleet's", async () => {
+    const lbs: { lbId: string; sgId: string }[] = [];
+    for (let i = 0; i < 5; i++) {
+      const lb = await newLoadBalancer(t.app, token);
+      await addListener(lb);
+      lbs.push(lb);
+    }
+    await cost(async () => {}); // every node acked and heard from
+    // Past a liveness tick: the first one after the nodes came counts them online, which touches every LB.
+    await new Promise((r) => setTimeout(r, LIVENESS_TICK_MS + 50));
+    const hub = t.app.controlHub;
+    hub.takeRuntimeTouched();
+    const lb = lbs[2]!;
+    await addListener(lb);
+    await settle();
+    for (const n of nodes) n.ack();
+    await settle();
+    const touched = hub.takeRuntimeTouched();
+    expect(touched === 'all' ? touched : [...touched]).toEqual([lb.lbId]);
+    // A node gone can change any LB's runtime.
+    hub.disconnect('l7-a', 'test: gone');
+    expect(hub.takeRuntimeTouched()).toBe('all');
   });
 
   it('what a write to one LB sends is what a full diff would: a node sent everything anew holds the same', async () => {

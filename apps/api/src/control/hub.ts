@@ -30,7 +30,15 @@ import {
   sendLegacyCredential,
   touchNodeRow,
 } from './node-rows.js';
-import { newSession, resendSnapshot, resumable, resumeFrom, type Session, vipNodeOf } from './node-session.js';
+import {
+  type LbsTouched,
+  newSession,
+  resendSnapshot,
+  resumable,
+  resumeFrom,
+  type Session,
+  vipNodeOf,
+} from './node-session.js';
 import { PlacementStore, storedPlacement } from './placement-rows.js';
 import { ServingRecorder } from './serving-events.js';
 import { SessionReports } from './session-reports.js';
@@ -126,6 +134,8 @@ export class ControlHub {
    * heard again): RuntimeShare publishes this replica's parts again then.
    */
   runtimeGeneration = 0;
+  /** The LBs whose parts may have changed since RuntimeShare last took them ('all': any). */
+  private runtimeTouched: Set<string> | 'all' = 'all';
   /** The sessions online at the last liveness tick, to tell when that moved. */
   private onlineSignature = '';
   /** The VIP binders and spread LBs' hosts other API replicas chose among their own nodes, by LB. */
@@ -182,7 +192,7 @@ export class ControlHub {
       log,
       recorder: this.recorder,
       failedLbsMoved: () => this.changed(),
-      runtimeMoved: () => this.runtimeGeneration++,
+      runtimeMoved: (lbs) => this.runtimeMoved(lbs),
     });
     this.liveness = new NodeLiveness(this.clock, OFFLINE_AFTER_MS, () => this.checkLiveness());
     this.graceMs = options.rejoinGraceMs ?? REJOIN_GRACE_MS;
@@ -421,26 +431,44 @@ export class ControlHub {
     });
   }
 
-  /** Every LB's parts held here (those without any left out), for the other replicas. */
-  allRuntimeParts(): Map<string, NodePart[]> {
+  /** What may have changed in the LBs' runtime: their generation moves, and they are noted for takeRuntimeTouched. */
+  private runtimeMoved(lbs: LbsTouched): void {
+    this.runtimeGeneration++;
+    if (this.runtimeTouched === 'all') return;
+    if (lbs === 'all') this.runtimeTouched = 'all';
+    else for (const id of lbs) this.runtimeTouched.add(id);
+  }
+
+  /**
+   * The LBs whose parts may have changed since the last call ('all': any), for RuntimeShare: a write's acks
+   * publish that LB's parts, not the fleet's (about 5 ms at 1,000 LBs).
+   */
+  takeRuntimeTouched(): ReadonlySet<string> | 'all' {
+    const touched = this.runtimeTouched;
+    this.runtimeTouched = new Set();
+    return touched;
+  }
+
+  /** These LBs' parts held here (those without any left out), for the other replicas. */
+  runtimePartsOf(lbIds: Iterable<string> | 'all'): Map<string, NodePart[]> {
     const out = new Map<string, NodePart[]>();
     if (this.sessions.size === 0) return out;
     const l7Nodes = this.l7Sessions();
     const now = this.clock.now();
-    for (const { id } of this.cache.lbs) {
+    for (const id of lbIds === 'all' ? this.cache.lbs.map((lb) => lb.id) : lbIds) {
       const parts = this.runtimeParts(id, l7Nodes, now);
       if (parts.length > 0) out.set(id, parts);
     }
     return out;
   }
 
-  /** Each spread LB's online hosts among the nodes here, for the other replicas (see place). */
-  spreadHosts(): Map<string, Rival[]> {
+  /** These spread LBs' online hosts among the nodes here, for the other replicas (see place). */
+  spreadHosts(lbIds: ReadonlySet<string> | 'all'): Map<string, Rival[]> {
     const out = new Map<string, Rival[]>();
     if (this.sessions.size === 0) return out;
     const now = this.clock.now();
     for (const { id, mode } of this.cache.lbs) {
-      if (mode !== 'spread') continue;
+      if (mode !== 'spread' || (lbIds !== 'all' && !lbIds.has(id))) continue;
       const hosts: Rival[] = [];
       for (const nodeId of this.fleet.placement.get(id) ?? []) {
         const s = this.sessions.get(nodeId);
@@ -487,7 +515,7 @@ export class ControlHub {
     this.l4Rejoin.delete(nodeId);
     if (!session) return;
     this.sessions.delete(nodeId);
-    this.runtimeGeneration++;
+    this.runtimeMoved('all');
     session.ws.close(4001, reason);
     this.log.info({ nodeId, reason }, 'node disconnected');
     this.changed();
@@ -558,7 +586,7 @@ export class ControlHub {
       resumable(previous, hello, this.delivery.epoch, this.delivery.refreshShared());
     if (previous && resumed) resumeFrom(session, previous);
     this.sessions.set(who.nodeId, session);
-    this.runtimeGeneration++;
+    this.runtimeMoved('all');
     this.rejoin.delete(who.nodeId);
     this.l4Rejoin.delete(who.nodeId);
     if (who.kind === 'l4') {
@@ -607,7 +635,7 @@ export class ControlHub {
       .join(' ');
     if (signature !== this.onlineSignature) {
       this.onlineSignature = signature;
-      this.runtimeGeneration++;
+      this.runtimeMoved('all');
     }
     // No node to push to (and recompile() then places nothing, so the L4 set would look changed forever):
     // the first hello recompiles.
@@ -664,6 +692,7 @@ export class ControlHub {
     const fullDiff =
       beyond || moved.length > MOVED_FOR_FULL_DIFF || moved.some((id) => this.cache.get(id)?.address === null);
     const touched = [...new Set([...changed, ...moved])];
+    let pushedWhole = false;
     const l7Pool = this.l7Pool();
     const l7Json = JSON.stringify(l7Pool);
     this.compiledL7Pool = l7Json;
@@ -698,9 +727,11 @@ export class ControlHub {
       if (onlyChanged) this.delivery.pushChanged(session, fleet, touched);
       else if (session.kind === 'l4') this.delivery.pushL4(session, fleet, l7Pool);
       else this.delivery.pushL7(session, fleet);
+      if (!onlyChanged) pushedWhole = true;
     }
     this.recorder?.recompiled(fullDiff, l7Json, changed, moved);
-    this.runtimeGeneration++;
+    // A whole config sent can mark any LB applied (alreadyCarried) or change what names its failures.
+    this.runtimeMoved(fullDiff || pushedWhole ? 'all' : new Set(touched));
     await this.storePlacement(moved);
   }
 }

@@ -178,15 +178,23 @@ export function forgetSent(session: Session): void {
  * The node applied every version up to this one, in order: their LB versions are now its own. False for an
  * ack of something not sent (or already superseded).
  */
-export function ackUpTo(session: Session, version: number): boolean {
-  if (!session.lbVersionsSent.has(version)) return false;
+export function ackUpTo(session: Session, version: number): LbsTouched | null {
+  if (!session.lbVersionsSent.has(version)) return null;
   const done = [...session.lbVersionsSent.keys()].filter((v) => v <= version).sort((a, b) => a - b);
+  const touched = new Set<string>();
+  let all = false;
   for (const v of done) {
-    applyLbVersions(session, session.lbVersionsSent.get(v)!);
+    const update = session.lbVersionsSent.get(v)!;
+    applyLbVersions(session, update);
+    if (update.full) all = true;
+    else for (const id of update.versions.keys()) touched.add(id);
     session.lbVersionsSent.delete(v);
   }
-  return true;
+  return all ? 'all' : touched;
 }
+
+/** The LBs something changed for ('all': any of them). */
+export type LbsTouched = ReadonlySet<string> | 'all';
 
 /**
  * Nothing to send the node for these LB versions. Its config, once it acks what is in flight, is the current

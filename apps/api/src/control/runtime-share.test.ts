@@ -11,24 +11,42 @@ const cluster = `test-runtime-share-${randomBytes(4).toString('hex')}`;
 const keys = runtimeShareKeysOf(cluster);
 let redis: Redis;
 
-/** A replica's hub as the share reads it: parts set by hand. */
+/** A replica's hub as the share reads it: parts set by hand, each change noted as the hub notes it. */
 class Parts implements RuntimeSource {
   runtimeGeneration = 0;
+  private touched = new Set<string>();
+  /** The LBs the share asked parts or hosts of, each time. */
+  readonly asked: (string[] | 'all')[] = [];
   readonly byLb = new Map<string, NodePart[]>();
+  readonly hosts = new Map<string, Rival[]>();
   set(lbId: string, parts: NodePart[] | null): void {
     if (parts === null) this.byLb.delete(lbId);
     else this.byLb.set(lbId, parts);
+    this.touch(lbId);
+  }
+  setHosts(lbId: string, hosts: Rival[] | null): void {
+    if (hosts === null) this.hosts.delete(lbId);
+    else this.hosts.set(lbId, hosts);
+    this.touch(lbId);
+  }
+  private touch(lbId: string): void {
+    this.touched.add(lbId);
     this.runtimeGeneration++;
+  }
+  takeRuntimeTouched(): ReadonlySet<string> {
+    const touched = this.touched;
+    this.touched = new Set();
+    return touched;
   }
   runtimeParts(lbId: string): NodePart[] {
     return this.byLb.get(lbId) ?? [];
   }
-  allRuntimeParts(): Map<string, NodePart[]> {
-    return new Map(this.byLb);
+  runtimePartsOf(lbIds: ReadonlySet<string> | 'all'): Map<string, NodePart[]> {
+    this.asked.push(lbIds === 'all' ? 'all' : [...lbIds].sort());
+    return new Map([...this.byLb].filter(([id]) => lbIds === 'all' || lbIds.has(id)));
   }
-  readonly hosts = new Map<string, Rival[]>();
-  spreadHosts(): Map<string, Rival[]> {
-    return new Map(this.hosts);
+  spreadHosts(lbIds: ReadonlySet<string> | 'all'): Map<string, Rival[]> {
+    return new Map([...this.hosts].filter(([id]) => lbIds === 'all' || lbIds.has(id)));
   }
   /** What the share gave this hub of the other replicas' binders and hosts, each time they changed. */
   readonly rivals: Record<string, Rival[]>[] = [];
@@ -84,6 +102,8 @@ describe('RuntimeShare (real Redis)', () => {
     there.set('lb-2', null);
     await theirs.publish();
     expect(await redis.hkeys(keys.partsOf('r2'))).toEqual(['lb-1']);
+    // The first publish computed every LB's parts; the next only those that changed.
+    expect(there.asked).toEqual(['all', ['lb-1', 'lb-2']]);
     const [again] = await mine.runtimes([{ id: 'lb-1', configVersion: 1 }]);
     expect(again?.status).toBe('provisioning');
     expect(await redis.pttl(keys.partsOf('r2'))).toBeGreaterThan(RUNTIME_SHARE_TTL_MS - 1000);
@@ -168,9 +188,8 @@ describe('RuntimeShare (real Redis)', () => {
     const there = new Parts();
     const mine = new RuntimeShare(redis, cluster, 'h1', here);
     const theirs = new RuntimeShare(redis, cluster, 'h2', there);
-    there.hosts.set('lb-1', [{ nodeId: 'b', serves: true }]);
-    there.hosts.set('lb-2', [{ nodeId: 'c', serves: false }]);
-    there.runtimeGeneration++;
+    there.setHosts('lb-1', [{ nodeId: 'b', serves: true }]);
+    there.setHosts('lb-2', [{ nodeId: 'c', serves: false }]);
     await theirs.publish();
     await mine.readRivals();
     expect(here.hostsElsewhere.at(-1)).toEqual({
@@ -178,8 +197,7 @@ describe('RuntimeShare (real Redis)', () => {
       'lb-2': [{ nodeId: 'c', serves: false }],
     });
     expect(here.rivals.at(-1)).toEqual({});
-    there.hosts.delete('lb-2');
-    there.runtimeGeneration++;
+    there.setHosts('lb-2', null);
     await theirs.publish();
     await mine.readRivals();
     expect(here.hostsElsewhere.at(-1)).toEqual({ 'lb-1': [{ nodeId: 'b', serves: true }] });

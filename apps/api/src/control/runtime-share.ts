@@ -10,8 +10,12 @@ import type { Rival } from './vip-serving.js';
  * within this. Measured on Redis's clock (its TIME, and key TTLs), so the replicas' clocks need not agree.
  */
 export const RUNTIME_SHARE_TTL_MS = 3000;
-/** How often changed parts are published, and unchanged ones kept alive. */
-const PUBLISH_EVERY_MS = 100;
+/**
+ * How often changed parts are published, and unchanged ones kept alive. A publish computes the parts of the
+ * LBs that changed only (the hub notes them), so it can be often: the other replicas show a write's LB
+ * active within about this after its last ack.
+ */
+const PUBLISH_EVERY_MS = 25;
 const KEEP_ALIVE_EVERY_MS = 1000;
 /** How long the list of live replicas is used before it is read again. */
 const REPLICAS_FRESH_MS = 500;
@@ -51,8 +55,12 @@ export function runtimeShareKeysOf(clusterId: string) {
 export interface RuntimeSource {
   readonly runtimeGeneration: number;
   runtimeParts(lbId: string): NodePart[];
-  allRuntimeParts(): Map<string, NodePart[]>;
-  spreadHosts(): Map<string, Rival[]>;
+  /** The LBs whose parts may have changed since the last call ('all': any), taken. */
+  takeRuntimeTouched(): ReadonlySet<string> | 'all';
+  /** These LBs' parts (an LB without any left out). */
+  runtimePartsOf(lbIds: ReadonlySet<string> | 'all'): Map<string, NodePart[]>;
+  /** These spread LBs' online hosts (see place). */
+  spreadHosts(lbIds: ReadonlySet<string> | 'all'): Map<string, Rival[]>;
   /** The other replicas' VIP binders or spread LBs' hosts changed (see chooseVipBinders, place). */
   setElsewhere(elsewhere: Elsewhere): void;
 }
@@ -168,32 +176,44 @@ export class RuntimeShare {
   private async write(): Promise<void> {
     const generation = this.source.runtimeGeneration;
     const now = Date.now();
-    const current: Published = { parts: new Map(), binders: new Map(), hosts: new Map() };
-    for (const [id, parts] of this.source.allRuntimeParts()) {
-      current.parts.set(id, JSON.stringify(parts));
-      const binders = bindersIn(parts);
-      if (binders.length > 0) current.binders.set(id, JSON.stringify(binders));
-    }
-    for (const [id, hosts] of this.source.spreadHosts()) current.hosts.set(id, JSON.stringify(hosts));
+    const touched = this.source.takeRuntimeTouched();
     const previous = this.published;
     // Unknown from here on until Redis says yes: a write that fails half-way is written whole next time.
     this.published = null;
+    // Only the LBs whose parts may have changed are computed again, unless Redis's copy is unknown.
+    const scope = previous === null ? 'all' : touched;
+    const fresh: Published = { parts: new Map(), binders: new Map(), hosts: new Map() };
+    for (const [id, parts] of this.source.runtimePartsOf(scope)) {
+      fresh.parts.set(id, JSON.stringify(parts));
+      const binders = bindersIn(parts);
+      if (binders.length > 0) fresh.binders.set(id, JSON.stringify(binders));
+    }
+    for (const [id, hosts] of this.source.spreadHosts(scope)) fresh.hosts.set(id, JSON.stringify(hosts));
+    const current: Published = scope === 'all' || previous === null ? fresh : previous;
     const tx = this.redis.multi();
     const partsKey = this.keys.partsOf(this.replicaId);
     // First: whether the hash is still there (0: it expired, this process stalled past the TTL).
     tx.pexpire(partsKey, RUNTIME_SHARE_TTL_MS);
-    for (const [key, held, before] of [
-      [partsKey, current.parts, previous?.parts],
-      [this.keys.bindersOf(this.replicaId), current.binders, previous?.binders],
-      [this.keys.hostsOf(this.replicaId), current.hosts, previous?.hosts],
-    ] as const) {
+    for (const hash of ['parts', 'binders', 'hosts'] as const) {
+      const key = this.keys[`${hash}Of`](this.replicaId);
+      const before = previous?.[hash];
+      const held = fresh[hash];
       if (before === undefined) tx.del(key);
       const set: string[] = [];
-      for (const [id, json] of held) if (before?.get(id) !== json) set.push(id, json);
+      const gone: string[] = [];
+      for (const id of scope === 'all' ? new Set([...(before?.keys() ?? []), ...held.keys()]) : scope) {
+        const json = held.get(id);
+        if (json === undefined) {
+          if (before?.has(id)) gone.push(id);
+        } else if (before?.get(id) !== json) set.push(id, json);
+      }
       if (set.length > 0) tx.hset(key, ...set);
-      const gone = before === undefined ? [] : [...before.keys()].filter((id) => !held.has(id));
       if (gone.length > 0) tx.hdel(key, ...gone);
       tx.pexpire(key, RUNTIME_SHARE_TTL_MS);
+      if (current !== fresh) {
+        for (let i = 0; i < set.length; i += 2) current[hash].set(set[i]!, set[i + 1]!);
+        for (const id of gone) current[hash].delete(id);
+      }
     }
     tx.eval(MARK_LIVE, 1, this.keys.replicas, this.replicaId, RUNTIME_SHARE_TTL_MS);
     const replies = await tx.exec();

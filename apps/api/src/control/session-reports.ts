@@ -3,7 +3,14 @@ import type { ListenerFailure, NodeLoadReport, TrafficReport } from '@slb/model'
 import type { FastifyBaseLogger } from 'fastify';
 import { clampLoad } from './node-reports.js';
 import { recordApplied, recordError, recordHeartbeat } from './node-rows.js';
-import { ackUpTo, failedLbsOf, failedListenersError, forgetSent, type Session } from './node-session.js';
+import {
+  ackUpTo,
+  failedLbsOf,
+  failedListenersError,
+  forgetSent,
+  type LbsTouched,
+  type Session,
+} from './node-session.js';
 import type { ServingRecorder } from './serving-events.js';
 
 export interface SessionReportsOptions {
@@ -13,8 +20,8 @@ export interface SessionReportsOptions {
   recorder: ServingRecorder | null;
   /** An L4 node's set of LBs it cannot bind moved: who binds which VIP may change. */
   failedLbsMoved: () => void;
-  /** What a node applied, or what fails there, changed: its LBs' runtime may have. */
-  runtimeMoved?: () => void;
+  /** What a node applied, or what fails there, changed: these LBs' runtime may have. */
+  runtimeMoved?: (lbs: LbsTouched) => void;
 }
 
 /** Node rows' writes waiting for the database past which heartbeats' are skipped. */
@@ -90,8 +97,9 @@ export class SessionReports {
   }
 
   ack(session: Session, version: number, named: ListenerFailure[] = [], omitted = 0): void {
-    if (!ackUpTo(session, version)) return; // an ack for something we did not send (or already superseded)
-    this.options.runtimeMoved?.();
+    const acked = ackUpTo(session, version);
+    if (acked === null) return; // an ack for something we did not send (or already superseded)
+    this.options.runtimeMoved?.(acked);
     this.setFailures(session, named, omitted);
     const { failures, failuresOmitted } = session;
     if (failures.length > 0) {
@@ -114,7 +122,7 @@ export class SessionReports {
   failed(session: Session, version: number, reason: string): void {
     this.write(session.nodeId, (store) => recordError(store, session.nodeId, `version ${version}: ${reason}`));
     forgetSent(session);
-    this.options.runtimeMoved?.();
+    this.options.runtimeMoved?.('all');
   }
 
   /**
@@ -138,7 +146,7 @@ export class SessionReports {
     // A VIP its binder cannot bind may be held by another node (see chooseVipBinders): look again.
     const same = before.size === session.failedLbs.size && [...before].every((id) => session.failedLbs.has(id));
     if (!same && session.kind === 'l4') this.options.failedLbsMoved();
-    if (!same || failuresMoved) this.options.runtimeMoved?.();
+    if (!same || failuresMoved) this.options.runtimeMoved?.(new Set([...before, ...session.failedLbs]));
   }
 }
 
