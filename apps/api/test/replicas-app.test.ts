@@ -65,6 +65,42 @@ async function nodeOn(replica: TestApp, kind: 'l4' | 'l7', address: string) {
   return { id: identity.nodeId, channel: await connectFake(replica, identity, identity) };
 }
 
+/**
+ * A new tenant's LB made on A with one listener on `port` to `backend`:9000, deleted when the test ends, with
+ * `nodeIds` after it (an LB in mode `all` left behind would be placed on the later tests' nodes).
+ */
+async function lbWithListener(
+  protocol: 'tcp' | 'http',
+  port: number,
+  backend: string,
+  options: { placement?: unknown; nodeIds?: string[] } = {},
+) {
+  const { token } = await newTenant(a.app);
+  const lb = await call(a.app, token, 'POST', '/v1/load-balancers', {
+    name: `lb-${port}`,
+    ...(options.placement === undefined ? {} : { placement: options.placement }),
+  });
+  expect(lb.status).toBe(201);
+  const lbId = lb.body.id as string;
+  onTestFinished(async () => {
+    await call(a.app, token, 'DELETE', `/v1/load-balancers/${lbId}`);
+    for (const id of options.nodeIds ?? []) await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`);
+  });
+  const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lbId}/server-groups`, {
+    name: 'g',
+    servers: [{ address: backend, port: 9000 }],
+  });
+  const listener = await call(a.app, token, 'POST', `/v1/load-balancers/${lbId}/listeners`, {
+    protocol,
+    port,
+    serverGroupId: sg.body.id,
+  });
+  expect(listener.status).toBe(201);
+  /** The LB as `replica` answers it. */
+  const lbOn = async (replica: TestApp) => (await call(replica.app, token, 'GET', `/v1/load-balancers/${lbId}`)).body;
+  return { token, lbId, listenerId: listener.body.id as string, lbOn };
+}
+
 describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
   it('share one deployment: the cluster id, the admin token, a tenant token made on the other', async () => {
     expect(b.app.namespace).toEqual(a.app.namespace);
@@ -127,25 +163,8 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     const { id: l4Id, channel: l4 } = await nodeOn(b, 'l4', '127.0.0.66');
     const { id: l7Id, channel: l7 } = await nodeOn(b, 'l7', '127.0.0.67');
     const ids = [l4Id, l7Id];
-    const { token } = await newTenant(a.app);
-    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'status' });
-    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
-      name: 'g',
-      servers: [{ address: '127.0.0.68', port: 9000 }],
-    });
-    const http = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
-      protocol: 'http',
-      port: 7380,
-      serverGroupId: sg.body.id,
-    });
-    expect(http.status).toBe(201);
-    // Mode `all`: left behind, it would be placed on the later tests' nodes.
-    onTestFinished(async () => {
-      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
-    });
+    const { token, lbId, lbOn } = await lbWithListener('http', 7380, '127.0.0.68');
     await until('both nodes on B holding the listener', () => held(l4).length + held(l7).length === 2, 3_000);
-    const lbOn = async (replica: TestApp) =>
-      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body;
     const nodesOn = async (replica: TestApp) =>
       (await lbOn(replica)).nodes.map((n: { nodeId: string; converged: boolean }) => `${n.nodeId} ${n.converged}`);
     // A holds no node: it knows them, not yet converged, from what B publishes.
@@ -162,7 +181,7 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     ]);
     expect((await lbOn(b)).nodes).toEqual(onA.nodes);
     const listed = await call(a.app, token, 'GET', '/v1/load-balancers');
-    expect(listed.body.items[0]).toMatchObject({ id: lb.body.id, status: 'active', nodes: onA.nodes });
+    expect(listed.body.items[0]).toMatchObject({ id: lbId, status: 'active', nodes: onA.nodes });
     // Nodes gone from B are gone from A's answer too.
     for (const id of ids) expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`)).status).toBe(204);
     await until('A naming no node', async () => (await lbOn(a)).nodes.length === 0, 3_000);
@@ -170,34 +189,19 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
 
   it("shows a listener's bind errors on a replica none of the failing nodes is connected to, until they heal", async () => {
     const { id: nodeId, channel: node } = await nodeOn(b, 'l4', '127.0.0.69');
-    const { token } = await newTenant(a.app);
-    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'bind-errors' });
-    onTestFinished(async () => {
-      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
-      await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${nodeId}`);
-    });
-    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
-      name: 'g',
-      servers: [{ address: '127.0.0.70', port: 9000 }],
-    });
-    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
-      protocol: 'tcp',
-      port: 7303,
-      serverGroupId: sg.body.id,
-    });
-    expect(tcp.status).toBe(201);
-    await until('the node on B holding the listener', () => held(node).includes(tcp.body.id), 3_000);
+    const { token, lbId, listenerId } = await lbWithListener('tcp', 7303, '127.0.0.70', { nodeIds: [nodeId] });
+    await until('the node on B holding the listener', () => held(node).includes(listenerId), 3_000);
     const reason = 'cannot bind tcp 127.1.0.1:7303: EADDRINUSE';
     const load = { activeConnections: 0, newConnectionsPerSecond: 0, requestsPerSecond: 0 };
     node.ack();
-    node.say({ type: 'heartbeat', load, failedListeners: [{ listenerId: tcp.body.id, reason }] });
-    const path = `/v1/load-balancers/${lb.body.id}/listeners`;
-    const errorsOn = async (replica: TestApp) => (await call(replica.app, token, 'GET', `${path}/${tcp.body.id}`)).body;
+    node.say({ type: 'heartbeat', load, failedListeners: [{ listenerId, reason }] });
+    const path = `/v1/load-balancers/${lbId}/listeners`;
+    const errorsOn = async (replica: TestApp) => (await call(replica.app, token, 'GET', `${path}/${listenerId}`)).body;
     await until('A naming the node on B', async () => (await errorsOn(a)).bindErrors.length === 1, 3_000);
     expect((await errorsOn(a)).bindErrors).toEqual([{ nodeId, reason }]);
     expect((await errorsOn(b)).bindErrors).toEqual([{ nodeId, reason }]);
     const listed = await call(a.app, token, 'GET', path);
-    expect(listed.body.items).toMatchObject([{ id: tcp.body.id, bindErrors: [{ nodeId, reason }] }]);
+    expect(listed.body.items).toMatchObject([{ id: listenerId, bindErrors: [{ nodeId, reason }] }]);
     node.say({ type: 'heartbeat', load, failedListeners: [] });
     await until('A saying it healed', async () => (await errorsOn(a)).bindErrors.length === 0, 3_000);
   });
@@ -208,70 +212,34 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     const { id: xId, channel: x } = await nodeOn(a, 'l4', '127.0.0.71');
     const { id: yId, channel: y } = await nodeOn(b, 'l4', '127.0.0.72');
     const ids: Record<string, string> = { x: xId, y: yId };
-    const { token } = await newTenant(a.app);
-    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', { name: 'one-binder' });
-    onTestFinished(async () => {
-      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
-      for (const id of Object.values(ids)) await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`);
-    });
-    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
-      name: 'g',
-      servers: [{ address: '127.0.0.73', port: 9000 }],
-    });
-    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
-      protocol: 'tcp',
-      port: 7302,
-      serverGroupId: sg.body.id,
-    });
-    expect(tcp.status).toBe(201);
-    const binders = () => [x, y].filter((n) => held(n).includes(tcp.body.id)).length;
+    const { listenerId, lbOn } = await lbWithListener('tcp', 7302, '127.0.0.73', { nodeIds: [xId, yId] });
+    const binders = () => [x, y].filter((n) => held(n).includes(listenerId)).length;
     await until('one node of the two binding the VIP', () => binders() === 1, 3_000);
     // And it stays so (not a moment between two flips).
     await new Promise((r) => setTimeout(r, 600));
     expect(binders()).toBe(1);
-    const [binder, standby] = held(x).includes(tcp.body.id) ? (['x', 'y'] as const) : (['y', 'x'] as const);
+    const [binder, standby] = held(x).includes(listenerId) ? (['x', 'y'] as const) : (['y', 'x'] as const);
     x.ack();
     y.ack();
-    const lbOn = async (replica: TestApp) =>
-      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body;
     await until('A saying the LB is active', async () => (await lbOn(a)).status === 'active', 3_000);
     const roles = (await lbOn(b)).nodes.map((n: { nodeId: string; role: string }) => `${n.nodeId} ${n.role}`).sort();
     expect(roles).toEqual([`${ids[binder]} active`, `${ids[standby]} standby`].sort());
     // The binder's node is deleted: the other replica's node takes the VIP over.
     expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${ids[binder]}`)).status).toBe(204);
     const survivor = standby === 'x' ? x : y;
-    await until('the standby on the other replica binding the VIP', () => held(survivor).includes(tcp.body.id), 3_000);
+    await until('the standby on the other replica binding the VIP', () => held(survivor).includes(listenerId), 3_000);
   });
 
   it('places a spread LB on nodeCount nodes of the whole fleet when the nodes are split between replicas', async () => {
     // Each replica placed it on nodeCount of its own nodes: with x on A and y on B, on both.
     const { id: xId, channel: x } = await nodeOn(a, 'l4', '127.0.0.74');
     const { id: yId, channel: y } = await nodeOn(b, 'l4', '127.0.0.75');
-    const { token } = await newTenant(a.app);
-    const lb = await call(a.app, token, 'POST', '/v1/load-balancers', {
-      name: 'spread-one',
+    const { listenerId, lbOn } = await lbWithListener('tcp', 7304, '127.0.0.76', {
       placement: { mode: 'spread', nodeCount: 1 },
+      nodeIds: [xId, yId],
     });
-    expect(lb.status).toBe(201);
-    onTestFinished(async () => {
-      await call(a.app, token, 'DELETE', `/v1/load-balancers/${lb.body.id}`);
-      for (const id of [xId, yId]) await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${id}`);
-    });
-    const sg = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/server-groups`, {
-      name: 'g',
-      servers: [{ address: '127.0.0.76', port: 9000 }],
-    });
-    const tcp = await call(a.app, token, 'POST', `/v1/load-balancers/${lb.body.id}/listeners`, {
-      protocol: 'tcp',
-      port: 7304,
-      serverGroupId: sg.body.id,
-    });
-    expect(tcp.status).toBe(201);
-    const hostsOn = async (replica: TestApp) =>
-      (await call(replica.app, token, 'GET', `/v1/load-balancers/${lb.body.id}`)).body.nodes.map(
-        (n: { nodeId: string }) => n.nodeId,
-      );
-    await until('one node holding the listener', () => [x, y].some((n) => held(n).includes(tcp.body.id)), 3_000);
+    const hostsOn = async (replica: TestApp) => (await lbOn(replica)).nodes.map((n: { nodeId: string }) => n.nodeId);
+    await until('one node holding the listener', () => [x, y].some((n) => held(n).includes(listenerId)), 3_000);
     x.ack();
     y.ack();
     const oneHost = async () => {
@@ -285,11 +253,11 @@ describe.skipIf(!reachable)('two API replicas on one PostgreSQL', () => {
     expect(await hostsOn(b)).toEqual([host]);
     expect(await hostsOn(a)).toEqual([host]);
     const [hostNode, other] = host === xId ? [x, y] : [y, x];
-    expect(held(hostNode)).toContain(tcp.body.id);
-    expect(held(other)).not.toContain(tcp.body.id);
+    expect(held(hostNode)).toContain(listenerId);
+    expect(held(other)).not.toContain(listenerId);
     // The host is deleted: the LB is placed on the other replica's node.
     expect((await call(a.app, ADMIN_TOKEN, 'DELETE', `/v1/nodes/${host}`)).status).toBe(204);
-    await until('the other node holding the listener', () => held(other).includes(tcp.body.id), 3_000);
+    await until('the other node holding the listener', () => held(other).includes(listenerId), 3_000);
   });
 
   it("sends a write on one replica to the nodes connected to the other (HTTPS keys opened with the other's seal)", async () => {
