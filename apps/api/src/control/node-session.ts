@@ -175,8 +175,9 @@ export function forgetSent(session: Session): void {
 }
 
 /**
- * The node applied every version up to this one, in order: their LB versions are now its own. False for an
- * ack of something not sent (or already superseded).
+ * The node applied every version up to this one, in order: their LB versions are now its own. Returns the LBs
+ * whose applied version that may move ('all' after a whole config); null for an ack of something not sent (or
+ * already superseded).
  */
 export function ackUpTo(session: Session, version: number): LbsTouched | null {
   if (!session.lbVersionsSent.has(version)) return null;
@@ -235,12 +236,6 @@ export function failedLbsOf(sentByLb: Map<string, string[]>, failed: ListenerFai
   const ids = new Set(failed.map((f) => f.listenerId));
   for (const [lbId, listenerIds] of sentByLb) if (listenerIds.some((id) => ids.has(id))) lbs.add(lbId);
   return lbs;
-}
-
-/** The first failure among this LB's listeners on the node, as `listenerId: reason`. */
-export function failureOf(session: Session, lbId: string): string | undefined {
-  const [f] = failuresOf(session, lbId);
-  return f === undefined ? undefined : `${f.listenerId}: ${f.reason}`;
 }
 
 /** The failing listeners of this LB the node names. */
