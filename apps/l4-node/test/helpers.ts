@@ -10,13 +10,24 @@ export function rid(prefix: string, n: number): string {
   return `${prefix}-${n.toString(36).padStart(20, '0')}`;
 }
 
-/** A port that was free a moment ago (listener ports in snapshots must be concrete). */
+/** The ports freePort gave this test file: the kernel may hand a port just closed out again. */
+const handedOut = new Set<number>();
+
+/**
+ * A port that was free a moment ago (listener ports in snapshots must be concrete), and not given before in
+ * this file: a test takes several before it binds them, and two of its listeners on one port clash.
+ */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const s = net.createServer().listen(0, host);
-  await once(s, 'listening');
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const s = net.createServer().listen(0, host);
+    await once(s, 'listening');
+    const { port } = s.address() as net.AddressInfo;
+    await new Promise((r) => s.close(r));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no port on ${host} that was not given already`);
 }
 
 export function backend(n: number, port: number, extra: Partial<SnapshotBackend> = {}): SnapshotBackend {

@@ -4,6 +4,9 @@ import { createServer } from 'node:net';
 
 /** Free ports for test servers and listeners, chosen outside the kernel's ephemeral range. */
 
+/** The ports freePort gave in this process. */
+const handedOut = new Set<number>();
+
 /**
  * A free port below the kernel's ephemeral range. A port the kernel handed out (listen on 0) lies inside it,
  * and while a process is down for a restart any client connection may take it as its source port: the
@@ -14,12 +17,17 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   const high = ephemeralLow();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low));
+    // A test takes several ports before it binds them: the same one twice would make two of its servers clash.
+    if (handedOut.has(port)) continue;
     const free = await new Promise<boolean>((resolve) => {
       const srv = createServer();
       srv.once('error', () => resolve(false));
       srv.listen(port, host, () => srv.close(() => resolve(true)));
     });
-    if (free) return port;
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port on ${host}`);
 }
