@@ -16,7 +16,8 @@
 // `ok` itself (a C server on CPU 0, so the client side is not the bottleneck). HAProxy has no UDP proxy, so
 // UDP compares direct and l4-node only; its client (bench/udp-client.mjs) and echo server are Node processes on
 // CPU 0, which they saturate first, so the UDP row also prints the node's CPU time per request. A plain Node
-// pipe (../shared/bench/l4-pipe.cjs) runs alongside as the Node reference. CPU µs/conn is the proxy process's
+// pipe (../shared/bench/l4-pipe.cjs) runs alongside as the Node reference, and bench/raw-relay.mjs as the floor:
+// the node's own raw sockets relaying bytes and nothing else, the least a proxy on Node pays. CPU µs/conn is the proxy process's
 // user + system time per connection in its best round (from /proc). Installs haproxy, iperf3 and wrk with
 // apt-get when missing (root); a section whose tools are still missing is skipped and named.
 //
@@ -273,11 +274,15 @@ async function bench() {
     pIperf: 18531,
     pHttp: 18532,
     pBackend: 18534,
+    fIperf: 18541,
+    fHttp: 18542,
+    fBackend: 18544,
   };
   writeFileSync(
     join(work, 'backend.cfg'),
     `global\n  nbthread 1\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n` +
       `frontend ok\n  bind 127.0.0.1:${P.http}\n  bind 127.0.0.1:${P.hBackend}\n  bind 127.0.0.1:${P.nBackend}\n  bind 127.0.0.1:${P.pBackend}\n` +
+      `  bind 127.0.0.1:${P.fBackend}\n` +
       `  http-request return status 200 content-type text/plain string ok\n`,
   );
   writeFileSync(
@@ -314,23 +319,29 @@ async function bench() {
     `.listen({port:+process.argv[1],host:'127.0.0.1',backlog:4096})`;
   const pipeBulk = start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pIperf), String(P.iperf)]);
   const pipe = start('node-pipe', PROXY_CPU, process.execPath, ['-e', pipeSrc, String(P.pHttp), String(P.pBackend)]);
-  const expected = [P.nIperf, P.nHttp, P.pIperf, P.pHttp];
+  // bench/raw-relay.mjs: the node's own raw sockets relaying bytes and doing nothing else, the least any proxy
+  // on Node pays per connection; the node's ratio to it is what its own code costs.
+  const FLOOR = 'raw relay (floor)';
+  const relay = join(ROOT, 'bench/raw-relay.mjs');
+  const floorBulk = start('raw-relay', PROXY_CPU, process.execPath, [relay, String(P.fIperf), String(P.iperf)]);
+  const floor = start('raw-relay', PROXY_CPU, process.execPath, [relay, String(P.fHttp), String(P.fBackend)]);
+  const expected = [P.nIperf, P.nHttp, P.pIperf, P.pHttp, P.fIperf, P.fHttp];
   if (doBulk) expected.push(P.iperf);
   if (doConn) expected.push(P.http);
   if (hasHaproxy) expected.push(P.hIperf, P.hHttp);
   for (const p of expected) await waitPort(p);
   await waitPort(P.udp, 'udp');
   // Warm-up: the node's JIT needs load before it reaches steady state.
-  if (doConn) for (const p of [P.nHttp, P.pHttp, P.hHttp]) wrkWarm(p);
+  if (doConn) for (const p of [P.nHttp, P.pHttp, P.fHttp, P.hHttp]) wrkWarm(p);
 
-  const targets = hasHaproxy ? ['l4-node', PIPE, 'haproxy', 'direct'] : ['l4-node', PIPE, 'direct'];
-  const procs = { direct: [], haproxy: [haproxy], 'l4-node': [node], [PIPE]: [pipe] };
+  const targets = hasHaproxy ? ['l4-node', FLOOR, PIPE, 'haproxy', 'direct'] : ['l4-node', FLOOR, PIPE, 'direct'];
+  const procs = { direct: [], haproxy: [haproxy], 'l4-node': [node], [PIPE]: [pipe], [FLOOR]: [floor] };
   // Bulk and new connections: rounds interleave the targets (so a slow spell of the machine hits all of them
   // alike), and each target's best round counts.
   const bulk = {};
-  const iperfPorts = { direct: P.iperf, haproxy: P.hIperf, 'l4-node': P.nIperf, [PIPE]: P.pIperf };
+  const iperfPorts = { direct: P.iperf, haproxy: P.hIperf, 'l4-node': P.nIperf, [PIPE]: P.pIperf, [FLOOR]: P.fIperf };
   // The direct row's iperf3 server is its target: it shares the load CPU, so its CPU counts as load side.
-  const bulkProcs = { ...procs, [PIPE]: [pipeBulk] };
+  const bulkProcs = { ...procs, [PIPE]: [pipeBulk], [FLOOR]: [floorBulk] };
   for (let round = 0; doBulk && round < ROUNDS; round++) {
     for (const t of targets) {
       const r = iperf(iperfPorts[t], iperfServer, bulkProcs[t]);
@@ -339,7 +350,7 @@ async function bench() {
     }
   }
   const conn = {};
-  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp };
+  const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp, [FLOOR]: P.fHttp };
   for (let round = 0; doConn && round < ROUNDS; round++) {
     for (const t of targets) {
       const r = wrk(ports[t], backend, procs[t]);
@@ -382,30 +393,32 @@ async function bench() {
   );
   if (doBulk) {
     console.log(
-      `| bulk (iperf3) | Gbit/s | load CPU % (client+server) | target CPU % | limited by | target CPU µs/MB | vs haproxy | vs ${PIPE} | CPU ${CPUS.join('/')} busy % | load avg |`,
+      `| bulk (iperf3) | Gbit/s | load CPU % (client+server) | target CPU % | limited by | target CPU µs/MB | vs haproxy | vs ${PIPE} | vs the floor | CPU ${CPUS.join('/')} busy % | load avg |`,
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const t of targets) {
       const r = bulk[t];
       const vsHap = vsCell(t, r, bulk.haproxy, 'haproxy', GOALS.bulk, 'MB');
       const vsPipe = t === PIPE || t === 'direct' ? '–' : plainRatio(compare(r, bulk[PIPE]), 'MB');
+      const vsFloor = t === 'l4-node' ? plainRatio(compare(r, bulk[FLOOR]), 'MB') : '–';
       console.log(
-        `| ${t} | ${r.rate.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 1)} | ${vsHap} | ${vsPipe} | ${r.busy} | ${r.load1.toFixed(2)} |`,
+        `| ${t} | ${r.rate.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 1)} | ${vsHap} | ${vsPipe} | ${vsFloor} | ${r.busy} | ${r.load1.toFixed(2)} |`,
       );
     }
   }
   if (doConn) {
     console.log(
-      `\n| new connections (wrk -t1 -c32, Connection: close) | conn/s | p99 ms | load CPU % (wrk+backend) | target CPU % | limited by | target CPU µs/conn | vs haproxy | p99 vs haproxy | vs ${PIPE} | errors | CPU ${CPUS.join('/')} busy % | load avg |`,
+      `\n| new connections (wrk -t1 -c32, Connection: close) | conn/s | p99 ms | load CPU % (wrk+backend) | target CPU % | limited by | target CPU µs/conn | vs haproxy | p99 vs haproxy | vs ${PIPE} | vs the floor | errors | CPU ${CPUS.join('/')} busy % | load avg |`,
     );
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const t of targets) {
       const r = conn[t];
       const vsHap = vsCell(t, r, conn.haproxy, 'haproxy', GOALS.conn, 'conn');
       const p99 = !conn.haproxy || t === 'haproxy' || t === 'direct' ? '–' : p99Cell(t, r.p99, conn.haproxy.p99);
       const vsPipe = t === PIPE || t === 'direct' ? '–' : plainRatio(compare(r, conn[PIPE]), 'conn');
+      const vsFloor = t === 'l4-node' ? plainRatio(compare(r, conn[FLOOR]), 'conn') : '–';
       console.log(
-        `| ${t} | ${r.rate.toFixed(0)} | ${r.p99.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 0)} | ${vsHap} | ${p99} | ${vsPipe} | ${r.note} | ${r.busy} | ${r.load1.toFixed(2)} |`,
+        `| ${t} | ${r.rate.toFixed(0)} | ${r.p99.toFixed(2)} | ${loadCell(r)} | ${pct(r.targetPct)} | ${r.limit} | ${num(r.cpuUs, 0)} | ${vsHap} | ${p99} | ${vsPipe} | ${vsFloor} | ${r.note} | ${r.busy} | ${r.load1.toFixed(2)} |`,
       );
     }
   }
@@ -434,6 +447,8 @@ async function bench() {
   if (conn.haproxy) {
     const c = compare(conn['l4-node'], conn.haproxy);
     goals.push(`new conn/s ${verdict(c.ratio, 'haproxy', GOALS.conn, c.basis, 'conn')}`);
+    // Above the floor's own ratio no change to the node's code can take it (bench/README, the floor of a proxy on Node).
+    goals.push(`(the floor, a bare relay on Node: ${plainRatio(compare(conn[FLOOR], conn.haproxy), 'conn')} haproxy)`);
     goals.push(
       `connect p99 ${verdict(conn['l4-node'].p99 / conn.haproxy.p99, "haproxy's", GOALS.p99)} (each at its ceiling)`,
     );
