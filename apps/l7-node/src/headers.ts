@@ -30,6 +30,37 @@ const NODE_OWNED = new Set([
 ]);
 
 /**
+ * Which name lengths a rewrite has to look at by name. A header name is a token (ASCII), so lower-casing keeps
+ * its length: a name of any other length matches none of the names and options checked, and is kept as it is
+ * without the lower-cased copy, which on a backend's usual response head was most of the rewrite's cost.
+ */
+class NameLengths {
+  private readonly fixed = new Uint8Array(32);
+
+  constructor(names: Iterable<string>) {
+    for (const n of names) this.fixed[n.length] = 1;
+  }
+
+  /** Whether a name of length `len` may be one of the names, or one of the Connection options in `named`. */
+  checks(len: number, named: ReadonlySet<string> | null): boolean {
+    if (len < 32 && this.fixed[len] === 1) return true;
+    if (named !== null) for (const t of named) if (t.length === len) return true;
+    return false;
+  }
+}
+
+const REQUEST_NAMES = new NameLengths([
+  ...HOP_BY_HOP,
+  ...NODE_OWNED,
+  'connection',
+  'upgrade',
+  'expect',
+  'host',
+  'x-forwarded-for',
+]);
+const RESPONSE_NAMES = new NameLengths([...HOP_BY_HOP, 'content-length', 'set-cookie']);
+
+/**
  * X-Forwarded-For toward the backend: `replace` sends only the client address the node saw (the default),
  * `append` adds it to the client's own list, `off` sends none (the client's is dropped either way).
  */
@@ -84,6 +115,10 @@ export function requestHeadersToBackend(
   let hosts = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
+    if (!REQUEST_NAMES.checks(name.length, named)) {
+      out.push(name, raw[i + 1]!);
+      continue;
+    }
     const lower = name.toLowerCase();
     if (keepUpgrade && (lower === 'connection' || lower === 'upgrade')) {
       out.push(name, raw[i + 1]!);
@@ -133,6 +168,10 @@ export function responseHeadersToClient(
   const setCookies: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
+    if (!RESPONSE_NAMES.checks(name.length, named)) {
+      headers.push(name, raw[i + 1]!);
+      continue;
+    }
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
     if (dropContentLength && lower === 'content-length') continue;
