@@ -87,6 +87,14 @@ export function compareWithBest(target, references) {
   return best;
 }
 
+/** The median of a non-empty list (the mean of the middle two for an even count); NaN for an empty one. */
+export function median(values) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
 /**
  * A ratio against its goal, as printed: `0.57× nginx (goal ≥ 0.8×) MISS`, with `by CPU/req` when the ratio
  * is a CPU-cost ratio. A goal with `max` is lower-is-better (latency: `1.4× haproxy p99 (goal ≤ 2×) ok`).

@@ -5,6 +5,7 @@ import {
   compareWithBest,
   cpuMicrosPer,
   cpuPercent,
+  median,
   parseCpuList,
   planPinning,
   verdict,
@@ -134,5 +135,14 @@ describe('planPinning', () => {
       targetCores: 2,
     });
     expect(planPinning([0], true)).toEqual({ cpus: [0], loadCpu: null, proxyCpu: null, loadCores: 1, targetCores: 1 });
+  });
+});
+
+describe('median', () => {
+  it('takes the middle value of an odd count and the mean of the middle two of an even one, in any order', () => {
+    expect(median([1.57, 0.95, 1.53])).toBe(1.53);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([7])).toBe(7);
+    expect(median([])).toBeNaN();
   });
 });
