@@ -49,15 +49,8 @@ class NameLengths {
   }
 }
 
-const REQUEST_NAMES = new NameLengths([
-  ...HOP_BY_HOP,
-  ...NODE_OWNED,
-  'connection',
-  'upgrade',
-  'expect',
-  'host',
-  'x-forwarded-for',
-]);
+// Connection and Upgrade (kept for an upgrade) are hop-by-hop already.
+const REQUEST_NAMES = new NameLengths([...HOP_BY_HOP, ...NODE_OWNED, 'expect', 'host', 'x-forwarded-for']);
 const RESPONSE_NAMES = new NameLengths([...HOP_BY_HOP, 'content-length', 'set-cookie']);
 
 /**
