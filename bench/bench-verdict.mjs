@@ -87,6 +87,16 @@ export function compareWithBest(target, references) {
   return best;
 }
 
+/**
+ * The nearest-rank quantile `q` (0..1) of a list: the value at ⌊q·n⌋ of the sorted list, the largest for q = 1;
+ * NaN for an empty one.
+ */
+export function quantile(values, q) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
 /** The median of a non-empty list (the mean of the middle two for an even count); NaN for an empty one. */
 export function median(values) {
   if (values.length === 0) return Number.NaN;

@@ -8,6 +8,7 @@ import {
   median,
   parseCpuList,
   planPinning,
+  quantile,
   verdict,
 } from './bench-verdict.mjs';
 
@@ -144,5 +145,16 @@ describe('median', () => {
     expect(median([4, 1, 3, 2])).toBe(2.5);
     expect(median([7])).toBe(7);
     expect(median([])).toBeNaN();
+  });
+});
+
+describe('quantile', () => {
+  it('takes the nearest rank of the sorted list, the largest for 1, NaN for none', () => {
+    const xs = [5, 1, 4, 2, 3, 10, 9, 8, 7, 6];
+    expect(quantile(xs, 0.5)).toBe(6);
+    expect(quantile(xs, 0.99)).toBe(10);
+    expect(quantile(xs, 1)).toBe(10);
+    expect(quantile(xs, 0)).toBe(1);
+    expect(quantile([], 0.5)).toBeNaN();
   });
 });

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { quantile } from './bench-verdict.mjs';
 import { freePort } from './free-port.mjs';
 
 const RUNS = Number(process.env.RUNS ?? 20);
@@ -51,8 +52,6 @@ function time(cmd, args, env = {}) {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   return ms;
 }
-
-const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 try {
   for (let i = 0; ; i++) {

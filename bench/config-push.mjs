@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { deleteRedisKeys } from '@slb/test-support/redis-keys';
 import { createScratchDatabase, PG_ADMIN_URL, pgAnswers } from '../scripts/pg-scratch.mjs';
-import { bottleneck, cpuPercent, SATURATED, verdict } from './bench-verdict.mjs';
+import { bottleneck, cpuPercent, quantile, SATURATED, verdict } from './bench-verdict.mjs';
 import { freePort } from './free-port.mjs';
 import { nodeArgs } from './node-args.mjs';
 import { coreBusy, coreTicks, cpuSeconds } from './proc-cpu.mjs';
@@ -129,10 +129,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-};
+const percentile = (values, p) => quantile(values, p / 100);
 const fmt = (ms) => (Number.isFinite(ms) ? `${ms.toFixed(1)} ms` : '–');
 
 async function call(base, method, path, body) {

@@ -6,9 +6,11 @@
 // an HTTP/1.1 request with `Connection: close` and reads the answer to its end. Times are taken from each
 // connection's scheduled start: `connect` until the socket is connected, `response` until the first byte of
 // the answer. Prints one JSON line: the rate offered and reached, connections done and failed, and p50/p99/max
-// of both times in ms (they include up to about 1 ms of this process's timer). At most MAX_OPEN connections are open at once; past that a scheduled one is skipped
-// and counted, so a target that stops answering cannot grow this process without bound.
+// of both times in ms (they include up to about 1 ms of this process's timer). At most MAX_OPEN connections are
+// open at once; past that a scheduled one is skipped and counted, so a target that stops answering cannot grow
+// this process without bound.
 import net from 'node:net';
+import { quantile } from './bench-verdict.mjs';
 
 const [port, rate, seconds] = process.argv.slice(2).map(Number);
 if (!(port > 0 && rate > 0 && seconds > 0)) {
@@ -76,12 +78,8 @@ await new Promise((resolve) => {
 const sent = performance.now();
 while (open > 0 && performance.now() - sent < TIMEOUT_MS + 1000) await new Promise((r) => setTimeout(r, 10));
 
-const quantile = (xs, q) => {
-  if (xs.length === 0) return null;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return Number(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(3));
-};
-const summary = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: quantile(xs, 1) });
+const ms = (xs, q) => (xs.length === 0 ? null : Number(quantile(xs, q).toFixed(3)));
+const summary = (xs) => ({ p50: ms(xs, 0.5), p99: ms(xs, 0.99), max: ms(xs, 1) });
 console.log(
   JSON.stringify({
     offered: rate,
