@@ -1,7 +1,12 @@
 import { isIPv6 } from 'node:net';
 import { getSystemErrorName } from 'node:util';
-import { ReadBuffer } from '@slb/node-runtime';
-import { loadTcpWrap, type SocketAddress, type TcpHandle as WrapHandle, type Req as WrapReq } from './tcp-wrap.js';
+import {
+  loadTcpWrap,
+  ReadBuffer,
+  type SocketAddress,
+  type TcpHandle as WrapHandle,
+  type Req as WrapReq,
+} from '@slb/node-runtime';
 
 /**
  * TCP sockets on Node's own libuv handle bindings (`tcp_wrap`, `stream_wrap`: what net.Socket is built on),
@@ -11,7 +16,7 @@ import { loadTcpWrap, type SocketAddress, type TcpHandle as WrapHandle, type Req
  * Node proxy at about a third of HAProxy's new connections per second (bench/l4.mjs). Driving the handles
  * directly more than doubles it.
  *
- * The bindings are internal: tcp-wrap.ts loads and checks them at start, and `raw-tcp.test.ts` fails if their
+ * The bindings are internal: node-runtime's tcp-wrap.ts loads and checks them at start, and `raw-tcp.test.ts` fails if their
  * behaviour changes.
  */
 

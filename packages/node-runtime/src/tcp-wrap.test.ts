@@ -1,9 +1,9 @@
-import { reusePortByVersion } from '@slb/node-runtime';
 import { describe, expect, it } from 'vitest';
-import { loadTcpWrap } from '../src/tcp-wrap.js';
+import { reusePortByVersion } from './runtime-capabilities.js';
+import { loadTcpWrap } from './tcp-wrap.js';
 
-// Runs on every runtime CI tests (Node 20 and 24): a release that changes the internals the L4 node's raw
-// TCP path uses fails here by name, beside raw-tcp.test.ts failing on behaviour.
+// Runs on every runtime CI tests (Node 20 and 24): a release that changes the internals the nodes' raw TCP
+// paths use fails here by name, beside raw-tcp.test.ts failing on behaviour.
 
 type Binding = Record<string, unknown>;
 const real = (name: string) => (process as unknown as { binding(n: string): Binding }).binding(name);
@@ -26,7 +26,7 @@ function without(path: string) {
 }
 
 describe('the TCP handle bindings on this runtime', () => {
-  it('have every member the L4 node uses', () => {
+  it('have every member the nodes use', () => {
     const wrap = loadTcpWrap();
     expect(wrap.SOCKET).not.toBe(wrap.SERVER);
     expect(wrap.state).toBeInstanceOf(Int32Array);
@@ -64,6 +64,9 @@ describe('a runtime that changed them stops the node, naming what is gone', () =
     ['stream_wrap.kLastWriteWasAsync', /stream_wrap has no kLastWriteWasAsync/],
     ['tcp_wrap.TCP.useUserBuffer', /a TCP handle has no useUserBuffer\(\)/],
     ['tcp_wrap.TCP.writeBuffer', /a TCP handle has no writeBuffer\(\)/],
+    ['tcp_wrap.TCP.writeLatin1String', /a TCP handle has no writeLatin1String\(\)/],
+    ['tcp_wrap.TCP.writev', /a TCP handle has no writev\(\)/],
+    ['stream_wrap.kArrayBufferOffset', /stream_wrap has no kArrayBufferOffset/],
   ])('%s', (path, message) => {
     expect(() => loadTcpWrap(without(path))).toThrow(message);
     expect(() => loadTcpWrap(without(path))).toThrow(/changed its internal TCP handles/);

@@ -1,7 +1,8 @@
 /**
  * Node's own libuv TCP handle bindings (`tcp_wrap`, `stream_wrap`: what net.Socket is built on), the one
- * place the L4 node reaches into Node internals (raw-tcp.ts explains why). They are not a public API: net.js
- * has used them alike from Node 12 to 24, and `tcp-wrap.test.ts` (run on every runtime CI tests) fails
+ * place the nodes reach into Node internals: the L4 node's raw sockets (apps/l4-node/src/raw-tcp.ts explains
+ * why) and the L7 fast path's reads and writes (apps/l7-node/src/handle-io.ts). They are not a public API:
+ * net.js has used them alike from Node 12 to 24, and `tcp-wrap.test.ts` (run on every runtime CI tests) fails
  * loudly if a release changes them. Loaded and checked at import, so a runtime without them stops the node
  * at start with the missing piece named, not on the first connection.
  */
@@ -13,6 +14,8 @@ export interface Req<S> {
   socket?: S;
   /** Keeps a pending write's bytes alive: libuv writes from them after the call returns (as net.js does). */
   buffer?: Buffer;
+  /** The same for a pending writev's buffers. */
+  chunks?: Buffer[];
 }
 
 export interface SocketAddress {
@@ -23,8 +26,11 @@ export interface SocketAddress {
 
 /** The slice of Node's internal TCP handle (src/tcp_wrap.cc, src/stream_base.cc) the node uses. */
 export interface TcpHandle<S> {
-  /** Called with `this` = the handle; the byte count or error is in streamBaseState. May return the next buffer. */
-  onread: (this: TcpHandle<S>) => Buffer | undefined;
+  /**
+   * Called with `this` = the handle; the byte count or error is in streamBaseState. With a user buffer it may
+   * return the next one; without, the bytes are in `arrayBuffer` from streamBaseState's offset.
+   */
+  onread: (this: TcpHandle<S>, arrayBuffer?: ArrayBuffer) => Buffer | undefined;
   onconnection: (status: number, client: TcpHandle<S> | undefined) => void;
   owner: S | undefined;
   bind(addr: string, port: number, flags?: number): number;
@@ -39,9 +45,17 @@ export interface TcpHandle<S> {
   readStop(): number;
   useUserBuffer(buf: Buffer): void;
   writeBuffer(req: Req<S>, buf: Buffer): number;
+  writeLatin1String(req: Req<S>, data: string): number;
+  /** `allBuffers` true: `chunks` are Buffers (the form the nodes use). */
+  writev(req: Req<S>, chunks: Buffer[], allBuffers: true): number;
   shutdown(req: Req<S>): number;
   close(): void;
   reset(): number;
+  /** Bytes read and written over the handle's life (all writes, net.Socket's and ours). */
+  readonly bytesRead: number;
+  readonly bytesWritten: number;
+  /** net.Socket's own note of whether it reads (set by net.js); kept true to it when reading is handed back. */
+  reading?: boolean;
   /** Bytes of writes libuv still holds (not yet taken by the kernel); 0 when every write completed. */
   readonly writeQueueSize: number;
 }
@@ -62,6 +76,8 @@ export interface TcpWrap<S> {
   /** Where a read's byte count (or error) and a write's "went async" flag are left for the callback. */
   state: Int32Array;
   kReadBytesOrError: number;
+  /** Where, in the ArrayBuffer passed to onread, the bytes read start (reads without a user buffer). */
+  kArrayBufferOffset: number;
   kLastWriteWasAsync: number;
 }
 
@@ -79,6 +95,8 @@ const HANDLE_METHODS = [
   'readStop',
   'useUserBuffer',
   'writeBuffer',
+  'writeLatin1String',
+  'writev',
   'shutdown',
   'close',
   'reset',
@@ -112,7 +130,7 @@ function quietBinding(): Binding | undefined {
 export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
   const load = binding ?? quietBinding();
   const changed = (what: string) =>
-    new Error(`Node.js ${process.version} changed its internal TCP handles (the L4 node's raw TCP path): ${what}`);
+    new Error(`Node.js ${process.version} changed its internal TCP handles (the nodes' raw TCP paths): ${what}`);
   if (typeof load !== 'function') throw changed('process.binding is gone');
   const tcp = load('tcp_wrap');
   const stream = load('stream_wrap');
@@ -127,14 +145,16 @@ export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
     if (typeof constants[name] !== 'number') throw changed(`tcp_wrap.constants has no ${name}`);
   }
   if (!(stream.streamBaseState instanceof Int32Array)) throw changed('stream_wrap has no streamBaseState');
-  for (const name of ['kReadBytesOrError', 'kLastWriteWasAsync'] as const) {
+  for (const name of ['kReadBytesOrError', 'kArrayBufferOffset', 'kLastWriteWasAsync'] as const) {
     if (typeof stream[name] !== 'number') throw changed(`stream_wrap has no ${name}`);
   }
   const proto = (tcp.TCP as { prototype: Record<string, unknown> }).prototype;
   for (const name of HANDLE_METHODS) {
     if (typeof proto[name] !== 'function') throw changed(`a TCP handle has no ${name}()`);
   }
-  if (!('writeQueueSize' in proto)) throw changed('a TCP handle has no writeQueueSize');
+  for (const name of ['writeQueueSize', 'bytesRead', 'bytesWritten'] as const) {
+    if (!(name in proto)) throw changed(`a TCP handle has no ${name}`);
+  }
   return {
     TCP: tcp.TCP as TcpWrap<S>['TCP'],
     TCPConnectWrap: tcp.TCPConnectWrap as TcpWrap<S>['TCPConnectWrap'],
@@ -145,6 +165,7 @@ export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
     UV_TCP_REUSEPORT: typeof constants.UV_TCP_REUSEPORT === 'number' ? constants.UV_TCP_REUSEPORT : undefined,
     state: stream.streamBaseState,
     kReadBytesOrError: stream.kReadBytesOrError as number,
+    kArrayBufferOffset: stream.kArrayBufferOffset as number,
     kLastWriteWasAsync: stream.kLastWriteWasAsync as number,
   };
 }
