@@ -1,12 +1,14 @@
 import type { Socket } from 'node:net';
 import { type ExchangeClient, FastExchange } from './fast-exchange.js';
+import { HandleIo, type HandleIoEvents } from './handle-io.js';
 import { parseRequestHead } from './http1-parser.js';
 import type { ClientInfo, ListenerState, ProxyDeps } from './request-types.js';
 
 // A plain-HTTP client connection on the raw-socket fast path. It frames requests itself (strict parser,
 // one request at a time, pipelined bytes wait in the buffer) and hands anything it is not sure of to
 // node:http, untouched and only between requests: malformed or ambiguous heads are then answered 400 by
-// node, and HTTP/1.0, chunked request bodies, Upgrade and Expect are served there as before.
+// node, and HTTP/1.0, chunked request bodies, Upgrade and Expect are served there as before. It reads and
+// writes on the socket's handle (handle-io.ts) and gives reading back to the socket at a hand-over.
 
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 /** Buffered client bytes beyond which reading pauses (request body waiting for the backend, pipelining). */
@@ -29,7 +31,7 @@ const NO_DEADLINE = 0;
 const HEADERS_DEADLINE = 1;
 const IDLE_DEADLINE = 2;
 
-export class FastConnection implements ExchangeClient {
+export class FastConnection implements ExchangeClient, HandleIoEvents {
   /** Client bytes read but not used yet: a partial head, request body, pipelined requests. */
   buf: Buffer | null = null;
   private exchange: FastExchange | null = null;
@@ -43,18 +45,20 @@ export class FastConnection implements ExchangeClient {
   private again = false;
   /** Bytes of `buf` already searched for the head's end, so a head trickling in is not rescanned. */
   private scanned = 0;
+  private readonly io: HandleIo;
 
   constructor(
     readonly socket: Socket,
     readonly client: ClientInfo,
     readonly ctx: FastContext,
   ) {
-    socket.on('data', this.onData);
-    socket.on('drain', this.onDrain);
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
     ctx.registry.add(this);
     this.arm(HEADERS_DEADLINE, performance.now());
+    this.io = new HandleIo(socket, this);
+    const before = this.io.takeReads();
+    if (before !== null) this.onBytes(before);
   }
 
   private arm(kind: number, now: number): void {
@@ -66,7 +70,7 @@ export class FastConnection implements ExchangeClient {
         : now + state.idleTimeout * 1000;
   }
 
-  private readonly onData = (chunk: Buffer) => {
+  onBytes(chunk: Buffer): void {
     if (this.done) return;
     this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
     if (this.exchange) {
@@ -77,14 +81,18 @@ export class FastConnection implements ExchangeClient {
     }
     // Bytes wait while a request is in flight or its answers are unread; a head still arriving is bounded
     // by maxHeaderSize instead.
-    const waiting = this.exchange !== null || this.socket.writableNeedDrain;
-    if (waiting && this.buf !== null && this.buf.length >= HIGH_WATER && !this.done) this.socket.pause();
-  };
+    const waiting = this.exchange !== null || this.io.needDrain;
+    if (waiting && this.buf !== null && this.buf.length >= HIGH_WATER && !this.done) this.io.pauseReads();
+  }
 
-  private readonly onDrain = () => {
+  onWritten(): void {
     if (this.exchange) this.exchange.onClientDrain();
     else this.pump();
-  };
+  }
+
+  get writing(): boolean {
+    return this.io.pending > 0;
+  }
 
   private readonly onError = () => {};
 
@@ -113,7 +121,7 @@ export class FastConnection implements ExchangeClient {
   private next(): void {
     if (this.done || this.exchange || this.buf === null || this.socket.destroyed) return;
     // A client that pipelines without reading its answers waits until it has read them.
-    if (this.socket.writableNeedDrain) return;
+    if (this.io.needDrain) return;
     const buf = this.buf;
     const max = this.ctx.maxHeaderSize;
     const end = buf.indexOf(HEAD_END, Math.max(0, this.scanned - 3));
@@ -154,12 +162,16 @@ export class FastConnection implements ExchangeClient {
       out = buf.subarray(0, max);
       this.buf = buf.subarray(max);
     }
-    if (this.socket.isPaused() && (this.buf === null || this.buf.length < HIGH_WATER)) this.socket.resume();
+    if (this.io.readsPaused && (this.buf === null || this.buf.length < HIGH_WATER)) this.io.resumeReads();
     return out;
   }
 
   write(data: string | Buffer): boolean {
-    return typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data);
+    return this.io.write(data);
+  }
+
+  writev(first: Buffer, second: Buffer): boolean {
+    return this.io.writev(first, second);
   }
 
   /** The exchange in flight ended; `keepAlive` false closes the connection after what was written. */
@@ -171,7 +183,7 @@ export class FastConnection implements ExchangeClient {
       this.socket.end();
       return;
     }
-    if (this.socket.isPaused()) this.socket.resume();
+    this.io.resumeReads();
     this.arm(this.buf === null ? IDLE_DEADLINE : HEADERS_DEADLINE, performance.now());
     this.pump();
   }
@@ -210,11 +222,10 @@ export class FastConnection implements ExchangeClient {
   private handOver(): void {
     this.done = true;
     const s = this.socket;
-    s.removeListener('data', this.onData);
-    s.removeListener('drain', this.onDrain);
     s.removeListener('error', this.onError);
     s.removeListener('close', this.onClose);
     this.ctx.registry.delete(this);
+    this.io.releaseReads();
     // Back into the socket's read buffer, as readProxyHeader leaves what follows the PROXY header.
     if (this.buf !== null) s.unshift(this.buf);
     this.buf = null;

@@ -33,7 +33,12 @@ export interface ExchangeClient {
   readonly closing: boolean;
   /** Takes up to `max` buffered client bytes (request body); null when none are buffered. */
   take(max: number): Buffer | null;
+  /** Writes to the client: true when the kernel took all of it. */
   write(data: string | Buffer): boolean;
+  /** Two buffers in one system call. */
+  writev(first: Buffer, second: Buffer): boolean;
+  /** A write to the client waits for the kernel (it may refer to the bytes it was given). */
+  readonly writing: boolean;
   /** The exchange ended; `keepAlive` false closes the connection after what was written. */
   exchangeDone(keepAlive: boolean): void;
 }
@@ -153,33 +158,28 @@ export class FastExchange implements UpstreamHandler {
     this.phase = Phase.AwaitingHead;
     const first = this.bodyLeft > 0 ? this.conn.take(this.bodyLeft) : null;
     if (first === null) {
-      up.socket.write(this.headText, 'latin1');
+      up.io.write(this.headText);
       return;
     }
     this.bodyLeft -= first.length;
     this.bodyConsumed = true;
-    if (first.length <= SMALL) {
-      up.socket.write(Buffer.concat([Buffer.from(this.headText, 'latin1'), first]));
-    } else {
-      up.socket.cork();
-      up.socket.write(Buffer.from(this.headText, 'latin1'));
-      up.socket.write(first);
-      up.socket.uncork();
-    }
-    if (up.socket.writableNeedDrain) return;
-    this.pumpBody();
+    const ok =
+      first.length <= SMALL
+        ? up.io.write(Buffer.concat([Buffer.from(this.headText, 'latin1'), first]))
+        : up.io.writev(Buffer.from(this.headText, 'latin1'), first);
+    if (ok) this.pumpBody();
   };
 
   /** Sends buffered request body bytes while the backend takes them (client data or backend drain). */
   pumpBody(): void {
     const up = this.upstream;
     if (up === null || this.phase === Phase.Connecting || this.phase === Phase.Done) return;
-    while (this.bodyLeft > 0 && !up.socket.writableNeedDrain) {
+    while (this.bodyLeft > 0 && !up.io.needDrain) {
       const chunk = this.conn.take(this.bodyLeft);
       if (chunk === null) return;
       this.bodyLeft -= chunk.length;
       this.bodyConsumed = true;
-      up.socket.write(chunk);
+      up.io.write(chunk);
     }
   }
 
@@ -268,14 +268,8 @@ export class FastExchange implements UpstreamHandler {
     if (head === null) ok = body === null || this.conn.write(body);
     else if (body === null) ok = this.conn.write(head);
     else if (body.length <= SMALL) ok = this.conn.write(Buffer.concat([Buffer.from(head, 'latin1'), body]));
-    else {
-      // One writev of two buffers (a string in it would take a slower path).
-      this.conn.socket.cork();
-      this.conn.write(Buffer.from(head, 'latin1'));
-      ok = this.conn.write(body);
-      this.conn.socket.uncork();
-    }
-    const held = this.conn.socket.writableLength > 0;
+    else ok = this.conn.writev(Buffer.from(head, 'latin1'), body);
+    const held = this.conn.writing;
     if (complete) {
       this.complete();
       return held;

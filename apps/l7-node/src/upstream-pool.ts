@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { ReadBuffer } from '@slb/node-runtime';
+import { HandleIo, type HandleIoEvents } from './handle-io.js';
 
 // Raw keep-alive sockets to backends for the fast path, one pool per listener and backend (poolKeyOf in
 // server-group.ts; never shared across listeners or tenants): a LIFO stack of idle sockets
@@ -36,12 +37,14 @@ export interface UpstreamHandler {
   onDrain(): void;
 }
 
-export class UpstreamConn {
+export class UpstreamConn implements HandleIoEvents {
   handler: UpstreamHandler | null = null;
   /** Served a request before, so a reset before any response byte may just mean a stale keep-alive. */
   reused = false;
   idleSince = 0;
   readonly socket: Socket;
+  /** Writes go on the socket's handle (handle-io.ts); reads come through `onread` below. */
+  readonly io: HandleIo;
   private error: Error | null = null;
   private readonly reads = new ReadBuffer(READ_MIN, READ_MAX);
 
@@ -57,12 +60,12 @@ export class UpstreamConn {
       onread: { buffer: () => this.reads.current, callback: this.onRead },
     });
     const socket = this.socket;
+    this.io = new HandleIo(socket, this);
     socket.on('end', () => {
       if (this.handler) this.handler.onEnd();
       // Closed by the backend while idle: out of the pool at once rather than when the close completes.
       else socket.destroy();
     });
-    socket.on('drain', () => this.handler?.onDrain());
     socket.on('error', (err) => {
       this.error = err;
     });
@@ -82,6 +85,13 @@ export class UpstreamConn {
     this.reads.afterRead(n, held);
     return true;
   };
+
+  onWritten(): void {
+    this.handler?.onDrain();
+  }
+
+  /** Reads come through `onread`, never through the HandleIo. */
+  onBytes(): void {}
 
   /** Back to the pool after a complete keep-alive exchange. */
   release(): void {
