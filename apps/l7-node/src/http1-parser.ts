@@ -7,11 +7,49 @@
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing CTLs is the point
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?$/;
-// A field line: token name, colon right after it (no space), value without CTLs but HTAB. A line
-// starting with SP/HTAB (obs-fold) or holding a bare CR/LF cannot match.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing CTLs is the point
-const FIELD_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*$/;
 const DIGITS = /^\d{1,15}$/;
+
+// A field line: token name, colon right after it (no space), value without CTLs but HTAB. A line starting
+// with SP/HTAB (obs-fold) or holding a bare CR or LF is refused. Checked by one scan of the head with these
+// tables (a head arrives as latin1, so every char code is below 256), not a regex and a split per line.
+const TCHAR = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
+for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
+for (let c = 65; c <= 90; c++) TCHAR[c] = TCHAR[c + 32] = 1;
+const VALUE_CHAR = new Uint8Array(256).fill(1);
+for (let c = 0; c <= 0x1f; c++) if (c !== 9) VALUE_CHAR[c] = 0;
+VALUE_CHAR[0x7f] = 0;
+
+/**
+ * Scans the field lines after the first line of `head` (which ends at `lineEnd`, -1 when it is the only
+ * line) into `out` as [name, value, …], values without surrounding SP/HTAB. False when a line is malformed.
+ */
+function scanFields(head: string, lineEnd: number, out: string[]): boolean {
+  if (lineEnd < 0) return true;
+  const n = head.length;
+  let i = lineEnd + 2;
+  for (;;) {
+    // After every CRLF a field line follows: an empty one fails here.
+    const nameStart = i;
+    while (i < n && TCHAR[head.charCodeAt(i)] === 1) i++;
+    if (i === nameStart || i === n || head.charCodeAt(i) !== 58 /* : */) return false;
+    const name = head.slice(nameStart, i);
+    let a = ++i;
+    for (; i < n; i++) {
+      const c = head.charCodeAt(i);
+      if (VALUE_CHAR[c] !== 1) {
+        if (c === 13 && head.charCodeAt(i + 1) === 10) break;
+        return false;
+      }
+    }
+    let b = i;
+    while (a < b && (head.charCodeAt(a) === 32 || head.charCodeAt(a) === 9)) a++;
+    while (b > a && (head.charCodeAt(b - 1) === 32 || head.charCodeAt(b - 1) === 9)) b--;
+    out.push(name, head.slice(a, b));
+    if (i === n) return true;
+    i += 2;
+  }
+}
 
 export interface RequestHead {
   readonly method: string;
@@ -54,22 +92,19 @@ function listTokens(value: string): string[] {
  * malformed (node answers 400) or valid but unusual (HTTP/1.0, Transfer-Encoding, Upgrade, Expect, …).
  */
 export function parseRequestHead(head: string): RequestParse {
-  const lines = head.split('\r\n');
-  const m = REQUEST_LINE.exec(lines[0]!);
+  const lineEnd = head.indexOf('\r\n');
+  const m = REQUEST_LINE.exec(lineEnd < 0 ? head : head.slice(0, lineEnd));
   if (!m) return { fast: false, why: 'request line' };
   const headers: string[] = [];
+  if (!scanFields(head, lineEnd, headers)) return { fast: false, why: 'field line' };
   let contentLength = -1;
   let host: string | undefined;
   let hosts = 0;
   let cookie: string[] | undefined;
   let close = false;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (!FIELD_LINE.test(line)) return { fast: false, why: 'field line' };
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon);
-    const value = trimOws(line.slice(colon + 1));
-    headers.push(name, value);
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
     switch (name.length) {
       case 4:
         if (name.toLowerCase() === 'host') {
@@ -139,20 +174,17 @@ export interface ResponseHead {
 
 /** Parses a backend response head; null when it is malformed or ambiguous (the node answers 502). */
 export function parseResponseHead(head: string): ResponseHead | null {
-  const lines = head.split('\r\n');
-  const m = STATUS_LINE.exec(lines[0]!);
+  const lineEnd = head.indexOf('\r\n');
+  const m = STATUS_LINE.exec(lineEnd < 0 ? head : head.slice(0, lineEnd));
   if (!m) return null;
   const headers: string[] = [];
+  if (!scanFields(head, lineEnd, headers)) return null;
   let contentLength = -1;
   let te: string | undefined;
   let keepAlive = m[1] === '1';
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (!FIELD_LINE.test(line)) return null;
-    const colon = line.indexOf(':');
-    const name = line.slice(0, colon);
-    const value = trimOws(line.slice(colon + 1));
-    headers.push(name, value);
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
     if (name.length === 14 && name.toLowerCase() === 'content-length') {
       if (!DIGITS.test(value)) return null;
       const n = Number(value);
