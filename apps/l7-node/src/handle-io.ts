@@ -47,6 +47,11 @@ export class HandleIo {
   private paused = false;
   /** The last write waits in libuv's queue. */
   private async = false;
+  /**
+   * A write request no write holds: one that completes at once never binds its request object, so the next
+   * write takes it again; only a write left waiting keeps its own, and a new one is made after it.
+   */
+  private spare: Req | null = null;
 
   constructor(
     readonly socket: Socket,
@@ -140,10 +145,14 @@ export class HandleIo {
   }
 
   private request(h: TcpHandle): Req {
-    const req = new B.WriteWrap();
-    req.handle = h;
-    req.oncomplete = afterWrite;
-    req.socket = this;
+    let req = this.spare;
+    if (req === null) {
+      req = new B.WriteWrap();
+      req.handle = h;
+      req.oncomplete = afterWrite;
+      req.socket = this;
+      this.spare = req;
+    }
     return req;
   }
 
@@ -155,6 +164,7 @@ export class HandleIo {
     }
     if (B.state[B.kLastWriteWasAsync] === 0) return true;
     this.async = true;
+    this.spare = null;
     this.pending++;
     return h.writeQueueSize < WRITE_HIGH_WATER;
   }
