@@ -5,6 +5,7 @@
 //                                     # http-proxy, and the full L4 → L7 path; small (`ok`) and 16 KiB bodies.
 //                                     # DUR=5 s per run, WARM=4 s warm-up per target and body (JITs need it).
 //   ROUNDS=3 node bench/l7.mjs        # targets interleaved in rounds, best round of each (default 1; ~4 min each)
+//   L7_BASELINE=../other node bench/l7.mjs  # also the l7-node of another (built) checkout, e.g. main before a change
 //   node bench/l7.mjs --serve LISTEN UPSTREAM
 //                                     # foreground l7-node proxying 127.0.0.1:LISTEN → 127.0.0.1:UPSTREAM,
 //                                     # for ../shared/bench/anchors.sh EXTRA_L7
@@ -76,10 +77,10 @@ function start(name, cpu, cmd, args, env = process.env) {
   return c;
 }
 
-function startL7(name, proxyPort, directPort, upstream, cpu, env = {}) {
+function startL7(name, proxyPort, directPort, upstream, cpu, env = {}, main = L7_MAIN) {
   const file = join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(l7Snapshot(proxyPort, directPort, upstream)));
-  return start(name, cpu, process.execPath, [...nodeArgs, L7_MAIN, '--config', file], {
+  return start(name, cpu, process.execPath, [...nodeArgs, main, '--config', file], {
     ...process.env,
     LOG_LEVEL: process.env.L7_LOG_LEVEL ?? 'warn',
     SLB_METRICS_PORT: '0',
@@ -265,6 +266,13 @@ async function main() {
   // The same node with the raw-socket fast path off (node:http + undici for every request).
   const nofast = startL7('l7node-nofast', 19093, 19092, BE, PROXY_CPU, { SLB_L7_FAST_PATH: '0' });
   targets.push(['l7-node (SLB_L7_FAST_PATH=0)', 19092, [nofast]]);
+  // Another checkout's build in the same rounds (L7_BASELINE=/path/to/checkout, built): a change's effect
+  // read within one run, where the machine's drift hits both builds alike.
+  if (process.env.L7_BASELINE) {
+    const main = join(process.env.L7_BASELINE, 'apps/l7-node/dist/main.js');
+    const baseline = startL7('l7node-baseline', 19095, 19094, BE, PROXY_CPU, {}, main);
+    targets.push(['l7-node (L7_BASELINE)', 19094, [baseline]]);
+  }
   const nginx = startNginx(
     'nginx',
     PROXY_CPU,
