@@ -1,9 +1,9 @@
 import { isIPv6 } from 'node:net';
-import { getSystemErrorName } from 'node:util';
 import {
   loadTcpWrap,
   ReadBuffer,
   type SocketAddress,
+  uvError,
   type TcpHandle as WrapHandle,
   type Req as WrapReq,
 } from '@slb/node-runtime';
@@ -16,8 +16,8 @@ import {
  * Node proxy at about a third of HAProxy's new connections per second (bench/l4.mjs). Driving the handles
  * directly more than doubles it.
  *
- * The bindings are internal: node-runtime's tcp-wrap.ts loads and checks them at start, and `raw-tcp.test.ts` fails if their
- * behaviour changes.
+ * The bindings are internal: node-runtime's tcp-wrap.ts loads and checks them at start, and `raw-tcp.test.ts`
+ * fails if their behaviour changes.
  */
 
 /** What libuv passes for a read that hit the peer's FIN. */
@@ -51,17 +51,6 @@ const B = loadTcpWrap<RawSocket>();
 
 /** This runtime's tcp_wrap can bind with SO_REUSEPORT (Node ≥ 22.12), so nodes on one host can share a VIP:port. */
 export const RAW_TCP_REUSEPORT = B.UV_TCP_REUSEPORT !== undefined;
-
-/** A libuv error code as the Error Node would give, with `code` (e.g. ECONNREFUSED) and `errno`. */
-export function uvError(errno: number, syscall: string, detail?: string): NodeJS.ErrnoException {
-  let code: string;
-  try {
-    code = getSystemErrorName(errno);
-  } catch {
-    code = `E${-errno}`;
-  }
-  return Object.assign(new Error(`${syscall} ${code}${detail ? ` ${detail}` : ''}`), { code, errno, syscall });
-}
 
 /** What owns a socket (a proxied session) hears from it; methods, not events, so a call costs no emit. */
 export interface RawSocketEvents {

@@ -1,8 +1,9 @@
 import type { ConnTrackTable, FlowKey } from '@slb/balancing';
+import { uvError } from '@slb/node-runtime';
 import type { BackendPool, BackendState, TrackedConn } from './backend-pool.js';
 import type { ListenerSync } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
-import { connectRaw, type RawSocket, type RawSocketEvents, uvError } from './raw-tcp.js';
+import { connectRaw, type RawSocket, type RawSocketEvents } from './raw-tcp.js';
 
 /**
  * What a session needs of the listener that accepted it. Declared here and implemented by TcpListener, so

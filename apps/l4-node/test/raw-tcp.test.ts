@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { SMALL_READS_TO_SHRINK } from '@slb/node-runtime';
+import { SMALL_READS_TO_SHRINK, uvError } from '@slb/node-runtime';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   connectRaw,
@@ -11,7 +11,6 @@ import {
   type RawSocket,
   type RawSocketEvents,
   spareBufferCount,
-  uvError,
 } from '../src/raw-tcp.js';
 
 const hasPython = spawnSync('python3', ['-c', '']).status === 0;

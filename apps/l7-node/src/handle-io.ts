@@ -1,13 +1,12 @@
 import type { Socket } from 'node:net';
-import { getSystemErrorName } from 'node:util';
-import { loadTcpWrap, type TcpHandle as WrapHandle, type Req as WrapReq } from '@slb/node-runtime';
+import { loadTcpWrap, uvError, type TcpHandle as WrapHandle, type Req as WrapReq } from '@slb/node-runtime';
 
 // The fast path's reads and writes, made on a net.Socket's own TCP handle rather than through the socket's
 // Readable and Writable: a request costs a read and a write on each side, and the stream machinery around
-// them (push, emit, writeOrBuffer, write requests, nextTicks) was 7–10% of the node's profile samples, and
-// leaving it out saves 2–3% of its CPU per request (bench/README, "The L7 fast path on the handles"). The socket stays what it is for everything else: accepting,
-// its close and error events, end() and destroy(), its byte counts (net.js reads them off the handle), and
-// node:http after a hand-over, which gets reading back.
+// them (push, emit, writeOrBuffer, write requests, nextTicks) was 7–10% of the node's profile samples
+// (bench/README, "The L7 fast path on the sockets' handles", has what leaving it out saved). The socket stays
+// what it is for everything else: accepting, its close and error events, end() and destroy(), its byte counts
+// (net.js reads them off the handle), and node:http after a hand-over, which gets reading back.
 // libuv keeps one queue of writes per handle, so bytes written here and by the socket (end(), a hand-over's
 // answers) leave in the order they were written, and a shutdown waits for the writes queued before it.
 
@@ -188,13 +187,7 @@ export class HandleIo {
   }
 
   private failed(errno: number): void {
-    let code: string;
-    try {
-      code = getSystemErrorName(errno);
-    } catch {
-      code = `E${-errno}`;
-    }
-    this.socket.destroy(Object.assign(new Error(`write ${code}`), { code, errno, syscall: 'write' }));
+    this.socket.destroy(uvError(errno, 'write'));
   }
 }
 

@@ -85,7 +85,7 @@ export { type SessionSyncEnv, sessionSyncFromEnv } from './session-sync-env.js';
 export { DEFAULT_SLICE_MS, Slicer } from './slicer.js';
 export { loadSavedSnapshot, saveSnapshot } from './state-file.js';
 export { sealKeyOf } from './state-seal.js';
-export { loadTcpWrap, type Req, type SocketAddress, type TcpHandle, type TcpWrap } from './tcp-wrap.js';
+export { loadTcpWrap, type Req, type SocketAddress, type TcpHandle, type TcpWrap, uvError } from './tcp-wrap.js';
 export {
   ListenerTraffic,
   sumReports,

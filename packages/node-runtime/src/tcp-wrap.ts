@@ -1,3 +1,5 @@
+import { getSystemErrorName } from 'node:util';
+
 /**
  * Node's own libuv TCP handle bindings (`tcp_wrap`, `stream_wrap`: what net.Socket is built on), the one
  * place the nodes reach into Node internals: the L4 node's raw sockets (apps/l4-node/src/raw-tcp.ts explains
@@ -168,4 +170,15 @@ export function loadTcpWrap<S>(binding?: Binding): TcpWrap<S> {
     kArrayBufferOffset: stream.kArrayBufferOffset as number,
     kLastWriteWasAsync: stream.kLastWriteWasAsync as number,
   };
+}
+
+/** A libuv error code as the Error Node would give, with `code` (e.g. ECONNREFUSED) and `errno`. */
+export function uvError(errno: number, syscall: string, detail?: string): NodeJS.ErrnoException {
+  let code: string;
+  try {
+    code = getSystemErrorName(errno);
+  } catch {
+    code = `E${-errno}`;
+  }
+  return Object.assign(new Error(`${syscall} ${code}${detail ? ` ${detail}` : ''}`), { code, errno, syscall });
 }
