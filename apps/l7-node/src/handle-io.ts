@@ -28,7 +28,7 @@ export const WRITE_HIGH_WATER = 16 * 1024;
 
 /** What the owner of a HandleIo hears; methods, not events, so a call costs no emit. */
 export interface HandleIoEvents {
-  /** Bytes read from the socket, in a buffer of their own (they may be kept). */
+  /** Bytes read from the socket, in a buffer of their own (they may be kept); see {@link HandleIo.takeReads}. */
   onBytes(chunk: Buffer): void;
   /** Every write made here has completed (after one that had to wait for the kernel). */
   onWritten(): void;
@@ -51,6 +51,8 @@ export class HandleIo {
    * write takes it again; only a write left waiting keeps its own, and a new one is made after it.
    */
   private spare: Req | null = null;
+  /** Set by {@link takeUserBufferReads}. */
+  private userRead: ((n: number) => Buffer) | null = null;
 
   constructor(
     readonly socket: Socket,
@@ -74,6 +76,22 @@ export class HandleIo {
       h.readStart();
     }
     return before;
+  }
+
+  /**
+   * For a socket made with net's `onread` option (reads into a buffer of its owner's, no allocation per
+   * read): from now on each read calls `read(n)` straight from the handle, skipping net.js's per-read
+   * bookkeeping, and `read` returns the buffer for the next one. EOF and errors still go to net.Socket.
+   * Reading itself (start, pause, resume) stays the socket's. False when the socket has no handle.
+   */
+  takeUserBufferReads(read: (n: number) => Buffer): boolean {
+    const h = handleOf(this.socket);
+    if (h === null || this.nodeOnRead !== null) return false;
+    this.nodeOnRead = h.onread;
+    this.userRead = read;
+    h.fastIo = this;
+    h.onread = onUserBufferRead;
+    return true;
   }
 
   /** Gives reading back to the socket (a hand-over to node:http), reading and unpaused. */
@@ -181,6 +199,10 @@ export class HandleIo {
     this.events.onBytes(chunk);
   }
 
+  readIntoUserBuffer(n: number): Buffer {
+    return this.userRead!(n);
+  }
+
   /** EOF and read errors: net.Socket's own handling (EOF ends it after what was written, an error destroys it). */
   passOn(h: TcpHandle, arrayBuffer: ArrayBuffer | undefined): void {
     this.nodeOnRead?.call(h, arrayBuffer);
@@ -196,6 +218,15 @@ function onRead(this: TcpHandle, arrayBuffer?: ArrayBuffer): undefined {
   const n = B.state[B.kReadBytesOrError]!;
   if (n > 0 && arrayBuffer !== undefined) io.readBytes(Buffer.from(arrayBuffer, B.state[B.kArrayBufferOffset], n));
   else io.passOn(this, arrayBuffer);
+  return undefined;
+}
+
+function onUserBufferRead(this: TcpHandle, arrayBuffer?: ArrayBuffer): Buffer | undefined {
+  const io = this.fastIo!;
+  const n = B.state[B.kReadBytesOrError]!;
+  // The binding takes the returned buffer for the next read (net.js's onStreamRead does the same).
+  if (n > 0) return io.readIntoUserBuffer(n);
+  io.passOn(this, arrayBuffer);
   return undefined;
 }
 

@@ -43,7 +43,7 @@ export class UpstreamConn implements HandleIoEvents {
   reused = false;
   idleSince = 0;
   readonly socket: Socket;
-  /** Writes go on the socket's handle (handle-io.ts); reads come through `onread` below. */
+  /** Reads and writes go on the socket's handle (handle-io.ts); reads into {@link reads}. */
   readonly io: HandleIo;
   private error: Error | null = null;
   private readonly reads = new ReadBuffer(READ_MIN, READ_MAX);
@@ -61,6 +61,8 @@ export class UpstreamConn implements HandleIoEvents {
     });
     const socket = this.socket;
     this.io = new HandleIo(socket, this);
+    // net.connect made the handle already; without one, reads stay on net's `onread` path above.
+    this.io.takeUserBufferReads(this.readInto);
     socket.on('end', () => {
       if (this.handler) this.handler.onEnd();
       // Closed by the backend while idle: out of the pool at once rather than when the close completes.
@@ -78,27 +80,34 @@ export class UpstreamConn implements HandleIoEvents {
   }
 
   private readonly onRead = (n: number, buf: Buffer): boolean => {
+    this.read(n, buf);
+    return true;
+  };
+
+  private readonly readInto = (n: number): Buffer => this.read(n, this.reads.current);
+
+  /** `n` bytes read into `buf`; returns the buffer for the next read. */
+  private read(n: number, buf: Buffer): Buffer {
     let held = false;
     if (this.handler) held = this.handler.onData(buf.subarray(0, n));
     // A backend talking while nobody asked (idle in the pool) is out of step.
     else this.socket.destroy();
-    this.reads.afterRead(n, held);
-    return true;
-  };
+    return this.reads.afterRead(n, held);
+  }
 
   onWritten(): void {
     this.handler?.onDrain();
   }
 
-  /** Reads come through `onread`, never through the HandleIo. */
+  /** Reads come into the user buffer (readInto), never as buffers of their own. */
   onBytes(): void {}
 
-  /** Back to the pool after a complete keep-alive exchange. */
-  release(): void {
+  /** Back to the pool after a complete keep-alive exchange; `now` is performance.now(). */
+  release(now = performance.now()): void {
     this.handler = null;
     this.reused = true;
     if (this.socket.destroyed) return;
-    this.pool.idle(this);
+    this.pool.idle(this, now);
   }
 
   /** Drops the socket (unknown state, half-read response, error). */
@@ -128,8 +137,7 @@ class OriginPool {
     private readonly idleTimeoutMs: number,
   ) {}
 
-  acquire(cb: AcquireCallback): Waiter | null {
-    const now = performance.now();
+  acquire(cb: AcquireCallback, now: number): Waiter | null {
     while (this.idleStack.length > 0) {
       const c = this.idleStack.pop()!;
       if (now - c.idleSince < this.idleTimeoutMs && !c.socket.destroyed) {
@@ -179,13 +187,13 @@ class OriginPool {
     });
   }
 
-  idle(c: UpstreamConn): void {
+  idle(c: UpstreamConn, now: number): void {
     const next = this.waiters.shift();
     if (next) {
       next(c);
       return;
     }
-    c.idleSince = performance.now();
+    c.idleSince = now;
     this.idleStack.push(c);
   }
 
@@ -228,9 +236,10 @@ export class UpstreamPools {
 
   /**
    * A socket of pool `key` (to host:port), handed to `cb`, now or once one is free; `cb(null)` when the
-   * connection could not be made. Returns a Waiter when the request had to queue.
+   * connection could not be made. Returns a Waiter when the request had to queue. `now`: performance.now(),
+   * passed in by a caller that read the clock already.
    */
-  acquire(key: string, host: string, port: number, cb: AcquireCallback): Waiter | null {
+  acquire(key: string, host: string, port: number, cb: AcquireCallback, now = performance.now()): Waiter | null {
     let pool = this.pools.get(key);
     if (!pool) {
       pool = new OriginPool(
@@ -242,7 +251,7 @@ export class UpstreamPools {
       );
       this.pools.set(key, pool);
     }
-    return pool.acquire(cb);
+    return pool.acquire(cb, now);
   }
 
   /** The pool keys open now. */

@@ -114,6 +114,61 @@ describe('HandleIo', () => {
     expect(accepted.bytesRead).toBe('HDRrest-of-firstsecondthirdfourth'.length);
   });
 
+  it("reads a socket made with net's onread option into the buffer each read returns; pause, EOF and counts stay net's", async () => {
+    const accepted = new Promise<Socket>((resolve) => {
+      server = createServer(resolve);
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const first = Buffer.alloc(64);
+    const viaNet: string[] = [];
+    // net.js's own callback for this option: it must not be called once the HandleIo reads.
+    const s = connect({
+      port: (server!.address() as AddressInfo).port,
+      host: '127.0.0.1',
+      onread: {
+        buffer: first,
+        callback: (n, buf) => viaNet.push(Buffer.from(buf.subarray(0, n)).toString('latin1')) > 0,
+      },
+    });
+    s.on('error', () => {});
+    const io = new HandleIo(s, new Recorder());
+    const buffers = [Buffer.alloc(64), Buffer.alloc(64)];
+    const reads: { text: string; into: Buffer }[] = [];
+    let current = first;
+    expect(
+      io.takeUserBufferReads((n) => {
+        reads.push({ text: current.toString('latin1', 0, n), into: current });
+        current = buffers[reads.length - 1] ?? current;
+        return current;
+      }),
+    ).toBe(true);
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    const peer = await accepted;
+    peer.write('one');
+    await until(() => reads.length === 1, 'the first read');
+    peer.write('two');
+    await until(() => reads.length === 2, 'the second read');
+    expect(reads.map((r) => r.text)).toEqual(['one', 'two']);
+    // Each read went into the buffer the previous one returned.
+    expect(reads[0]!.into).toBe(first);
+    expect(reads[1]!.into).toBe(buffers[0]);
+
+    s.pause();
+    peer.write('three');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(reads).toHaveLength(2);
+    s.resume();
+    await until(() => reads.length === 3, 'the read after resuming');
+    expect(reads[2]).toEqual({ text: 'three', into: buffers[1] });
+
+    const ended = new Promise<void>((r) => s.once('end', () => r()));
+    peer.end();
+    await ended;
+    expect(viaNet).toEqual([]);
+    expect(s.bytesRead).toBe('onetwothree'.length);
+    s.destroy();
+  });
+
   it("leaves the peer's FIN to the socket: it ends and closes as net.Socket does", async () => {
     const { accepted, peer } = await pair();
     const ev = new Recorder();
