@@ -76,8 +76,9 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
     if (this.exchange) {
       this.exchange.pumpBody();
     } else {
-      if (this.deadlineKind === IDLE_DEADLINE) this.arm(HEADERS_DEADLINE, performance.now());
-      this.pump();
+      const now = performance.now();
+      if (this.deadlineKind === IDLE_DEADLINE) this.arm(HEADERS_DEADLINE, now);
+      this.pump(now);
     }
     // Bytes wait while a request is in flight or its answers are unread; a head still arriving is bounded
     // by maxHeaderSize instead.
@@ -104,8 +105,11 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
     ex?.clientGone();
   };
 
-  /** Frames the next request when none is in flight; re-entrant calls loop instead of recursing. */
-  private pump(): void {
+  /**
+   * Frames the next request when none is in flight; re-entrant calls loop instead of recursing. `now`:
+   * performance.now() when the caller read the clock already.
+   */
+  private pump(now?: number): void {
     if (this.pumping) {
       this.again = true;
       return;
@@ -113,12 +117,12 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
     this.pumping = true;
     do {
       this.again = false;
-      this.next();
+      this.next(now);
     } while (this.again);
     this.pumping = false;
   }
 
-  private next(): void {
+  private next(now: number | undefined): void {
     if (this.done || this.exchange || this.buf === null || this.socket.destroyed) return;
     // A client that pipelines without reading its answers waits until it has read them.
     if (this.io.needDrain) return;
@@ -146,7 +150,7 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
     }
     this.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
     this.deadlineKind = NO_DEADLINE;
-    this.exchange = new FastExchange(this, this.ctx.deps, this.ctx.state(), parsed.head);
+    this.exchange = new FastExchange(this, this.ctx.deps, this.ctx.state(), parsed.head, now ?? performance.now());
     this.exchange.start();
   }
 
@@ -175,7 +179,7 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
   }
 
   /** The exchange in flight ended; `keepAlive` false closes the connection after what was written. */
-  exchangeDone(keepAlive: boolean): void {
+  exchangeDone(keepAlive: boolean, now = performance.now()): void {
     this.exchange = null;
     if (this.done || this.socket.destroyed) return;
     if (!keepAlive || this.closing) {
@@ -184,8 +188,8 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
       return;
     }
     this.io.resumeReads();
-    this.arm(this.buf === null ? IDLE_DEADLINE : HEADERS_DEADLINE, performance.now());
-    this.pump();
+    this.arm(this.buf === null ? IDLE_DEADLINE : HEADERS_DEADLINE, now);
+    this.pump(now);
   }
 
   /** Timeouts, checked by the registry's sweep. */

@@ -39,8 +39,11 @@ export interface ExchangeClient {
   writev(first: Buffer, second: Buffer): boolean;
   /** A write to the client waits for the kernel (it may refer to the bytes it was given). */
   readonly writing: boolean;
-  /** The exchange ended; `keepAlive` false closes the connection after what was written. */
-  exchangeDone(keepAlive: boolean): void;
+  /**
+   * The exchange ended; `keepAlive` false closes the connection after what was written. `now`:
+   * performance.now(), when the exchange read the clock already.
+   */
+  exchangeDone(keepAlive: boolean, now?: number): void;
 }
 
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
@@ -65,7 +68,6 @@ function headWith(head: string, body: Buffer): Buffer {
 }
 
 export class FastExchange implements UpstreamHandler {
-  private readonly started = performance.now();
   private readonly routed: RoutedRequest;
   private backend: Backend | null = null;
   private stuck = false;
@@ -80,6 +82,8 @@ export class FastExchange implements UpstreamHandler {
   /** The attempt holds `backend.state.active`. */
   private attemptOpen = false;
   private dispatchStarted = 0;
+  /** When the response head arrived (performance.now()). */
+  private headAt = 0;
   private phase: number = Phase.Connecting;
   /** Request body bytes not yet sent to the backend. */
   private bodyLeft: number;
@@ -102,6 +106,8 @@ export class FastExchange implements UpstreamHandler {
     private readonly deps: ProxyDeps,
     private readonly state: ListenerState,
     private readonly head: RequestHead,
+    /** performance.now() when the head was read: a request reads the clock once on each side. */
+    private readonly started = performance.now(),
   ) {
     this.routed = routeRequest(state, head.host, head.target);
     this.bodyLeft = head.contentLength;
@@ -121,10 +127,10 @@ export class FastExchange implements UpstreamHandler {
       return;
     }
     this.headText = serializeHead(`${this.head.method} ${this.head.target} HTTP/1.1`, headers);
-    this.attempt();
+    this.attempt(this.started);
   }
 
-  private attempt(): void {
+  private attempt(now: number): void {
     const group = this.routed.group!;
     const choice = chooseBackend(this.state, group, this.head.cookie, this.tried);
     const b = choice.backend;
@@ -137,15 +143,15 @@ export class FastExchange implements UpstreamHandler {
     this.stuck = choice.stuck;
     this.tried.add(b);
     this.attempts++;
-    this.dispatch(b);
+    this.dispatch(b, now);
   }
 
-  private dispatch(b: Backend): void {
+  private dispatch(b: Backend, now: number): void {
     b.state.active++;
     this.attemptOpen = true;
     this.phase = Phase.Connecting;
-    this.dispatchStarted = performance.now();
-    this.waiter = this.deps.upstream.acquire(b.poolKey, b.address, b.port, this.onConnection);
+    this.dispatchStarted = now;
+    this.waiter = this.deps.upstream.acquire(b.poolKey, b.address, b.port, this.onConnection, now);
   }
 
   private readonly onConnection = (up: UpstreamConn | null) => {
@@ -231,7 +237,8 @@ export class FastExchange implements UpstreamHandler {
 
   private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): boolean {
     const b = this.backend!;
-    responseStarted(this.deps, this.state, this.routed.group!, b, this.dispatchStarted);
+    this.headAt = performance.now();
+    responseStarted(this.deps, this.state, this.routed.group!, b, this.dispatchStarted, this.headAt);
     const { headers, setCookies } = responseHeadersToClient(p.headers, true);
     stickyOnResponse(this.state, b, this.stuck, setCookies, headers);
     const framing = new ResponseFraming(this.head.method, p);
@@ -279,7 +286,8 @@ export class FastExchange implements UpstreamHandler {
     else ok = this.conn.writev(Buffer.from(head, 'latin1'), body);
     const held = this.conn.writing;
     if (complete) {
-      this.complete();
+      // A response whose end came with its head needs no second clock read.
+      this.complete(head === null ? performance.now() : this.headAt);
       return held;
     }
     if (!ok && !this.upstreamPaused) {
@@ -297,7 +305,7 @@ export class FastExchange implements UpstreamHandler {
 
   onEnd(): void {
     if (this.phase === Phase.Body && this.framing?.kind === 'close') {
-      this.complete();
+      this.complete(performance.now());
       return;
     }
     this.upstreamLost();
@@ -327,7 +335,7 @@ export class FastExchange implements UpstreamHandler {
     this.attemptFailed({ kind: 'failed', answer: 'backend-failed' }, false);
   }
 
-  private endAttempt(keepSocket: boolean): void {
+  private endAttempt(keepSocket: boolean, now?: number): void {
     const up = this.upstream;
     this.upstream = null;
     if (up !== null) {
@@ -335,7 +343,7 @@ export class FastExchange implements UpstreamHandler {
         this.upstreamPaused = false;
         up.socket.resume();
       }
-      if (keepSocket) up.release();
+      if (keepSocket) up.release(now);
       else up.discard();
     }
     this.waiter?.cancel();
@@ -361,7 +369,7 @@ export class FastExchange implements UpstreamHandler {
     // again on another socket, as if this attempt never happened.
     if (stale && this.staleRetries < STALE_RETRIES && !this.bodyConsumed && isIdempotent(this.head.method)) {
       this.staleRetries++;
-      this.dispatch(this.backend!);
+      this.dispatch(this.backend!, performance.now());
       return;
     }
     const verdict = afterFailedAttempt(
@@ -377,13 +385,13 @@ export class FastExchange implements UpstreamHandler {
       this.fail(verdict);
       return;
     }
-    this.attempt();
+    this.attempt(performance.now());
   }
 
-  private complete(): void {
+  private complete(now: number): void {
     this.phase = Phase.Done;
-    this.endAttempt(this.reuseBackend && this.bodyLeft === 0);
-    this.finish(!this.closeClient && this.bodyLeft === 0, false);
+    this.endAttempt(this.reuseBackend && this.bodyLeft === 0, now);
+    this.finish(!this.closeClient && this.bodyLeft === 0, false, now);
   }
 
   /** The response was cut after bytes went to the client: nothing else can be said on this connection. */
@@ -421,7 +429,7 @@ export class FastExchange implements UpstreamHandler {
     this.finish(false, true);
   }
 
-  private finish(keepAlive: boolean, aborted: boolean): void {
+  private finish(keepAlive: boolean, aborted: boolean, now?: number): void {
     if (this.finished) return;
     this.finished = true;
     if (this.retry.retrySlot) this.state.budget.retryEnded();
@@ -438,6 +446,6 @@ export class FastExchange implements UpstreamHandler {
       answer: this.answer,
       aborted,
     });
-    this.conn.exchangeDone(keepAlive);
+    this.conn.exchangeDone(keepAlive, now);
   }
 }

@@ -181,9 +181,10 @@ export function responseStarted(
   group: ServerGroupRuntime,
   b: Backend,
   dispatchStarted: number,
+  now = performance.now(),
 ): void {
   group.succeeded(b);
-  const ms = performance.now() - dispatchStarted;
+  const ms = now - dispatchStarted;
   deps.metrics.upstreamLatency.observe([state.config.id, b.serverId], ms / 1000);
   deps.metrics.traffic.of(state.config.id, true).upstreamTime(ms);
 }

@@ -140,9 +140,14 @@ export class ServerGroupRuntime {
     });
   }
 
+  /** An ejection ended since the last rebuild; no clock read while nothing is ejected. */
+  private ejectionExpired(): boolean {
+    return this.nextExpiry !== Number.POSITIVE_INFINITY && this.now() >= this.nextExpiry;
+  }
+
   /** A backend for a new request, skipping `exclude` (already tried); null when none is left. */
   pick(exclude?: ReadonlySet<Backend>): Backend | null {
-    if (this.now() >= this.nextExpiry) this.rebuild();
+    if (this.ejectionExpired()) this.rebuild();
     const n = this.eligible.length;
     if (n === 0 || !this.scheduler) return null;
     for (let k = 0; k < n; k++) {
@@ -154,7 +159,7 @@ export class ServerGroupRuntime {
 
   /** The named server when it still takes requests (sticky sessions), else undefined. */
   takesRequests(serverId: string): Backend | undefined {
-    if (this.now() >= this.nextExpiry) this.rebuild();
+    if (this.ejectionExpired()) this.rebuild();
     const b = this.byId.get(serverId);
     return b && this.eligible.includes(b) ? b : undefined;
   }
