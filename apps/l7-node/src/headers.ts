@@ -4,7 +4,9 @@
 // honoured: dropping Content-Length while the body is still sent would let the body be read by the backend
 // as the next request on a pooled socket (request smuggling).
 
-const HOP_BY_HOP = new Set([
+import { isName } from './tokens.js';
+
+const HOP_BY_HOP_NAMES = [
   'connection',
   'proxy-connection',
   'keep-alive',
@@ -13,7 +15,20 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
   'http2-settings',
-]);
+];
+const HOP_BY_HOP = new Set(HOP_BY_HOP_NAMES);
+
+/** Whether a header name (any case) is hop-by-hop, without a lower-cased copy of it. */
+function isHopByHop(name: string): boolean {
+  for (const h of HOP_BY_HOP_NAMES) if (isName(name, h)) return true;
+  return false;
+}
+
+/** Whether the Connection options `named` (lower-cased) name the header `name` (any case). */
+function namedBy(named: ReadonlySet<string> | null, name: string): boolean {
+  if (named !== null) for (const t of named) if (isName(name, t)) return true;
+  return false;
+}
 
 /**
  * Set by the node from the connection, or not at all: a client's own values are dropped, never trusted
@@ -165,10 +180,10 @@ export function responseHeadersToClient(
       headers.push(name, raw[i + 1]!);
       continue;
     }
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
-    if (dropContentLength && lower === 'content-length') continue;
-    if (lower === 'set-cookie') setCookies.push(raw[i + 1]!);
+    // By char codes rather than a lower-cased copy: this runs for every response the fast path forwards.
+    if (isHopByHop(name) || namedBy(named, name)) continue;
+    if (dropContentLength && isName(name, 'content-length')) continue;
+    if (isName(name, 'set-cookie')) setCookies.push(raw[i + 1]!);
     headers.push(name, raw[i + 1]!);
   }
   return { headers, setCookies };

@@ -3,6 +3,8 @@
 // or answers 502 (responses). Heads arrive as latin1 strings without their final CRLF CRLF, so bytes
 // 0x80-0xff survive a round trip unchanged.
 
+import { hasToken, isName } from './tokens.js';
+
 // RFC 9110 §5.6.2: tchar. The target is origin-form of visible ASCII only (no spaces, no CTLs).
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\/[\x21-\x7e]*) HTTP\/1\.1$/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing CTLs is the point
@@ -185,15 +187,15 @@ export function parseResponseHead(head: string): ResponseHead | null {
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
     const value = headers[i + 1]!;
-    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+    if (isName(name, 'content-length')) {
       if (!DIGITS.test(value)) return null;
       const n = Number(value);
       if (contentLength >= 0 && contentLength !== n) return null;
       contentLength = n;
-    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+    } else if (isName(name, 'transfer-encoding')) {
       te = te === undefined ? value : `${te}, ${value}`;
-    } else if (name.length === 10 && name.toLowerCase() === 'connection') {
-      if (listTokens(value).includes('close')) keepAlive = false;
+    } else if (isName(name, 'connection')) {
+      if (hasToken(value, 'close')) keepAlive = false;
     }
   }
   let chunked = false;
