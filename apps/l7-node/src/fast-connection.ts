@@ -1,4 +1,7 @@
+// Buffer and performance are imported, not taken from globalThis, where each is an accessor (a getter call per use).
+import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { type ExchangeClient, FastExchange } from './fast-exchange.js';
 import { HandleIo, type HandleIoEvents } from './handle-io.js';
 import { parseRequestHead } from './http1-parser.js';

@@ -1,4 +1,7 @@
+// Buffer and performance are imported, not taken from globalThis, where each is an accessor (a getter call per use).
+import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead } from './headers.js';
 import { parseResponseHead, type RequestHead, type ResponseHead } from './http1-parser.js';
 import { type NodeAnswer, problemBody, rawProblem } from './problem.js';

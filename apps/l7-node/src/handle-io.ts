@@ -1,3 +1,5 @@
+// Buffer is imported, not taken from globalThis, where it is an accessor (a getter call per use).
+import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { loadTcpWrap, uvError, type TcpHandle as WrapHandle, type Req as WrapReq } from '@slb/node-runtime';
 

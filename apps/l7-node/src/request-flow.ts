@@ -1,4 +1,7 @@
+// performance is imported, not taken from globalThis, where it is an accessor (a getter call per use).
+
 import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { type ForwardingInfo, isIdempotent, xffModeOf } from './headers.js';
 import type { NodeAnswer } from './problem.js';
 import { originFormTarget } from './request-target.js';

@@ -1,4 +1,7 @@
+// performance is imported, not taken from globalThis, where it is an accessor (a getter call per use).
+
 import { connect, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { ReadBuffer } from '@slb/node-runtime';
 import { HandleIo, type HandleIoEvents } from './handle-io.js';
 

@@ -1,3 +1,6 @@
+// Buffer is imported, not taken from globalThis, where it is an accessor (a getter call per use).
+import { Buffer } from 'node:buffer';
+
 /** Consecutive reads smaller than the small buffer after which a grown buffer is given back. */
 export const SMALL_READS_TO_SHRINK = 8;
 
