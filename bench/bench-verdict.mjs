@@ -106,6 +106,29 @@ export function median(values) {
 }
 
 /**
+ * A target against references measured in the same rounds: each round's ratio (compare, or compareWithBest over
+ * several references), and their median. A round pairs rows taken minutes apart at most, so a slow spell of a
+ * shared machine hits both sides of each ratio; the best round of each row alone can pair one row's good spell
+ * with the other's bad one.
+ * @param {{ name: string, rate: number, cpuUs: number, limit: string }[][]} rounds each round's rows
+ * @param {(row: { name: string }) => boolean} isTarget
+ * @param {(row: { name: string }) => boolean} isReference
+ * @returns {{ ratios: number[], median: number, bases: string[] }} rounds missing either side are left out
+ */
+export function sameRoundRatios(rounds, isTarget, isReference) {
+  const ratios = [];
+  const bases = [];
+  for (const rows of rounds) {
+    const target = rows.find(isTarget);
+    const c = target === undefined ? undefined : compareWithBest(target, rows.filter(isReference));
+    if (c === undefined || !Number.isFinite(c.ratio)) continue;
+    ratios.push(c.ratio);
+    bases.push(c.basis);
+  }
+  return { ratios, median: median(ratios), bases };
+}
+
+/**
  * A ratio against its goal, as printed: `0.57× nginx (goal ≥ 0.8×) MISS`, with `by CPU/req` when the ratio
  * is a CPU-cost ratio. A goal with `max` is lower-is-better (latency: `1.4× haproxy p99 (goal ≤ 2×) ok`).
  * @param {number} ratio

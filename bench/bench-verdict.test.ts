@@ -9,6 +9,7 @@ import {
   parseCpuList,
   planPinning,
   quantile,
+  sameRoundRatios,
   verdict,
 } from './bench-verdict.mjs';
 
@@ -156,5 +157,38 @@ describe('quantile', () => {
     expect(quantile(xs, 1)).toBe(10);
     expect(quantile(xs, 0)).toBe(1);
     expect(quantile([], 0.5)).toBeNaN();
+  });
+});
+
+describe('sameRoundRatios', () => {
+  const row = (name: string, rate: number, cpuUs: number, limit = 'target-limited') => ({ name, rate, cpuUs, limit });
+  const isNode = (r: { name: string }) => r.name === 'node';
+  const isNginx = (r: { name: string }) => r.name === 'nginx';
+
+  it('pairs rows within each round and takes the median, where the best rounds alone would pair unlike spells', () => {
+    const rounds = [
+      // A slow spell for both: the node's worst round and nginx's worst round.
+      [row('node', 30_000, 30), row('nginx', 36_000, 25)],
+      [row('node', 39_000, 24), row('nginx', 38_000, 20, 'generator-limited')],
+      // nginx's best round, in a spell the node did not get.
+      [row('node', 35_000, 28), row('nginx', 48_000, 18, 'generator-limited')],
+    ];
+    const r = sameRoundRatios(rounds, isNode, isNginx);
+    expect(r.ratios.map((x) => Number(x.toFixed(3)))).toEqual([0.833, 0.833, 0.643]);
+    expect(r.median).toBeCloseTo(0.833, 3);
+    expect(r.bases).toEqual(['throughput', 'CPU per unit', 'CPU per unit']);
+  });
+
+  it('takes the strongest reference of each round and leaves out rounds missing a side', () => {
+    const rounds = [
+      [row('node', 40_000, 25), row('undici', 20_000, 50), row('http-proxy', 10_000, 100)],
+      [row('node', 40_000, 25)],
+      [row('undici', 20_000, 50)],
+      [row('node', 36_000, 27), row('undici', 24_000, 41), row('http-proxy', 12_000, 80)],
+    ];
+    const r = sameRoundRatios(rounds, isNode, (x) => x.name === 'undici' || x.name === 'http-proxy');
+    expect(r.ratios).toEqual([2, 1.5]);
+    expect(r.median).toBe(1.75);
+    expect(sameRoundRatios([], isNode, isNginx).median).toBeNaN();
   });
 });
