@@ -4,7 +4,8 @@
 //   node bench/l4.mjs                   # ~2 min: bulk (iperf3), new connections/s (wrk, Connection: close),
 //                                       # UDP request/response, Maglev build + lookup
 //   DUR=10 node bench/l4.mjs            # longer runs (default DUR=3 s per measurement)
-//   ROUNDS=5 node bench/l4.mjs          # bulk and new-connection rounds, targets interleaved, best of each (default 3)
+//   ROUNDS=5 node bench/l4.mjs          # bulk and new-connection rounds, targets interleaved, best of each, and the
+//                                       # goals on the median of same-round ratios too (default 3)
 //   PACED_SHARE=0.3 node bench/l4.mjs   # the paced row's rate, as a share of the slower proxy's ceiling (default 0.5)
 //   PACED_ROUNDS=5 node bench/l4.mjs    # paced rounds, targets interleaved, goal on the median round (default ROUNDS)
 //   node bench/l4.mjs --serve LISTEN UPSTREAM
@@ -47,6 +48,7 @@ import {
   median,
   parseCpuList,
   planPinning,
+  sameRoundRatios,
   verdict,
 } from './bench-verdict.mjs';
 import { l4Snapshot } from './file-mode-snapshots.mjs';
@@ -353,18 +355,27 @@ async function bench() {
   const iperfPorts = { direct: P.iperf, haproxy: P.hIperf, 'l4-node': P.nIperf, [PIPE]: P.pIperf, [FLOOR]: P.fIperf };
   // The direct row's iperf3 server is its target: it shares the load CPU, so its CPU counts as load side.
   const bulkProcs = { ...procs, [PIPE]: [pipeBulk], [FLOOR]: [floorBulk] };
+  // Every round's rows too: the goals are also judged on same-round ratios (sameRoundRatios).
+  const bulkRounds = [];
   for (let round = 0; doBulk && round < ROUNDS; round++) {
+    const rows = [];
+    bulkRounds.push(rows);
     for (const t of targets) {
       const r = iperf(iperfPorts[t], iperfServer, bulkProcs[t]);
       console.error(`  bulk round ${round + 1}: ${t} ${r.rate.toFixed(2)} Gbit/s, ${cpuNote(r)}`);
+      rows.push({ name: t, ...r });
       if (!bulk[t] || r.rate > bulk[t].rate) bulk[t] = r;
     }
   }
   const conn = {};
   const ports = { direct: P.http, haproxy: P.hHttp, 'l4-node': P.nHttp, [PIPE]: P.pHttp, [FLOOR]: P.fHttp };
+  const connRounds = [];
   for (let round = 0; doConn && round < ROUNDS; round++) {
+    const rows = [];
+    connRounds.push(rows);
     for (const t of targets) {
       const r = wrk(ports[t], backend, procs[t]);
+      rows.push({ name: t, ...r });
       console.error(
         `  new conn/s round ${round + 1}: ${t} ${r.rate.toFixed(0)} p99 ${r.p99.toFixed(2)} ms, ${cpuNote(r)} (${timeWait()} sockets in TIME_WAIT)`,
       );
@@ -463,10 +474,12 @@ async function bench() {
   if (bulk.haproxy) {
     const c = compare(bulk['l4-node'], bulk.haproxy);
     goals.push(`bulk ${verdict(c.ratio, 'haproxy', GOALS.bulk, c.basis, 'MB')}`);
+    goals.push(...sameRoundGoal('bulk', bulkRounds, GOALS.bulk, 'MB'));
   }
   if (conn.haproxy) {
     const c = compare(conn['l4-node'], conn.haproxy);
     goals.push(`new conn/s ${verdict(c.ratio, 'haproxy', GOALS.conn, c.basis, 'conn')}`);
+    goals.push(...sameRoundGoal('new conn/s', connRounds, GOALS.conn, 'conn'));
     // Above the floor's own ratio no change to the node's code can take it (bench/README, the floor of a proxy on Node).
     goals.push(`(the floor, a bare relay on Node: ${plainRatio(compare(conn[FLOOR], conn.haproxy), 'conn')} haproxy)`);
     goals.push(
@@ -480,6 +493,25 @@ async function bench() {
     );
   }
   console.log(`goals, l4-node: ${goals.length ? goals.join('; ') : 'n/a (no haproxy rows)'}`);
+}
+
+/**
+ * The l4-node against HAProxy on the median of same-round ratios (with more than one round): the machine's
+ * speed drifts between rounds, and the best round of each row can pair unlike spells.
+ */
+function sameRoundGoal(what, rounds, goal, unit) {
+  if (rounds.length < 2) return [];
+  const r = sameRoundRatios(
+    rounds,
+    (x) => x.name === 'l4-node',
+    (x) => x.name === 'haproxy',
+  );
+  if (r.ratios.length === 0) return [];
+  const basis = r.bases.every((b) => b === 'CPU per unit') ? 'CPU per unit' : 'throughput';
+  const list = r.ratios.map((x) => x.toFixed(2)).join(', ');
+  return [
+    `${what}, median of ${r.ratios.length} same-round ratios ${verdict(r.median, 'haproxy', goal, basis, unit)} (rounds ${list})`,
+  ];
 }
 
 function pct(x) {
