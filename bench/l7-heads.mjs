@@ -5,6 +5,7 @@
 // shown: a single timing moves by a third with the heap's state.
 import { requestHeadersToBackend, responseHeadersToClient, serializeHead } from '../apps/l7-node/dist/headers.js';
 import { parseRequestHead, parseResponseHead } from '../apps/l7-node/dist/http1-parser.js';
+import { scanResponseHead, writeResponseHead } from '../apps/l7-node/dist/response-head-bytes.js';
 
 const N = Number(process.env.N ?? 200_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
@@ -13,6 +14,8 @@ const RESPONSE =
   'Content-Length: 2\r\nLast-Modified: Sun, 06 Dec 2026 05:13:08 GMT\r\nConnection: keep-alive\r\n' +
   'ETag: "6934bc34-2"\r\nAccept-Ranges: bytes';
 const REQUEST = 'GET /ok HTTP/1.1\r\nHost: 127.0.0.1:18200';
+const RESPONSE_BYTES = Buffer.from(`${RESPONSE}\r\n\r\n`, 'latin1');
+const BODY = Buffer.from('ok');
 const fwd = { clientAddress: '127.0.0.1', proto: 'http', frontendPort: 18200, xff: 'replace' };
 const parsed = parseResponseHead(RESPONSE);
 const request = parseRequestHead(REQUEST);
@@ -32,6 +35,23 @@ const rows = {
   'response: all three': () => {
     const p = parseResponseHead(RESPONSE);
     sink += serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, responseHeadersToClient(p.headers, true).headers).length;
+  },
+  // The two ways the fast path answers: the string path's head written out as latin1 (as the socket's
+  // writeLatin1String copies it), and the byte path's, both with the body and the framing line the node adds.
+  'response: string path, to bytes': () => {
+    const p = parseResponseHead(RESPONSE);
+    const headers = responseHeadersToClient(p.headers, true).headers;
+    headers.push('content-length', '2');
+    const text = serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers);
+    const out = Buffer.allocUnsafe(text.length + BODY.length);
+    out.latin1Write(text, 0);
+    BODY.copy(out, text.length);
+    sink += out.length;
+  },
+  'response: byte path (scan, write)': () => {
+    const h = scanResponseHead(RESPONSE_BYTES, RESPONSE.length);
+    h.extra.push('content-length', '2');
+    sink += writeResponseHead(h, BODY).length;
   },
   'request: parse, rewrite, serialize': () => {
     const p = parseRequestHead(REQUEST);

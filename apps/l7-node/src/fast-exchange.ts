@@ -18,6 +18,7 @@ import {
 } from './request-flow.js';
 import type { ClientInfo, ListenerState, Outcome, ProxyDeps, RetryState, RoutedRequest } from './request-types.js';
 import { ResponseFraming } from './response-framing.js';
+import { type BytesResponseHead, scanResponseHead, writeResponseHead } from './response-head-bytes.js';
 import type { Backend } from './server-group.js';
 import type { UpstreamConn, UpstreamHandler, Waiter } from './upstream-pool.js';
 
@@ -218,6 +219,8 @@ export class FastExchange implements UpstreamHandler {
       return false;
     }
     this.responseHead = null;
+    const scanned = scanResponseHead(buf, end);
+    if (scanned !== null) return this.bytesHeadReady(scanned, buf, end + 4);
     const parsed = parseResponseHead(buf.toString('latin1', 0, end));
     if (parsed === null) {
       this.badResponse('malformed response head');
@@ -238,30 +241,54 @@ export class FastExchange implements UpstreamHandler {
     return this.responseHeadReady(parsed, buf, end + 4);
   }
 
+  /** A final response head on the string path: parsed, rewritten and serialized as strings. */
   private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): boolean {
+    const { headers, setCookies } = responseHeadersToClient(p.headers, true);
+    this.headStarted(p, setCookies, headers);
+    return this.forwardBody(buf, bodyStart, serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers));
+  }
+
+  /** A final response head on the byte path (response-head-bytes.ts): its kept lines are copied, not parsed. */
+  private bytesHeadReady(h: BytesResponseHead, buf: Buffer, bodyStart: number): boolean {
+    this.headStarted(h, h.setCookies, h.extra);
+    return this.forwardBody(buf, bodyStart, h);
+  }
+
+  /**
+   * What a final response head starts, on either path: passive health and latency, the sticky cookie, the
+   * body's framing, whether the client and backend connections are kept; the lines the node adds go to `out`.
+   */
+  private headStarted(
+    p: {
+      readonly status: number;
+      readonly chunked: boolean;
+      readonly contentLength: number;
+      readonly keepAlive: boolean;
+    },
+    setCookies: readonly string[],
+    out: string[],
+  ): void {
     const b = this.backend!;
     this.headAt = performance.now();
     responseStarted(this.deps, this.state, this.routed.group!, b, this.dispatchStarted, this.headAt);
-    const { headers, setCookies } = responseHeadersToClient(p.headers, true);
-    stickyOnResponse(this.state, b, this.stuck, setCookies, headers);
+    stickyOnResponse(this.state, b, this.stuck, setCookies, out);
     const framing = new ResponseFraming(this.head.method, p);
-    framing.addHeaders(headers);
+    framing.addHeaders(out);
     this.framing = framing;
     this.reuseBackend = p.keepAlive && framing.kind !== 'close';
     // Unread request body bytes would be taken for the next request: the connection ends with this one.
     this.closeClient = this.head.close || framing.kind === 'close' || this.conn.closing || this.bodyLeft > 0;
-    if (this.closeClient) headers.push('connection', 'close');
+    if (this.closeClient) out.push('connection', 'close');
     this.status = p.status;
     this.clientStarted = true;
     this.phase = Phase.Body;
-    return this.forwardBody(buf, bodyStart, serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers));
   }
 
   /**
    * Forwards the response body bytes of `chunk[from..]` (after `head` when given); completes at its end.
    * True while a write to the client is pending (it may refer to `chunk`).
    */
-  private forwardBody(chunk: Buffer, from: number, head: string | null): boolean {
+  private forwardBody(chunk: Buffer, from: number, head: string | BytesResponseHead | null): boolean {
     const framing = this.framing!;
     const avail = chunk.length - from;
     const take = framing.take(chunk, from);
@@ -284,7 +311,11 @@ export class FastExchange implements UpstreamHandler {
     const body = take === 0 ? null : from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take);
     let ok: boolean;
     if (head === null) ok = body === null || this.conn.write(body);
-    else if (body === null) ok = this.conn.write(head);
+    else if (typeof head !== 'string') {
+      const small = body !== null && body.length <= SMALL;
+      const bytes = writeResponseHead(head, small ? body : null);
+      ok = body === null || small ? this.conn.write(bytes) : this.conn.writev(bytes, body);
+    } else if (body === null) ok = this.conn.write(head);
     else if (body.length <= SMALL) ok = this.conn.write(headWith(head, body));
     else ok = this.conn.writev(Buffer.from(head, 'latin1'), body);
     const held = this.conn.writing;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../test/seeded-random.js';
 import { ChunkedFramer, parseRequestHead, parseResponseHead } from './http1-parser.js';
 
 // The field lines are checked by one scan with tables; this is the rule they implement, as the regex per
@@ -19,11 +20,7 @@ function referenceFields(head: string): string[] | null {
 
 /** Deterministic heads built from pieces that sit on the rule's edges. */
 function* generatedHeads(first: string[], count: number): Generator<string> {
-  let seed = 0x5eed;
-  const rand = (n: number) => {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    return (seed >>> 8) % n;
-  };
+  const rand = seededRandom(0x5eed);
   const pick = <T>(xs: T[]) => xs[rand(xs.length)]!;
   const names = [
     'Host',

@@ -14,11 +14,11 @@ const DIGITS = /^\d{1,15}$/;
 // A field line: token name, colon right after it (no space), value without CTLs but HTAB. A line starting
 // with SP/HTAB (obs-fold) or holding a bare CR or LF is refused. Checked by one scan of the head with these
 // tables (a head arrives as latin1, so every char code is below 256), not a regex and a split per line.
-const TCHAR = new Uint8Array(256);
+export const TCHAR = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
 for (let c = 48; c <= 57; c++) TCHAR[c] = 1;
 for (let c = 65; c <= 90; c++) TCHAR[c] = TCHAR[c + 32] = 1;
-const VALUE_CHAR = new Uint8Array(256).fill(1);
+export const VALUE_CHAR = new Uint8Array(256).fill(1);
 for (let c = 0; c <= 0x1f; c++) if (c !== 9) VALUE_CHAR[c] = 0;
 VALUE_CHAR[0x7f] = 0;
 

@@ -16,7 +16,7 @@ export class ResponseFraming {
 
   constructor(
     method: string,
-    private readonly head: ResponseHead,
+    private readonly head: Pick<ResponseHead, 'status' | 'chunked' | 'contentLength'>,
   ) {
     if (method === 'HEAD' || head.status === 204 || head.status === 304) {
       this.kind = 'none';

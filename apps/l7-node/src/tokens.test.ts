@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../test/seeded-random.js';
 import { hasToken, isName } from './tokens.js';
 
 // The rule these replace on the fast path: lower-case the name (or each trimmed list element) and compare.
@@ -12,11 +13,7 @@ const referenceHasToken = (list: string, token: string) =>
 
 /** Deterministic strings from pieces on the rule's edges: case, separators, bytes that differ by 0x20. */
 function* generated(count: number): Generator<string> {
-  let seed = 0x70c3;
-  const rand = (n: number) => {
-    seed = (seed * 1103515245 + 12345) >>> 0;
-    return (seed >>> 8) % n;
-  };
+  const rand = seededRandom(0x70c3);
   const pieces = ['close', 'CLOSE', 'Close', 'cLoSe', 'keep-alive', 'Keep-Alive', 'keep\ralive', 'upgrade', 'x'];
   const glue = [',', ', ', ' ,', '\t,\t', ',,', ' ', '', '\r', 'M'];
   for (let k = 0; k < count; k++) {

@@ -13,6 +13,16 @@ function matchesAt(s: string, at: number, lower: string): boolean {
   return true;
 }
 
+/** Whether `buf[at..at+lower.length)` is `lower` (lower-case ASCII) in any ASCII letter case: matchesAt on bytes. */
+export function bytesMatch(buf: Uint8Array, at: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    const c = buf[at + i]!;
+    const l = lower.charCodeAt(i);
+    if (c !== l && !(c >= 65 && c <= 90 && c + 32 === l)) return false;
+  }
+  return true;
+}
+
 /** Whether `name` is `lower` (a lower-case header name) in any ASCII letter case. */
 export function isName(name: string, lower: string): boolean {
   return name.length === lower.length && matchesAt(name, 0, lower);
