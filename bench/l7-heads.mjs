@@ -5,6 +5,7 @@
 // shown: a single timing moves by a third with the heap's state.
 import { requestHeadersToBackend, responseHeadersToClient, serializeHead } from '../apps/l7-node/dist/headers.js';
 import { parseRequestHead, parseResponseHead } from '../apps/l7-node/dist/http1-parser.js';
+import { forwardingLines, scanRequestHead, writeRequestHead } from '../apps/l7-node/dist/request-head-bytes.js';
 import { scanResponseHead, writeResponseHead } from '../apps/l7-node/dist/response-head-bytes.js';
 
 const N = Number(process.env.N ?? 200_000);
@@ -16,7 +17,9 @@ const RESPONSE =
 const REQUEST = 'GET /ok HTTP/1.1\r\nHost: 127.0.0.1:18200';
 const RESPONSE_BYTES = Buffer.from(`${RESPONSE}\r\n\r\n`, 'latin1');
 const BODY = Buffer.from('ok');
+const REQUEST_BYTES = Buffer.from(`${REQUEST}\r\n\r\n`, 'latin1');
 const fwd = { clientAddress: '127.0.0.1', proto: 'http', frontendPort: 18200, xff: 'replace' };
+const FORWARDING = forwardingLines(fwd, undefined);
 const parsed = parseResponseHead(RESPONSE);
 const request = parseRequestHead(REQUEST);
 if (parsed === null || !request.fast) throw new Error('the sample heads no longer parse');
@@ -57,6 +60,15 @@ const rows = {
     const p = parseRequestHead(REQUEST);
     const h = requestHeadersToBackend(p.head.headers, fwd);
     sink += serializeHead(`${p.head.method} ${p.head.target} HTTP/1.1`, h).length;
+  },
+  'request: string path, to bytes': () => {
+    const p = parseRequestHead(REQUEST_BYTES.toString('latin1', 0, REQUEST.length));
+    const h = requestHeadersToBackend(p.head.headers, fwd);
+    sink += Buffer.from(serializeHead(`${p.head.method} ${p.head.target} HTTP/1.1`, h), 'latin1').length;
+  },
+  // The forwarding lines are made once per client connection (FastConnection.forwardingLines).
+  'request: byte path (scan, write)': () => {
+    sink += writeRequestHead(scanRequestHead(REQUEST_BYTES, REQUEST.length), FORWARDING).length;
   },
 };
 

@@ -4,7 +4,9 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { type ExchangeClient, FastExchange } from './fast-exchange.js';
 import { HandleIo, type HandleIoEvents } from './handle-io.js';
-import { parseRequestHead } from './http1-parser.js';
+import { parseRequestHead, type RequestHead } from './http1-parser.js';
+import { forwardingOf } from './request-flow.js';
+import { type BytesRequestHead, forwardingLines, scanRequestHead } from './request-head-bytes.js';
 import type { ClientInfo, ListenerState, ProxyDeps } from './request-types.js';
 
 // A plain-HTTP client connection on the raw-socket fast path. It frames requests itself (strict parser,
@@ -49,6 +51,9 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
   /** Bytes of `buf` already searched for the head's end, so a head trickling in is not rescanned. */
   private scanned = 0;
   private readonly io: HandleIo;
+  /** forwardingLines(), and the listener state it was made for (a reload may change the X-Forwarded-For mode). */
+  private forwarding: Buffer | null = null;
+  private forwardingState: ListenerState | null = null;
 
   constructor(
     readonly socket: Socket,
@@ -145,15 +150,19 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
       this.refuse(431, 'Request Header Fields Too Large');
       return;
     }
-    const parsed = parseRequestHead(buf.toString('latin1', 0, end));
-    if (!parsed.fast) {
-      if (parsed.refuse) this.refuse(400, 'Bad Request');
-      else this.handOver();
-      return;
+    let head: RequestHead | BytesRequestHead | null = scanRequestHead(buf, end);
+    if (head === null) {
+      const parsed = parseRequestHead(buf.toString('latin1', 0, end));
+      if (!parsed.fast) {
+        if (parsed.refuse) this.refuse(400, 'Bad Request');
+        else this.handOver();
+        return;
+      }
+      head = parsed.head;
     }
     this.buf = end + 4 < buf.length ? buf.subarray(end + 4) : null;
     this.deadlineKind = NO_DEADLINE;
-    this.exchange = new FastExchange(this, this.ctx.deps, this.ctx.state(), parsed.head, now ?? performance.now());
+    this.exchange = new FastExchange(this, this.ctx.deps, this.ctx.state(), head, now ?? performance.now());
     this.exchange.start();
   }
 
@@ -175,6 +184,14 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
 
   write(data: string | Buffer): boolean {
     return this.io.write(data);
+  }
+
+  forwardingLines(state: ListenerState): Buffer {
+    if (this.forwarding === null || this.forwardingState !== state) {
+      this.forwarding = forwardingLines(forwardingOf(state, this.client), undefined);
+      this.forwardingState = state;
+    }
+    return this.forwarding;
   }
 
   writev(first: Buffer, second: Buffer): boolean {

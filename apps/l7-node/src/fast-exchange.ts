@@ -2,7 +2,8 @@
 import { Buffer } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead } from './headers.js';
+import { putBytes } from './head-bytes.js';
+import { isIdempotent, requestHeadersToBackend, responseHeadersToClient, serializeHead, xffModeOf } from './headers.js';
 import { parseResponseHead, type RequestHead, type ResponseHead } from './http1-parser.js';
 import { type NodeAnswer, problemBody, rawProblem } from './problem.js';
 import {
@@ -16,9 +17,10 @@ import {
   routeRequest,
   stickyOnResponse,
 } from './request-flow.js';
+import { BytesRequestHead, forwardingLines, writeRequestHead } from './request-head-bytes.js';
 import type { ClientInfo, ListenerState, Outcome, ProxyDeps, RetryState, RoutedRequest } from './request-types.js';
 import { ResponseFraming } from './response-framing.js';
-import { type BytesResponseHead, scanResponseHead, writeResponseHead } from './response-head-bytes.js';
+import { BytesResponseHead, scanResponseHead, writeResponseHead } from './response-head-bytes.js';
 import type { Backend } from './server-group.js';
 import type { UpstreamConn, UpstreamHandler, Waiter } from './upstream-pool.js';
 
@@ -41,6 +43,11 @@ export interface ExchangeClient {
   write(data: string | Buffer): boolean;
   /** Two buffers in one system call. */
   writev(first: Buffer, second: Buffer): boolean;
+  /**
+   * The node's forwarding lines for this client under `state` (request-head-bytes.ts, forwardingLines),
+   * made once per connection and listener state.
+   */
+  forwardingLines(state: ListenerState): Buffer;
   /** A write to the client waits for the kernel (it may refer to the bytes it was given). */
   readonly writing: boolean;
   /**
@@ -64,10 +71,9 @@ const STALE_RETRIES = 2;
 const Phase = { Connecting: 0, AwaitingHead: 1, Body: 2, Done: 3 } as const;
 
 /** A head and the (small) body bytes after it, in one buffer: one allocation and two copies. */
-function headWith(head: string, body: Buffer): Buffer {
+function headWith(head: Buffer, body: Buffer): Buffer {
   const out = Buffer.allocUnsafe(head.length + body.length);
-  out.write(head, 0, 'latin1');
-  body.copy(out, head.length);
+  putBytes(out, putBytes(out, 0, head, 0, head.length), body, 0, body.length);
   return out;
 }
 
@@ -80,7 +86,8 @@ export class FastExchange implements UpstreamHandler {
   private answer: NodeAnswer | null = null;
   private readonly tried = new Set<Backend>();
   private readonly retry: RetryState = { retrySlot: false };
-  private headText = '';
+  /** The request head toward the backend, kept for a retry on another. */
+  private headBytes: Buffer | null = null;
   private upstream: UpstreamConn | null = null;
   private waiter: Waiter | null = null;
   /** The attempt holds `backend.state.active`. */
@@ -109,7 +116,7 @@ export class FastExchange implements UpstreamHandler {
     private readonly conn: ExchangeClient,
     private readonly deps: ProxyDeps,
     private readonly state: ListenerState,
-    private readonly head: RequestHead,
+    private readonly head: RequestHead | BytesRequestHead,
     /** performance.now() when the head was read: a request reads the clock once on each side. */
     private readonly started = performance.now(),
   ) {
@@ -124,13 +131,22 @@ export class FastExchange implements UpstreamHandler {
       this.fail('no-route');
       return;
     }
-    const headers = requestHeadersToBackend(this.head.headers, forwardingOf(this.state, this.conn.client));
-    // The parser refuses these first; kept so no head the shared rules refuse is ever sent.
-    if (headers === null) {
-      this.fail('bad-request');
-      return;
+    const h = this.head;
+    if (h instanceof BytesRequestHead) {
+      const forwarding =
+        h.clientXff !== undefined && xffModeOf(this.state.config) === 'append'
+          ? forwardingLines(forwardingOf(this.state, this.conn.client), h.clientXff)
+          : this.conn.forwardingLines(this.state);
+      this.headBytes = writeRequestHead(h, forwarding);
+    } else {
+      const headers = requestHeadersToBackend(h.headers, forwardingOf(this.state, this.conn.client));
+      // The parser refuses these first; kept so no head the shared rules refuse is ever sent.
+      if (headers === null) {
+        this.fail('bad-request');
+        return;
+      }
+      this.headBytes = Buffer.from(serializeHead(`${h.method} ${h.target} HTTP/1.1`, headers), 'latin1');
     }
-    this.headText = serializeHead(`${this.head.method} ${this.head.target} HTTP/1.1`, headers);
     this.attempt(this.started);
   }
 
@@ -175,16 +191,14 @@ export class FastExchange implements UpstreamHandler {
     this.responseBytes = false;
     this.phase = Phase.AwaitingHead;
     const first = this.bodyLeft > 0 ? this.conn.take(this.bodyLeft) : null;
+    const head = this.headBytes!;
     if (first === null) {
-      up.io.write(this.headText);
+      up.io.write(head);
       return;
     }
     this.bodyLeft -= first.length;
     this.bodyConsumed = true;
-    const ok =
-      first.length <= SMALL
-        ? up.io.write(headWith(this.headText, first))
-        : up.io.writev(Buffer.from(this.headText, 'latin1'), first);
+    const ok = first.length <= SMALL ? up.io.write(headWith(head, first)) : up.io.writev(head, first);
     if (ok) this.pumpBody();
   };
 
@@ -245,7 +259,11 @@ export class FastExchange implements UpstreamHandler {
   private responseHeadReady(p: ResponseHead, buf: Buffer, bodyStart: number): boolean {
     const { headers, setCookies } = responseHeadersToClient(p.headers, true);
     this.headStarted(p, setCookies, headers);
-    return this.forwardBody(buf, bodyStart, serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers));
+    return this.forwardBody(
+      buf,
+      bodyStart,
+      Buffer.from(serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers), 'latin1'),
+    );
   }
 
   /** A final response head on the byte path (response-head-bytes.ts): its kept lines are copied, not parsed. */
@@ -288,7 +306,7 @@ export class FastExchange implements UpstreamHandler {
    * Forwards the response body bytes of `chunk[from..]` (after `head` when given); completes at its end.
    * True while a write to the client is pending (it may refer to `chunk`).
    */
-  private forwardBody(chunk: Buffer, from: number, head: string | BytesResponseHead | null): boolean {
+  private forwardBody(chunk: Buffer, from: number, head: Buffer | BytesResponseHead | null): boolean {
     const framing = this.framing!;
     const avail = chunk.length - from;
     const take = framing.take(chunk, from);
@@ -311,13 +329,13 @@ export class FastExchange implements UpstreamHandler {
     const body = take === 0 ? null : from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take);
     let ok: boolean;
     if (head === null) ok = body === null || this.conn.write(body);
-    else if (typeof head !== 'string') {
+    else if (head instanceof BytesResponseHead) {
       const small = body !== null && body.length <= SMALL;
       const bytes = writeResponseHead(head, small ? body : null);
       ok = body === null || small ? this.conn.write(bytes) : this.conn.writev(bytes, body);
     } else if (body === null) ok = this.conn.write(head);
     else if (body.length <= SMALL) ok = this.conn.write(headWith(head, body));
-    else ok = this.conn.writev(Buffer.from(head, 'latin1'), body);
+    else ok = this.conn.writev(head, body);
     const held = this.conn.writing;
     if (complete) {
       // A response whose end came with its head needs no second clock read.

@@ -142,8 +142,17 @@ export function requestHeadersToBackend(
     }
     out.push(name, raw[i + 1]!);
   }
+  pushForwardingHeaders(out, fwd, xff);
+  return out;
+}
+
+/**
+ * Appends the node's forwarding headers to a flat list. `clientXff`: the client's own X-Forwarded-For values,
+ * joined with ", " (kept in front of the client's address in `append` mode, dropped otherwise).
+ */
+export function pushForwardingHeaders(out: string[], fwd: ForwardingInfo, clientXff: string | undefined): void {
   if (fwd.xff === 'append')
-    out.push('x-forwarded-for', xff === undefined ? fwd.clientAddress : `${xff}, ${fwd.clientAddress}`);
+    out.push('x-forwarded-for', clientXff === undefined ? fwd.clientAddress : `${clientXff}, ${fwd.clientAddress}`);
   else if (fwd.xff === 'replace') out.push('x-forwarded-for', fwd.clientAddress);
   out.push(
     'x-forwarded-proto',
@@ -153,7 +162,6 @@ export function requestHeadersToBackend(
     'x-real-ip',
     fwd.clientAddress,
   );
-  return out;
 }
 
 /** undici's raw header list as strings (latin1, so bytes 0x80-0xff survive). */

@@ -53,17 +53,21 @@ function scanFields(head: string, lineEnd: number, out: string[]): boolean {
   }
 }
 
-export interface RequestHead {
+/** What a request's head says, on either path (this parser's strings, or request-head-bytes.ts). */
+export interface RequestFacts {
   readonly method: string;
   readonly target: string;
-  /** Flat [name, value, …] as received (values without surrounding whitespace). */
-  readonly headers: string[];
   /** Request body length; 0 when there is no Content-Length. */
   readonly contentLength: number;
   readonly host: string;
   readonly cookie: string[] | undefined;
   /** The client asked to close after this exchange (Connection: close). */
   readonly close: boolean;
+}
+
+export interface RequestHead extends RequestFacts {
+  /** Flat [name, value, …] as received (values without surrounding whitespace). */
+  readonly headers: string[];
 }
 
 export type RequestParse =

@@ -1,14 +1,27 @@
 // A backend's usual response head, checked and rewritten on its bytes, pure. The string path (parseResponseHead,
 // responseHeadersToClient, serializeHead) made a string per line, name and value, a list of them, and a
-// concatenated head to write: about a third of the instructions the node spent per proxied request
-// (bench/README, "Response heads on their bytes"). Here the lines the client gets unchanged are copied as byte
-// ranges. Only heads this is sure of take it; anything else (a 1xx, a Connection option other than close and
-// keep-alive, a second Content-Length or Transfer-Encoding, any coding but chunked, a kept line not written
-// `name: value`, anything malformed) returns null and goes the string path, which stays the rule: it decides whether such a head is refused, and the
-// differential test holds this path to its output on every head this one accepts.
+// concatenated head to write: a quarter of the instructions the node spent per proxied request (bench/README,
+// "Heads on their bytes"). Here the lines the client gets unchanged are copied as byte ranges. Only heads this
+// is sure of take it; anything else (a 1xx, a Connection option other than close and keep-alive, a second
+// Content-Length or Transfer-Encoding, any coding but chunked, a kept line not written `name: value`, anything
+// malformed) returns null and goes the string path, which stays the rule: it decides whether such a head is
+// refused, and the differential test holds this path to its output on every head this one accepts.
 
 import { Buffer } from 'node:buffer';
-import { TCHAR, VALUE_CHAR } from './http1-parser.js';
+import {
+  addRange,
+  connectionOptions,
+  digitsValue,
+  eachElement,
+  FieldCursor,
+  linesLength,
+  putBytes,
+  putLatin1,
+  putLinesAndEnd,
+  putRanges,
+  rangesLength,
+} from './head-bytes.js';
+import { VALUE_CHAR } from './http1-parser.js';
 import { bytesMatch } from './tokens.js';
 
 /** A head scanned by {@link scanResponseHead}; `extra` takes the lines the node adds (flat [name, value, …]). */
@@ -32,35 +45,6 @@ export class BytesResponseHead {
   ) {}
 }
 
-const isOws = (c: number): boolean => c === 32 || c === 9;
-
-/**
- * Calls `each` with the bounds of every non-empty element of the comma list `buf[a..b)`, trimmed of SP and HTAB
- * (as listTokens), and stops at the first it returns false for. Returns how many it saw, -1 when stopped.
- */
-function eachElement(buf: Buffer, a: number, b: number, each: (buf: Buffer, s: number, e: number) => boolean): number {
-  let count = 0;
-  for (let i = a; i <= b; ) {
-    let end = i;
-    while (end < b && buf[end] !== 44 /* , */) end++;
-    let s = i;
-    let e = end;
-    while (s < e && isOws(buf[s]!)) s++;
-    while (e > s && isOws(buf[e - 1]!)) e--;
-    if (e > s) {
-      if (!each(buf, s, e)) return -1;
-      count++;
-    }
-    i = end + 1;
-  }
-  return count;
-}
-
-const isClose = (buf: Buffer, s: number, e: number): boolean => e - s === 5 && bytesMatch(buf, s, 'close');
-/** Connection options that only say what happens to this hop; any other names a header to drop. */
-const isHopOption = (buf: Buffer, s: number, e: number): boolean =>
-  isClose(buf, s, e) || (e - s === 10 && bytesMatch(buf, s, 'keep-alive'));
-const notClose = (buf: Buffer, s: number, e: number): boolean => !isClose(buf, s, e);
 const isChunked = (buf: Buffer, s: number, e: number): boolean => e - s === 7 && bytesMatch(buf, s, 'chunked');
 
 /** What a field line is to the rewrite, by its name. */
@@ -94,17 +78,7 @@ function kindOf(buf: Buffer, at: number, len: number): number {
   }
 }
 
-/** Content-Length's value: 1 to 15 digits (as parseResponseHead's DIGITS), or -1. */
-function digitsValue(buf: Buffer, a: number, b: number): number {
-  if (b <= a || b - a > 15) return -1;
-  let n = 0;
-  for (let i = a; i < b; i++) {
-    const d = buf[i]! - 48;
-    if (d < 0 || d > 9) return -1;
-    n = n * 10 + d;
-  }
-  return n;
-}
+const field = new FieldCursor();
 
 /**
  * Scans the response head `src[0..end)` (`end`: where its CRLF CRLF starts) for the byte path. Null when the
@@ -138,34 +112,23 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
   let te = false;
   const setCookies: string[] = [];
   const ranges: number[] = [];
-  // Field lines, as scanFields: token name, colon, value of VALUE_CHARs, CRLF; the last one ends at `end`.
+  const f = field;
   while (i < end) {
-    const lineStart = i + 2;
-    let j = lineStart;
-    while (j < end && TCHAR[src[j]!] === 1) j++;
-    if (j === lineStart || j === end || src[j] !== 58 /* : */) return null;
-    const nameEnd = j;
-    let a = ++j;
-    for (; j < end; j++) {
-      const c = src[j]!;
-      if (VALUE_CHAR[c] !== 1) {
-        if (c === 13 && src[j + 1] === 10) break;
-        return null;
-      }
-    }
-    let b = j;
-    while (a < b && isOws(src[a]!)) a++;
-    while (b > a && isOws(src[b - 1]!)) b--;
-    i = j;
-    switch (kindOf(src, lineStart, nameEnd - lineStart)) {
+    if (!f.read(src, i + 2, end)) return null;
+    i = f.lineEnd;
+    const a = f.valueStart;
+    const b = f.valueEnd;
+    switch (kindOf(src, f.lineStart, f.nameLength)) {
       case KEEP:
         break;
       case DROP:
         continue;
-      case CONNECTION:
-        if (eachElement(src, a, b, isHopOption) < 0) return null;
-        if (eachElement(src, a, b, notClose) < 0) keepAlive = false;
+      case CONNECTION: {
+        const options = connectionOptions(src, a, b);
+        if (options < 0) return null;
+        if (options === 1) keepAlive = false;
         continue;
+      }
       case CONTENT_LENGTH:
         if (contentLength >= 0) return null;
         contentLength = digitsValue(src, a, b);
@@ -176,34 +139,16 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
         te = chunked = true;
         continue;
       case SET_COOKIE:
-        setCookies.push(src.toString('latin1', a, b));
+        setCookies.push(f.value(src));
         break;
     }
-    // Kept: the line with its CRLF (the last line's is the head's end), merged with the one before it. The
-    // string path writes `name: value`; a line in any other shape (no space or more, trailing OWS) goes there.
-    if (a !== nameEnd + 2 || src[nameEnd + 1] !== 32 || b !== j) return null;
-    const n = ranges.length;
-    if (n > 0 && ranges[n - 1] === lineStart) ranges[n - 1] = j + 2;
-    else ranges.push(lineStart, j + 2);
+    // Kept: the line with its CRLF (the last line's is the head's end).
+    if (!f.canonical(src)) return null;
+    addRange(ranges, f.lineStart, f.lineEnd + 2);
   }
   if (chunked && contentLength >= 0) return null;
   const status = d0 * 100 + d1 * 10 + d2;
   return new BytesResponseHead(src, status, statusEnd, contentLength, chunked, keepAlive, setCookies, ranges);
-}
-
-/**
- * Copies `src[a..b)` to `out` at `at`; returns the end. A loop for a few bytes (a status, a small body): Buffer's copy()
- * costs more per call than the loop for them, and less from about 32 bytes on (bench/l7-heads.mjs).
- */
-function putBytes(out: Buffer, at: number, src: Buffer, a: number, b: number): number {
-  if (b - a > 32) return at + src.copy(out, at, a, b);
-  for (let i = a; i < b; i++) out[at++] = src[i]!;
-  return at;
-}
-
-function putLatin1(out: Buffer, at: number, s: string): number {
-  for (let i = 0; i < s.length; i++) out[at + i] = s.charCodeAt(i);
-  return at + s.length;
 }
 
 const VERSION = 'HTTP/1.1 ';
@@ -215,9 +160,15 @@ const VERSION = 'HTTP/1.1 ';
 export function writeResponseHead(h: BytesResponseHead, body: Buffer | null): Buffer {
   const { src, ranges, extra, statusEnd } = h;
   const bare = statusEnd === 12;
-  let size = VERSION.length + (statusEnd - 9) + (bare ? 1 : 0) + 2 + 2 + (body === null ? 0 : body.length);
-  for (let k = 0; k < ranges.length; k += 2) size += ranges[k + 1]! - ranges[k]!;
-  for (let k = 0; k < extra.length; k++) size += extra[k]!.length + 2;
+  const size =
+    VERSION.length +
+    (statusEnd - 9) +
+    (bare ? 1 : 0) +
+    2 +
+    rangesLength(ranges) +
+    linesLength(extra) +
+    2 +
+    (body === null ? 0 : body.length);
   const out = Buffer.allocUnsafe(size);
   let o = putLatin1(out, 0, VERSION);
   o = putBytes(out, o, src, 9, statusEnd);
@@ -225,17 +176,8 @@ export function writeResponseHead(h: BytesResponseHead, body: Buffer | null): Bu
   if (bare) out[o++] = 32;
   out[o++] = 13;
   out[o++] = 10;
-  for (let k = 0; k < ranges.length; k += 2) o = putBytes(out, o, src, ranges[k]!, ranges[k + 1]!);
-  for (let k = 0; k < extra.length; k += 2) {
-    o = putLatin1(out, o, extra[k]!);
-    out[o++] = 58;
-    out[o++] = 32;
-    o = putLatin1(out, o, extra[k + 1]!);
-    out[o++] = 13;
-    out[o++] = 10;
-  }
-  out[o++] = 13;
-  out[o++] = 10;
+  o = putRanges(out, o, src, ranges);
+  o = putLinesAndEnd(out, o, extra);
   if (body !== null) putBytes(out, o, body, 0, body.length);
   return out;
 }
