@@ -54,7 +54,7 @@ const rows = {
   'response: byte path (scan, write)': () => {
     const h = scanResponseHead(RESPONSE_BYTES, RESPONSE.length);
     h.extra.push('content-length', '2');
-    sink += writeResponseHead(h, BODY).length;
+    sink += writeResponseHead(h, BODY, 0, BODY.length).length;
   },
   'request: parse, rewrite, serialize': () => {
     const p = parseRequestHead(REQUEST);

@@ -68,6 +68,8 @@ const SMALL = 4 * 1024;
 /** A reused socket that failed before any response byte may just be stale: this many fresh tries, free. */
 const STALE_RETRIES = 2;
 
+const NO_BACKENDS: ReadonlySet<Backend> = new Set();
+
 const Phase = { Connecting: 0, AwaitingHead: 1, Body: 2, Done: 3 } as const;
 
 /** A head and the (small) body bytes after it, in one buffer: one allocation and two copies. */
@@ -84,7 +86,9 @@ export class FastExchange implements UpstreamHandler {
   private attempts = 0;
   private staleRetries = 0;
   private answer: NodeAnswer | null = null;
-  private readonly tried = new Set<Backend>();
+  /** The first backend tried; a Set of them only once a retry needs one (most requests make one attempt). */
+  private firstTried: Backend | null = null;
+  private tried: Set<Backend> | null = null;
   private readonly retry: RetryState = { retrySlot: false };
   /** The request head toward the backend, kept for a retry on another. */
   private headBytes: Buffer | null = null;
@@ -152,16 +156,19 @@ export class FastExchange implements UpstreamHandler {
 
   private attempt(now: number): void {
     const group = this.routed.group!;
-    const choice = chooseBackend(this.state, group, this.head.cookie, this.tried);
+    const first = this.firstTried;
+    if (first !== null) this.tried ??= new Set([first]);
+    const choice = chooseBackend(this.state, group, this.head.cookie, this.tried ?? NO_BACKENDS);
     const b = choice.backend;
     if (!b) {
-      this.fail(this.tried.size === 0 ? 'no-backend' : 'backend-failed');
+      this.fail(first === null ? 'no-backend' : 'backend-failed');
       return;
     }
-    if (this.tried.size === 0 && group.failOpen) this.deps.metrics.failOpen.labels(group.id).inc();
+    if (first === null && group.failOpen) this.deps.metrics.failOpen.labels(group.id).inc();
     this.backend = b;
     this.stuck = choice.stuck;
-    this.tried.add(b);
+    if (first === null) this.firstTried = b;
+    else this.tried!.add(b);
     this.attempts++;
     this.dispatch(b, now);
   }
@@ -326,16 +333,18 @@ export class FastExchange implements UpstreamHandler {
     const complete = framing.complete;
     // Bytes past the response's end: the backend is out of step, its socket is not reused.
     if (take < avail) this.reuseBackend = false;
-    const body = take === 0 ? null : from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take);
     let ok: boolean;
-    if (head === null) ok = body === null || this.conn.write(body);
-    else if (head instanceof BytesResponseHead) {
-      const small = body !== null && body.length <= SMALL;
-      const bytes = writeResponseHead(head, small ? body : null);
-      ok = body === null || small ? this.conn.write(bytes) : this.conn.writev(bytes, body);
-    } else if (body === null) ok = this.conn.write(head);
-    else if (body.length <= SMALL) ok = this.conn.write(headWith(head, body));
-    else ok = this.conn.writev(head, body);
+    // A byte-path head takes a small body into its own buffer straight from the read, without a view of it.
+    if (head instanceof BytesResponseHead && take <= SMALL)
+      ok = this.conn.write(writeResponseHead(head, chunk, from, from + take));
+    else {
+      const body = take === 0 ? null : from === 0 && take === chunk.length ? chunk : chunk.subarray(from, from + take);
+      if (head === null) ok = body === null || this.conn.write(body);
+      else if (head instanceof BytesResponseHead) ok = this.conn.writev(writeResponseHead(head, chunk, 0, 0), body!);
+      else if (body === null) ok = this.conn.write(head);
+      else if (body.length <= SMALL) ok = this.conn.write(headWith(head, body));
+      else ok = this.conn.writev(head, body);
+    }
     const held = this.conn.writing;
     if (complete) {
       // A response whose end came with its head needs no second clock read.

@@ -154,21 +154,15 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
 const VERSION = 'HTTP/1.1 ';
 
 /**
- * The head for the client, and `body` (small bytes after it) in the same buffer: HTTP/1.1, the status line's
- * code and reason, the kept lines, the added ones, the empty line. As serializeHead of the string path's list.
+ * The head for the client, and the body bytes `body[from..to)` after it (a few, or none) in the same buffer:
+ * HTTP/1.1, the status line's code and reason, the kept lines, the added ones, the empty line. As serializeHead
+ * of the string path's list.
  */
-export function writeResponseHead(h: BytesResponseHead, body: Buffer | null): Buffer {
+export function writeResponseHead(h: BytesResponseHead, body: Buffer, from: number, to: number): Buffer {
   const { src, ranges, extra, statusEnd } = h;
   const bare = statusEnd === 12;
   const size =
-    VERSION.length +
-    (statusEnd - 9) +
-    (bare ? 1 : 0) +
-    2 +
-    rangesLength(ranges) +
-    linesLength(extra) +
-    2 +
-    (body === null ? 0 : body.length);
+    VERSION.length + (statusEnd - 9) + (bare ? 1 : 0) + 2 + rangesLength(ranges) + linesLength(extra) + 2 + (to - from);
   const out = Buffer.allocUnsafe(size);
   let o = putLatin1(out, 0, VERSION);
   o = putBytes(out, o, src, 9, statusEnd);
@@ -178,6 +172,6 @@ export function writeResponseHead(h: BytesResponseHead, body: Buffer | null): Bu
   out[o++] = 10;
   o = putRanges(out, o, src, ranges);
   o = putLinesAndEnd(out, o, extra);
-  if (body !== null) putBytes(out, o, body, 0, body.length);
+  putBytes(out, o, body, from, to);
   return out;
 }
