@@ -1,5 +1,7 @@
 // node bench/l7-heads.mjs (after npm run build): what the L7 fast path's head handling costs per request, in
-// process, on the head nginx answers the anchors' requests with and the head wrk sends. A component bench, with
+// process, on the head nginx answers the anchors' requests with and the head wrk sends: the string path's steps,
+// and the string path against the byte path the fast path takes for such heads (response-head-bytes.ts,
+// request-head-bytes.ts). A component bench, with
 // no reference beside it: bench/README ("Where the L7 time goes") sets it against the node's CPU per request.
 // Bounded: ROUNDS rounds (default 5) of N iterations per row (default 200,000), rows interleaved, best round
 // shown: a single timing moves by a third with the heap's state.
@@ -17,6 +19,7 @@ const RESPONSE =
 const REQUEST = 'GET /ok HTTP/1.1\r\nHost: 127.0.0.1:18200';
 const RESPONSE_BYTES = Buffer.from(`${RESPONSE}\r\n\r\n`, 'latin1');
 const BODY = Buffer.from('ok');
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const REQUEST_BYTES = Buffer.from(`${REQUEST}\r\n\r\n`, 'latin1');
 const fwd = { clientAddress: '127.0.0.1', proto: 'http', frontendPort: 18200, xff: 'replace' };
 const FORWARDING = forwardingLines(fwd, undefined);
@@ -39,10 +42,12 @@ const rows = {
     const p = parseResponseHead(RESPONSE);
     sink += serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, responseHeadersToClient(p.headers, true).headers).length;
   },
-  // The two ways the fast path answers: the string path's head written out as latin1 (as the socket's
-  // writeLatin1String copies it), and the byte path's, both with the body and the framing line the node adds.
+  // The two ways the fast path answers, each from the bytes a read brings to the bytes written: the string
+  // path searches for the head's end, parses, rewrites and serializes it, and the head is written out as latin1
+  // (as the socket's writeLatin1String copies it); the byte path scans and copies. Both with the body and the
+  // framing line the node adds.
   'response: string path, to bytes': () => {
-    const p = parseResponseHead(RESPONSE);
+    const p = parseResponseHead(RESPONSE_BYTES.toString('latin1', 0, RESPONSE_BYTES.indexOf(HEAD_END)));
     const headers = responseHeadersToClient(p.headers, true).headers;
     headers.push('content-length', '2');
     const text = serializeHead(`HTTP/1.1 ${p.status} ${p.reason}`, headers);
@@ -52,7 +57,7 @@ const rows = {
     sink += out.length;
   },
   'response: byte path (scan, write)': () => {
-    const h = scanResponseHead(RESPONSE_BYTES, RESPONSE.length);
+    const h = scanResponseHead(RESPONSE_BYTES);
     h.extra.push('content-length', '2');
     sink += writeResponseHead(h, BODY, 0, BODY.length).length;
   },
@@ -62,13 +67,13 @@ const rows = {
     sink += serializeHead(`${p.head.method} ${p.head.target} HTTP/1.1`, h).length;
   },
   'request: string path, to bytes': () => {
-    const p = parseRequestHead(REQUEST_BYTES.toString('latin1', 0, REQUEST.length));
+    const p = parseRequestHead(REQUEST_BYTES.toString('latin1', 0, REQUEST_BYTES.indexOf(HEAD_END)));
     const h = requestHeadersToBackend(p.head.headers, fwd);
     sink += Buffer.from(serializeHead(`${p.head.method} ${p.head.target} HTTP/1.1`, h), 'latin1').length;
   },
   // The forwarding lines are made once per client connection (FastConnection.forwardingLines).
   'request: byte path (scan, write)': () => {
-    sink += writeRequestHead(scanRequestHead(REQUEST_BYTES, REQUEST.length), FORWARDING).length;
+    sink += writeRequestHead(scanRequestHead(REQUEST_BYTES), FORWARDING).length;
   },
 };
 

@@ -136,22 +136,30 @@ export class FastConnection implements ExchangeClient, HandleIoEvents {
     if (this.io.needDrain) return;
     const buf = this.buf;
     const max = this.ctx.maxHeaderSize;
-    const end = buf.indexOf(HEAD_END, Math.max(0, this.scanned - 3));
-    if (end < 0) {
-      const from = this.scanned;
-      this.scanned = buf.length;
-      if (buf.length > max) this.refuse(431, 'Request Header Fields Too Large');
-      // A bare LF would never end the head here; node:http judges it (and answers 400).
-      else if (hasBareLf(buf, from)) this.handOver();
-      return;
-    }
-    this.scanned = 0;
-    if (end + 4 > max) {
-      this.refuse(431, 'Request Header Fields Too Large');
-      return;
-    }
-    let head: RequestHead | BytesRequestHead | null = scanRequestHead(buf, end);
-    if (head === null) {
+    // A head that came whole, looked at for the first time: checked on its bytes, with no search for its end
+    // first. Anything else (a head still arriving, or one the byte path leaves) is searched for, and a head
+    // that came in pieces goes the string path: scanning it at every piece would be quadratic.
+    const whole = this.scanned === 0 ? scanRequestHead(buf) : null;
+    let head: RequestHead | BytesRequestHead;
+    let end: number;
+    if (whole !== null && whole.end + 4 <= max) {
+      head = whole;
+      end = whole.end;
+    } else {
+      end = buf.indexOf(HEAD_END, Math.max(0, this.scanned - 3));
+      if (end < 0) {
+        const from = this.scanned;
+        this.scanned = buf.length;
+        if (buf.length > max) this.refuse(431, 'Request Header Fields Too Large');
+        // A bare LF would never end the head here; node:http judges it (and answers 400).
+        else if (hasBareLf(buf, from)) this.handOver();
+        return;
+      }
+      this.scanned = 0;
+      if (end + 4 > max) {
+        this.refuse(431, 'Request Header Fields Too Large');
+        return;
+      }
       const parsed = parseRequestHead(buf.toString('latin1', 0, end));
       if (!parsed.fast) {
         if (parsed.refuse) this.refuse(400, 'Bad Request');

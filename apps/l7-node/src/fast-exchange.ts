@@ -231,6 +231,12 @@ export class FastExchange implements UpstreamHandler {
     if (this.phase === Phase.Body) return this.forwardBody(chunk, 0, null);
     if (this.phase !== Phase.AwaitingHead) return false;
     this.responseBytes = true;
+    // A head that came whole in one read, as a backend's usually does: checked on its bytes, with no search for
+    // its end first.
+    if (this.responseHead === null) {
+      const whole = scanResponseHead(chunk);
+      if (whole !== null) return this.bytesHeadReady(whole, chunk, whole.end + 4);
+    }
     const buf = this.responseHead === null ? chunk : Buffer.concat([this.responseHead, chunk]);
     const end = buf.indexOf(HEAD_END);
     if (end < 0) {
@@ -240,8 +246,10 @@ export class FastExchange implements UpstreamHandler {
       return false;
     }
     this.responseHead = null;
-    const scanned = scanResponseHead(buf, end);
-    if (scanned !== null) return this.bytesHeadReady(scanned, buf, end + 4);
+    // A head that came in pieces is scanned once, now that it is whole (not at every piece: a backend sending
+    // it a byte at a time would make that quadratic).
+    const pieced = buf === chunk ? null : scanResponseHead(buf);
+    if (pieced !== null) return this.bytesHeadReady(pieced, buf, pieced.end + 4);
     const parsed = parseResponseHead(buf.toString('latin1', 0, end));
     if (parsed === null) {
       this.badResponse('malformed response head');

@@ -18,27 +18,28 @@ export class FieldCursor {
   /** The value without surrounding SP and HTAB: `[valueStart, valueEnd)`. */
   valueStart = 0;
   valueEnd = 0;
-  /** Where the line's CRLF starts (the head's end for the last line). */
+  /** Where the line's CRLF starts. */
   lineEnd = 0;
 
   /**
-   * Reads the field line starting at `at`, which follows a CRLF, in a head ending at `end` (its CRLF CRLF).
-   * False when the line is malformed.
+   * Reads the field line starting at `at`, which follows a CRLF, ending with its own CRLF before `limit`. False
+   * when the line is malformed or not whole.
    */
-  read(src: Buffer, at: number, end: number): boolean {
+  read(src: Buffer, at: number, limit: number): boolean {
     let j = at;
-    while (j < end && TCHAR[src[j]!] === 1) j++;
-    if (j === at || j === end || src[j] !== 58 /* : */) return false;
+    while (j < limit && TCHAR[src[j]!] === 1) j++;
+    if (j === at || j === limit || src[j] !== 58 /* : */) return false;
     this.lineStart = at;
     this.nameEnd = j;
     let a = ++j;
-    for (; j < end; j++) {
+    for (; j < limit; j++) {
       const c = src[j]!;
       if (VALUE_CHAR[c] !== 1) {
-        if (c === 13 && src[j + 1] === 10) break;
+        if (c === 13 && j + 1 < limit && src[j + 1] === 10) break;
         return false;
       }
     }
+    if (j === limit) return false;
     let b = j;
     while (a < b && isOws(src[a]!)) a++;
     while (b > a && isOws(src[b - 1]!)) b--;
@@ -90,6 +91,15 @@ export function eachElement(
     i = end + 1;
   }
   return count;
+}
+
+/**
+ * After a line whose CRLF starts at `i`: the head's end (where its CRLF CRLF starts, `i`) when an empty line
+ * follows, -1 when a field line does, -2 when the bytes stop first (the head is not whole here).
+ */
+export function headEndAfter(src: Buffer, i: number, limit: number): number {
+  if (i + 3 >= limit) return -2;
+  return src[i + 2] === 13 && src[i + 3] === 10 ? i : -1;
 }
 
 export const isClose = (buf: Buffer, s: number, e: number): boolean => e - s === 5 && bytesMatch(buf, s, 'close');

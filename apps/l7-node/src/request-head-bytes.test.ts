@@ -9,8 +9,12 @@ import { type BytesRequestHead, forwardingLines, scanRequestHead, writeRequestHe
 // path must serve it too (not hand it to node:http, not refuse it), read the same facts, and send the backend
 // the same bytes.
 
-const bytesOf = (head: string) => Buffer.from(`${head}\r\n\r\n`, 'latin1');
-const scan = (head: string) => scanRequestHead(bytesOf(head), head.length);
+/** The head with its CRLF CRLF and bytes after it (a body, the next message), as a read brings it. */
+const scan = (head: string) => {
+  const h = scanRequestHead(Buffer.from(`${head}\r\n\r\nxy\r\n\r\n`, 'latin1'));
+  if (h !== null) expect(h.end).toBe(head.length);
+  return h;
+};
 const write = (h: BytesRequestHead, fwd: ForwardingInfo) => writeRequestHead(h, forwardingLines(fwd, h.clientXff));
 const fwds: ForwardingInfo[] = [
   { clientAddress: '10.0.0.7', proto: 'http', frontendPort: 80, xff: 'replace' },
@@ -130,6 +134,13 @@ describe('scanRequestHead and writeRequestHead', () => {
     const h = scan('GET / HTTP/1.1\r\nX-Forwarded-For: 1.1.1.1\r\nHost: h\r\nX-Forwarded-For: 2.2.2.2')!;
     expect(write(h, fwds[1]!).toString('latin1')).toContain('\r\nx-forwarded-for: 1.1.1.1, 2.2.2.2, 10.0.0.7\r\n');
     expect(write(h, fwds[0]!).toString('latin1')).not.toContain('1.1.1.1');
+  });
+
+  it('takes a head only once it is whole: never from a prefix of it', () => {
+    const whole = Buffer.from('POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok', 'latin1');
+    const end = whole.indexOf('\r\n\r\n');
+    for (let n = 0; n < end + 4; n++) expect(scanRequestHead(whole.subarray(0, n)), `${n} bytes`).toBeNull();
+    expect(scanRequestHead(whole.subarray(0, end + 4))).toMatchObject({ end, contentLength: 2, method: 'POST' });
   });
 
   const stringOnly: [string, string][] = [

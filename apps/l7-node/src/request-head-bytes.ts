@@ -13,6 +13,7 @@ import {
   connectionOptions,
   digitsValue,
   FieldCursor,
+  headEndAfter,
   linesLength,
   putBytes,
   putLinesAndEnd,
@@ -28,6 +29,8 @@ export class BytesRequestHead implements RequestFacts {
   constructor(
     /** The bytes the head was read from; read only until the exchange's start() has written its head. */
     readonly src: Buffer,
+    /** Where the head's CRLF CRLF starts: a body or the next request follows at `end + 4`. */
+    readonly end: number,
     /** Where the request line's CRLF starts. */
     readonly lineEnd: number,
     readonly method: string,
@@ -107,22 +110,24 @@ const HTTP11 = ' HTTP/1.1';
 const field = new FieldCursor();
 
 /**
- * Scans the request head `src[0..end)` (`end`: where its CRLF CRLF starts) for the byte path. Null when the
- * head is not one it is sure of: the caller then takes the string path.
+ * Scans a request head at the start of `src` for the byte path, up to its CRLF CRLF (whose start is the result's
+ * `end`), without a search for that end first. Null when the head is not whole in `src` or not one this path is
+ * sure of: the caller then searches for the end and takes the string path.
  */
-export function scanRequestHead(src: Buffer, end: number): BytesRequestHead | null {
+export function scanRequestHead(src: Buffer): BytesRequestHead | null {
+  const n = src.length;
   // Request line, as parseRequestHead's REQUEST_LINE: token SP origin-form (visible ASCII) SP HTTP/1.1.
   let i = 0;
-  while (i < end && TCHAR[src[i]!] === 1) i++;
+  while (i < n && TCHAR[src[i]!] === 1) i++;
   const methodEnd = i;
   if (methodEnd === 0 || src[i] !== 32 || src[i + 1] !== 47 /* / */) return null;
   const targetStart = ++i;
-  while (i < end && src[i]! >= 0x21 && src[i]! <= 0x7e) i++;
+  while (i < n && src[i]! >= 0x21 && src[i]! <= 0x7e) i++;
   const targetEnd = i;
-  if (end - i < HTTP11.length) return null;
+  if (n - i < HTTP11.length + 2) return null;
   for (let k = 0; k < HTTP11.length; k++) if (src[i + k] !== HTTP11.charCodeAt(k)) return null;
   i += HTTP11.length;
-  if (i < end && !(src[i] === 13 && src[i + 1] === 10)) return null;
+  if (src[i] !== 13 || src[i + 1] !== 10) return null;
   const lineEnd = i;
   let contentLength = -1;
   let host: string | undefined;
@@ -131,8 +136,12 @@ export function scanRequestHead(src: Buffer, end: number): BytesRequestHead | nu
   let clientXff: string | undefined;
   const ranges: number[] = [];
   const f = field;
-  while (i < end) {
-    if (!f.read(src, i + 2, end)) return null;
+  let end: number;
+  // `i` is where the last line read ends (its CRLF).
+  for (;;) {
+    end = headEndAfter(src, i, n);
+    if (end >= 0) break;
+    if (end === -2 || !f.read(src, i + 2, n)) return null;
     i = f.lineEnd;
     switch (kindOf(src, f.lineStart, f.nameLength)) {
       case KEEP:
@@ -166,7 +175,7 @@ export function scanRequestHead(src: Buffer, end: number): BytesRequestHead | nu
         continue;
       }
     }
-    // Kept: the line with its CRLF (the last line's is the head's end).
+    // Kept: the line with its CRLF.
     if (!f.canonical(src)) return null;
     addRange(ranges, f.lineStart, f.lineEnd + 2);
   }
@@ -175,6 +184,7 @@ export function scanRequestHead(src: Buffer, end: number): BytesRequestHead | nu
   const target = src.toString('latin1', targetStart, targetEnd);
   return new BytesRequestHead(
     src,
+    end,
     lineEnd,
     method,
     target,

@@ -8,8 +8,12 @@ import { scanResponseHead, writeResponseHead } from './response-head-bytes.js';
 // The byte path is held to the string path, which stays the rule: on every head the byte path takes, both must
 // read the same framing and keep-alive, and write the client the same bytes.
 
-const bytesOf = (head: string) => Buffer.from(`${head}\r\n\r\n`, 'latin1');
-const scan = (head: string) => scanResponseHead(bytesOf(head), head.length);
+/** The head with its CRLF CRLF and bytes after it (a body, the next message), as a read brings it. */
+const scan = (head: string) => {
+  const h = scanResponseHead(Buffer.from(`${head}\r\n\r\nxy\r\n\r\n`, 'latin1'));
+  if (h !== null) expect(h.end).toBe(head.length);
+  return h;
+};
 
 /** The string path's head for the client, with `extra` added as the exchange adds its lines. */
 function stringPath(head: string, extra: string[], body: string): string | null {
@@ -126,6 +130,14 @@ describe('scanResponseHead and writeResponseHead', () => {
   ];
   it.each(stringOnly)('leaves %s to the string path', (_name, head) => {
     expect(scan(head)).toBeNull();
+  });
+
+  it('takes a head only once it is whole: never from a prefix of it', () => {
+    const whole = Buffer.from('HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 2\r\n\r\nok', 'latin1');
+    const end = whole.indexOf('\r\n\r\n');
+    for (let n = 0; n < end + 4; n++) expect(scanResponseHead(whole.subarray(0, n)), `${n} bytes`).toBeNull();
+    expect(scanResponseHead(whole.subarray(0, end + 4))?.end).toBe(end);
+    expect(scanResponseHead(Buffer.from('HTTP/1.1 204\r\n\r\n', 'latin1'))).toMatchObject({ end: 12, statusEnd: 12 });
   });
 
   it('reads keep-alive from the version and Connection: close', () => {

@@ -14,6 +14,7 @@ import {
   digitsValue,
   eachElement,
   FieldCursor,
+  headEndAfter,
   linesLength,
   putBytes,
   putLatin1,
@@ -32,6 +33,8 @@ export class BytesResponseHead {
   constructor(
     /** The bytes the head was read from; valid only until the read that brought it returns. */
     readonly src: Buffer,
+    /** Where the head's CRLF CRLF starts: the body follows at `end + 4`. */
+    readonly end: number,
     readonly status: number,
     /** End of the status line (its CR): status code and reason are `src[9..statusEnd)`. */
     readonly statusEnd: number,
@@ -81,12 +84,14 @@ function kindOf(buf: Buffer, at: number, len: number): number {
 const field = new FieldCursor();
 
 /**
- * Scans the response head `src[0..end)` (`end`: where its CRLF CRLF starts) for the byte path. Null when the
- * head is not one it is sure of: the caller then takes the string path, which parses, refuses or rewrites it.
+ * Scans a response head at the start of `src` for the byte path, up to its CRLF CRLF (whose start is the result's
+ * `end`), without a search for that end first. Null when the head is not whole in `src` or not one this path is
+ * sure of: the caller then searches for the end and takes the string path, which parses, refuses or rewrites it.
  */
-export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | null {
+export function scanResponseHead(src: Buffer): BytesResponseHead | null {
+  const n = src.length;
   // Status line: HTTP/1.x SP 3 digits [SP reason], as parseResponseHead's STATUS_LINE.
-  if (end < 12 || !bytesMatch(src, 0, 'HTTP/1.') || src[8] !== 32) return null;
+  if (n < 16 || !bytesMatch(src, 0, 'HTTP/1.') || src[8] !== 32) return null;
   const minor = src[7]!;
   if (minor !== 48 && minor !== 49) return null;
   const d0 = src[9]! - 48;
@@ -96,14 +101,15 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
   if (d0 < 2 || d0 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) return null;
   let i = 12;
   // A status without a reason may end its line right after the code.
-  if (i < end && !(src[i] === 13 && src[i + 1] === 10)) {
+  if (!(src[i] === 13 && src[i + 1] === 10)) {
     if (src[i] !== 32) return null;
-    for (i++; i < end; i++) {
+    for (i++; i < n; i++) {
       if (VALUE_CHAR[src[i]!] !== 1) {
-        if (src[i] === 13 && src[i + 1] === 10) break;
+        if (src[i] === 13 && i + 1 < n && src[i + 1] === 10) break;
         return null;
       }
     }
+    if (i === n) return null;
   }
   const statusEnd = i;
   let keepAlive = minor === 49;
@@ -113,8 +119,12 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
   const setCookies: string[] = [];
   const ranges: number[] = [];
   const f = field;
-  while (i < end) {
-    if (!f.read(src, i + 2, end)) return null;
+  let end: number;
+  // `i` is where the last line read ends (its CRLF).
+  for (;;) {
+    end = headEndAfter(src, i, n);
+    if (end >= 0) break;
+    if (end === -2 || !f.read(src, i + 2, n)) return null;
     i = f.lineEnd;
     const a = f.valueStart;
     const b = f.valueEnd;
@@ -142,13 +152,13 @@ export function scanResponseHead(src: Buffer, end: number): BytesResponseHead | 
         setCookies.push(f.value(src));
         break;
     }
-    // Kept: the line with its CRLF (the last line's is the head's end).
+    // Kept: the line with its CRLF.
     if (!f.canonical(src)) return null;
     addRange(ranges, f.lineStart, f.lineEnd + 2);
   }
   if (chunked && contentLength >= 0) return null;
   const status = d0 * 100 + d1 * 10 + d2;
-  return new BytesResponseHead(src, status, statusEnd, contentLength, chunked, keepAlive, setCookies, ranges);
+  return new BytesResponseHead(src, end, status, statusEnd, contentLength, chunked, keepAlive, setCookies, ranges);
 }
 
 const VERSION = 'HTTP/1.1 ';
