@@ -36,7 +36,6 @@
 // Every process it starts is stopped by PID on exit.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +51,7 @@ import {
   verdict,
 } from './bench-verdict.mjs';
 import { l4Snapshot } from './file-mode-snapshots.mjs';
+import { waitPort } from './free-port.mjs';
 import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
@@ -132,23 +132,6 @@ function install() {
   } catch (e) {
     console.error(`apt-get failed (${e.message.split('\n')[0]}): measuring what the installed tools allow`);
   }
-}
-
-async function waitPort(port, proto = 'tcp') {
-  if (proto === 'udp') return new Promise((r) => setTimeout(r, 300));
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((resolve) => {
-      const s = net.connect({ port, host: '127.0.0.1' });
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`nothing listening on ${port}`);
 }
 
 /** A command on the load CPU (or unpinned). */
@@ -343,7 +326,8 @@ async function bench() {
   if (doConn) expected.push(P.http);
   if (hasHaproxy) expected.push(P.hIperf, P.hHttp);
   for (const p of expected) await waitPort(p);
-  await waitPort(P.udp, 'udp');
+  // A UDP listener cannot be probed like a TCP one: it gets 300 ms to bind.
+  await new Promise((r) => setTimeout(r, 300));
   // Warm-up: the node's JIT needs load before it reaches steady state.
   if (doConn) for (const p of [P.nHttp, P.pHttp, P.fHttp, P.hHttp]) wrkWarm(p);
 

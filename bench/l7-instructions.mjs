@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { l7Snapshot } from './file-mode-snapshots.mjs';
-import { freePort } from './free-port.mjs';
+import { freePort, waitPort } from './free-port.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = Number(process.env.N ?? 20_000);
@@ -114,22 +114,6 @@ function load(port, n, deadlineMs) {
     timer = setTimeout(() => reject(new Error(`${n} requests took over ${deadlineMs} ms`)), deadlineMs);
   });
   return Promise.race([Promise.all(Array.from({ length: C }, one)), deadline]).finally(() => clearTimeout(timer));
-}
-
-async function waitPort(port, deadlineMs) {
-  const until = Date.now() + deadlineMs;
-  while (Date.now() < until) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, '127.0.0.1', () => {
-        s.destroy();
-        r(true);
-      });
-      s.on('error', () => r(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`port ${port} never opened`);
 }
 
 /** The newest callgrind dump of `pid` and its total instructions. */

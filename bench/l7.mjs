@@ -27,7 +27,6 @@
 // The l7-node rows print their goals (issue #22): ≥ 0.8× nginx and ≥ 2× the best plain Node proxy.
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +42,7 @@ import {
   verdict,
 } from './bench-verdict.mjs';
 import { id, l7Snapshot } from './file-mode-snapshots.mjs';
+import { waitPort } from './free-port.mjs';
 import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
@@ -120,21 +120,6 @@ function have(cmd) {
   } catch {
     return false;
   }
-}
-
-async function waitPort(port) {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, '127.0.0.1', () => {
-        s.destroy();
-        r(true);
-      });
-      s.on('error', () => r(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`port ${port} never opened`);
 }
 
 function nginxConf(name, body) {
