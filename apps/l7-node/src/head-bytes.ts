@@ -103,15 +103,24 @@ export function headEndAfter(src: Buffer, i: number, limit: number): number {
 }
 
 export const isClose = (buf: Buffer, s: number, e: number): boolean => e - s === 5 && bytesMatch(buf, s, 'close');
+
+/** Set by {@link isHopOption} when it meets `close` (one pass over the list answers both questions). */
+let sawClose = false;
+
 /** Connection options that only say what happens to this hop; any other names a header to drop. */
-export const isHopOption = (buf: Buffer, s: number, e: number): boolean =>
-  isClose(buf, s, e) || (e - s === 10 && bytesMatch(buf, s, 'keep-alive'));
-export const notClose = (buf: Buffer, s: number, e: number): boolean => !isClose(buf, s, e);
+function isHopOption(buf: Buffer, s: number, e: number): boolean {
+  if (isClose(buf, s, e)) {
+    sawClose = true;
+    return true;
+  }
+  return e - s === 10 && bytesMatch(buf, s, 'keep-alive');
+}
 
 /** Connection's value on a byte path: -1 when it names a header (the string path drops it), 1 with close, else 0. */
 export function connectionOptions(buf: Buffer, a: number, b: number): number {
+  sawClose = false;
   if (eachElement(buf, a, b, isHopOption) < 0) return -1;
-  return eachElement(buf, a, b, notClose) < 0 ? 1 : 0;
+  return sawClose ? 1 : 0;
 }
 
 /** Content-Length's value: 1 to 15 digits (as http1-parser's DIGITS), or -1. */

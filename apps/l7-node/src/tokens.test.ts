@@ -1,6 +1,7 @@
+import { Buffer } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../test/seeded-random.js';
-import { hasToken, isName } from './tokens.js';
+import { bytesMatch, hasToken, isName } from './tokens.js';
 
 // The rule these replace on the fast path: lower-case the name (or each trimmed list element) and compare.
 const trimOws = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '');
@@ -43,6 +44,19 @@ describe('isName', () => {
     for (const name of generated(3000))
       for (const lower of ['close', 'keep-alive', 'keep\ralive', 'x'])
         expect(isName(name, lower), `${JSON.stringify(name)} vs ${lower}`).toBe(referenceIsName(name, lower));
+  });
+});
+
+describe('bytesMatch', () => {
+  it('agrees with lower-casing on the bytes of generated names, at an offset inside a larger buffer', () => {
+    for (const name of generated(3000))
+      for (const lower of ['close', 'keep-alive', 'keep\ralive', 'x']) {
+        if (name.length !== lower.length) continue;
+        const buf = Buffer.from(`ab${name}cd`, 'latin1');
+        expect(bytesMatch(buf, 2, lower), `${JSON.stringify(name)} vs ${lower}`).toBe(referenceIsName(name, lower));
+      }
+    // Past the buffer's end nothing matches.
+    expect(bytesMatch(Buffer.from('clo', 'latin1'), 0, 'close')).toBe(false);
   });
 });
 
