@@ -52,6 +52,7 @@ import {
 } from './bench-verdict.mjs';
 import { l4Snapshot } from './file-mode-snapshots.mjs';
 import { waitPort } from './free-port.mjs';
+import { have } from './have-command.mjs';
 import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
@@ -113,10 +114,6 @@ function start(name, cpu, cmd, args, env = process.env) {
   c.name = name;
   children.push(c);
   return c;
-}
-
-function have(cmd) {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 }
 
 function install() {

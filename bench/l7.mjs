@@ -43,6 +43,7 @@ import {
 } from './bench-verdict.mjs';
 import { id, l7Snapshot } from './file-mode-snapshots.mjs';
 import { waitPort } from './free-port.mjs';
+import { have } from './have-command.mjs';
 import { nodeArgs } from './node-args.mjs';
 import { allowedCpuList, coreBusy, coreTicks, cpuSeconds, reapedChildrenCpuSeconds } from './proc-cpu.mjs';
 
@@ -111,15 +112,6 @@ if (process.argv[2] === '--serve') {
 function cleanup() {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   rmSync(work, { recursive: true, force: true });
-}
-
-function have(cmd) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function nginxConf(name, body) {

@@ -102,7 +102,7 @@ export function headEndAfter(src: Buffer, i: number, limit: number): number {
   return src[i + 2] === 13 && src[i + 3] === 10 ? i : -1;
 }
 
-export const isClose = (buf: Buffer, s: number, e: number): boolean => e - s === 5 && bytesMatch(buf, s, 'close');
+const isClose = (buf: Buffer, s: number, e: number): boolean => e - s === 5 && bytesMatch(buf, s, 'close');
 
 /** Set by {@link isHopOption} when it meets `close` (one pass over the list answers both questions). */
 let sawClose = false;
