@@ -18,14 +18,14 @@
 // TOP > 0 prints the functions with the most instructions of the last round (JIT code named through the node's
 // --perf-basic-prof map). Needs valgrind (Debian's package; as root it is apt-get installed when missing).
 // Bounded: every wait has a deadline, and the node and its dumps are removed on exit.
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { countPerUnit, needCallgrind, printCounts } from './callgrind.mjs';
 import { l7Snapshot } from './file-mode-snapshots.mjs';
-import { freePort, waitPort } from './free-port.mjs';
+import { freePort } from './free-port.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = Number(process.env.N ?? 20_000);
@@ -49,15 +49,6 @@ function cleanup() {
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
 process.on('SIGTERM', () => process.exit(143));
-
-function have(cmd) {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A backend answering each request head (ended by CRLF CRLF; the bench sends no bodies) with RESPONSE. */
 async function startBackend() {
@@ -116,142 +107,32 @@ function load(port, n, deadlineMs) {
   return Promise.race([Promise.all(Array.from({ length: C }, one)), deadline]).finally(() => clearTimeout(timer));
 }
 
-/** The newest callgrind dump of `pid` and its total instructions. */
-function lastDump(pid) {
-  const files = readdirSync(work)
-    .filter((f) => f.startsWith(`cg.${pid}.`))
-    .map((f) => join(work, f))
-    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs);
-  if (files.length === 0) throw new Error('callgrind wrote no dump');
-  const m = /^summary: (\d+)$/m.exec(readFileSync(files[0], 'utf8'));
-  if (!m) throw new Error(`no summary in ${files[0]}`);
-  return { file: files[0], instructions: Number(m[1]) };
-}
-
-/** Instructions per function (self cost) of a dump; JIT code named from the node's perf map. */
-function topFunctions(file, pid, count) {
-  const map = [];
-  const mapFile = `/tmp/perf-${pid}.map`;
-  if (existsSync(mapFile)) {
-    for (const line of readFileSync(mapFile, 'utf8').split('\n')) {
-      const [a, s, ...name] = line.split(' ');
-      if (name.length > 0) map.push([Number.parseInt(a, 16), Number.parseInt(s, 16), name.join(' ')]);
-    }
-    map.sort((x, y) => x[0] - y[0]);
-  }
-  const jitName = (name) => {
-    if (!name.startsWith('0x')) return name;
-    const at = Number.parseInt(name, 16);
-    let lo = 0;
-    let hi = map.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (map[mid][0] <= at) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    const hit = map[hi];
-    return hit && at < hit[0] + hit[1] ? hit[2] : 'JIT code (unnamed)';
-  };
-  // The format compresses names as "(id) name" on first use and "(id)" after; costs follow fn= lines, and the
-  // line after calls= is a callee's inclusive cost, not this function's.
-  const names = new Map();
-  const nameOf = (s) => {
-    const m = /^\((\d+)\)(?: (.*))?$/.exec(s);
-    if (!m) return s;
-    if (m[2] !== undefined) names.set(m[1], m[2]);
-    return names.get(m[1]) ?? s;
-  };
-  const self = new Map();
-  let fn = '';
-  let callCost = false;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.startsWith('fn=')) fn = jitName(nameOf(line.slice(3)));
-    else if (line.startsWith('cfn=')) nameOf(line.slice(4));
-    else if (line.startsWith('calls=')) callCost = true;
-    else if (/^[0-9+\-*]/.test(line)) {
-      if (callCost) callCost = false;
-      else self.set(fn, (self.get(fn) ?? 0) + Number(line.split(' ').at(-1)));
-    }
-  }
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, count);
-}
-
 async function measure(label, root, backendPort) {
   const listen = await freePort();
-  const config = join(work, `${label}.json`);
+  const config = join(work, `${label.replace(/\W+/g, '-')}.json`);
   writeFileSync(config, JSON.stringify(l7Snapshot(await freePort(), listen, backendPort)));
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${join(work, 'cg.%p')}`,
-      process.execPath,
-      '--perf-basic-prof',
-      join(root, 'apps/l7-node/dist/main.js'),
-      '--config',
-      config,
-    ],
-    // In the bench's own folder: --perf-basic-prof also writes a V8 log there, removed with it.
-    {
-      cwd: work,
-      env: { ...process.env, LOG_LEVEL: 'warn', SLB_METRICS_PORT: '0' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
-  children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (d) => {
-    stderr = (stderr + d).slice(-4000);
+  return countPerUnit({
+    work,
+    children,
+    label,
+    script: join(root, 'apps/l7-node/dist/main.js'),
+    args: ['--config', config],
+    env: { LOG_LEVEL: 'warn', SLB_METRICS_PORT: '0' },
+    port: listen,
+    warm: () => load(listen, WARM, 600_000),
+    round: () => load(listen, N, 600_000),
+    n: N,
+    rounds: ROUNDS,
+    top: TOP,
   });
-  try {
-    console.log(`# ${label}: starting the node under callgrind (${root})`);
-    await waitPort(listen, 180_000);
-    console.log(`# ${label}: warming up with ${WARM} requests`);
-    await load(listen, WARM, 600_000);
-    const rounds = [];
-    for (let r = 1; r <= ROUNDS; r++) {
-      execFileSync('callgrind_control', ['-z', String(child.pid)], { stdio: 'ignore' });
-      await load(listen, N, 600_000);
-      execFileSync('callgrind_control', ['-d', String(child.pid)], { stdio: 'ignore' });
-      const dump = lastDump(child.pid);
-      rounds.push({ perRequest: dump.instructions / N, file: dump.file });
-      console.log(`# ${label}: round ${r}/${ROUNDS}: ${Math.round(dump.instructions / N)} instructions per request`);
-    }
-    const top = TOP > 0 ? topFunctions(rounds.at(-1).file, child.pid, TOP) : [];
-    return { label, rounds: rounds.map((r) => r.perRequest), top };
-  } catch (err) {
-    console.error(stderr);
-    throw err;
-  } finally {
-    child.kill('SIGKILL');
-    rmSync(`/tmp/perf-${child.pid}.map`, { force: true });
-  }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-if (!have('valgrind') && process.getuid?.() === 0)
-  execFileSync('apt-get', ['install', '-y', '-qq', 'valgrind'], { stdio: 'inherit' });
-if (!have('valgrind') || !have('callgrind_control')) {
-  console.error('valgrind (callgrind) is not installed: apt-get install valgrind');
-  process.exit(1);
-}
+needCallgrind();
 const backend = await startBackend();
-const results = [await measure('this build', ROOT, backend.port)];
+const results = [];
+// The first row is the one the others are divided by: the baseline when there is one.
 if (process.env.L7_BASELINE) results.push(await measure('baseline', process.env.L7_BASELINE, backend.port));
+results.push(await measure('this build', ROOT, backend.port));
 backend.server.close();
-
-console.log(`\n| l7-node (${process.version}), ${N} requests per round | instructions per request, rounds | median |`);
-console.log('|---|---|---:|');
-for (const r of results)
-  console.log(`| ${r.label} | ${r.rounds.map((x) => Math.round(x)).join(', ')} | ${Math.round(median(r.rounds))} |`);
-if (results.length === 2) {
-  const ratio = median(results[0].rounds) / median(results[1].rounds);
-  console.log(`\nthis build ÷ baseline: ${ratio.toFixed(3)} (user-space instructions per request)`);
-}
-for (const r of results) {
-  if (r.top.length === 0) continue;
-  console.log(`\n${r.label}: functions with the most instructions (self), last round, per request`);
-  for (const [name, n] of r.top) console.log(`${String(Math.round(n / N)).padStart(8)}  ${name.slice(0, 140)}`);
-}
+printCounts(`l7-node (${process.version}), ${N} requests per round`, 'request', results, N);
 process.exit(0);

@@ -15,34 +15,38 @@ if (!(listen > 0 && upstream > 0)) {
   process.exit(2);
 }
 
-/** Each socket's other side; a failure on either closes both. */
-const other = new WeakMap();
+/** A client and its upstream; a failure on either closes both. One plain object per connection, no WeakMap. */
+class Pair {
+  constructor(client) {
+    this.client = client;
+    this.up = undefined;
+  }
 
-const events = {
   rawConnected(up, status) {
-    const client = other.get(up);
     if (status !== 0) {
       up.close();
-      client.close();
+      this.client.close();
       return;
     }
-    client.relayTo(up);
-    up.relayTo(client);
-  },
-  rawEnded() {},
-  rawFailed(socket) {
-    socket.close();
-    other.get(socket)?.close();
-  },
-  rawClosed() {},
-};
+    this.client.relayTo(up);
+    up.relayTo(this.client);
+  }
+
+  rawEnded() {}
+
+  rawFailed() {
+    this.client.close();
+    this.up?.close();
+  }
+
+  rawClosed() {}
+}
 
 const server = new RawServer(
   (client) => {
-    client.events = events;
-    const up = connectRaw('127.0.0.1', upstream, events);
-    other.set(client, up);
-    other.set(up, client);
+    const pair = new Pair(client);
+    client.events = pair;
+    pair.up = connectRaw('127.0.0.1', upstream, pair);
   },
   (err) => console.error(err.message),
 );
