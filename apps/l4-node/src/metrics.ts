@@ -119,7 +119,7 @@ export class L4Metrics {
   );
   private readonly untracked = this.listenerCounter(
     'slb_l4_conntrack_untracked_total',
-    'Flows not tracked because the conntrack insert rate cap was hit (compute-only mode)',
+    'UDP flows not tracked because the conntrack insert rate cap was hit (compute-only mode)',
   );
   private readonly udpDropped = this.listenerCounter(
     'slb_l4_udp_dropped_total',
@@ -157,9 +157,11 @@ export class L4Metrics {
     'Binds of failed listeners tried again, by result (bound: the listener serves from then on)',
     ['result'],
   );
-  readonly conntrackEntries = this.prom.gauge('slb_l4_conntrack_entries', 'Entries in the connection-tracking tables', [
-    'listener',
-  ]);
+  readonly conntrackEntries = this.prom.gauge(
+    'slb_l4_conntrack_entries',
+    "Entries in the connection-tracking tables: a TCP listener's open connections, a UDP listener's flows",
+    ['listener'],
+  );
 
   /** Reports the node's descriptor budget and its use at each scrape (not per connection). */
   watchFdBudget(budget: { readonly used: number; readonly max: number }): void {

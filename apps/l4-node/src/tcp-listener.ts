@@ -1,9 +1,10 @@
 import net from 'node:net';
-import { ConnTrackTable, clientKey, type FlowKey, flowKeyString } from '@slb/balancing';
+import { clientKey, type FlowKey } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
 import { type AclCheck, encodeProxyV1, encodeProxyV2, type SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
-import { BackendPool, type BackendSpec, type BackendState, poolSettings } from './backend-pool.js';
+import { BackendPool, type BackendSpec, poolSettings } from './backend-pool.js';
+import { ConnectDeadlines } from './connect-deadlines.js';
 import { type ClientCounts, clientCountsFor, DEFAULT_NODE_LIMITS, type NodeLimits } from './connection-limits.js';
 import { NodeFds, type TenantFds } from './fd-budget.js';
 import { ListenerSync } from './listener-sync.js';
@@ -59,7 +60,12 @@ export class TcpListener implements SessionHost {
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
   private readonly conntrackGauge: ConntrackGauge;
-  readonly conntrack = new ConnTrackTable<string>();
+  /**
+   * The listener's connection table. A proxied TCP connection is pinned to its backend by its own two sockets
+   * and lives exactly as long as they do, so no flow table keyed by 5-tuple is kept beside them (one was, at
+   * a flow-key string and four Map operations per connection, and could only ever find its own sessions):
+   * `slb_l4_conntrack_entries` counts these. Session sync shares TCP persistence only, never TCP flows.
+   */
   readonly sessions = new Set<TcpSession>();
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
   readonly sync: ListenerSync;
@@ -67,6 +73,7 @@ export class TcpListener implements SessionHost {
   private stopSweep: (() => void) | undefined;
   cfg!: ResolvedListener;
   connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_S * 1000;
+  readonly pendingConnects: ConnectDeadlines;
   maxAttempts = DEFAULT_MAX_CONNECT_ATTEMPTS;
   idleTimeoutMs = 0;
   maxConnections = DEFAULT_LISTENER_MAX_CONNECTIONS;
@@ -84,6 +91,7 @@ export class TcpListener implements SessionHost {
     this.sync = new ListenerSync(this.pool, deps.now, undefined, () => 0);
     this.clients = clientCountsFor(deps.limits ?? DEFAULT_NODE_LIMITS);
     this.fds = (deps.fds ?? new NodeFds(Number.POSITIVE_INFINITY, 1)).forTenant(resolved.config.tenantId);
+    this.pendingConnects = new ConnectDeadlines(() => deps.now());
     this.update(resolved);
   }
 
@@ -172,10 +180,9 @@ export class TcpListener implements SessionHost {
 
   private sweep(): void {
     const now = this.deps.now();
-    this.conntrack.sweep(now);
     this.pool.sweep(now);
     for (const s of this.sessions) s.tick(now, this.idleTimeoutMs);
-    this.conntrackGauge.report(this.conntrack.size);
+    this.conntrackGauge.report(this.sessions.size);
   }
 
   private onConnection(client: RawSocket, bound: { addr: string | undefined; port: number }): void {
@@ -227,13 +234,6 @@ export class TcpListener implements SessionHost {
     session.start();
   }
 
-  /** The backend recorded for a flow (e.g. synced from a peer), if it still takes flows. */
-  trackedBackend(key: string, now: number): BackendState | undefined {
-    const id = this.conntrack.lookup(key, now);
-    const b = id === undefined ? undefined : this.pool.get(id);
-    return b?.candidate ? b : undefined;
-  }
-
   proxyHeader(flow: FlowKey): Buffer | undefined {
     switch (this.cfg.proxyProtocol) {
       case 'off':
@@ -243,9 +243,5 @@ export class TcpListener implements SessionHost {
       case 'v2':
         return encodeProxyV2(flow, 'tcp');
     }
-  }
-
-  flowKey(flow: FlowKey): string {
-    return flowKeyString(flow);
   }
 }

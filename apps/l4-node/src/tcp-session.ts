@@ -1,6 +1,7 @@
-import type { ConnTrackTable, FlowKey } from '@slb/balancing';
+import type { FlowKey } from '@slb/balancing';
 import { uvError } from '@slb/node-runtime';
 import type { BackendPool, BackendState, TrackedConn } from './backend-pool.js';
+import type { ConnectDeadlines, PendingConnect } from './connect-deadlines.js';
 import type { ListenerSync } from './listener-sync.js';
 import type { ListenerMetrics } from './metrics.js';
 import { connectRaw, type RawSocket, type RawSocketEvents } from './raw-tcp.js';
@@ -18,13 +19,11 @@ export interface SessionHost {
   readonly cfg: { readonly sourceAddress?: string };
   readonly pool: BackendPool;
   readonly lm: ListenerMetrics;
-  readonly conntrack: ConnTrackTable<string>;
   readonly sync: ListenerSync;
   readonly connectTimeoutMs: number;
+  /** The listener's pending connects, behind one timer. */
+  readonly pendingConnects: ConnectDeadlines;
   readonly maxAttempts: number;
-  flowKey(flow: FlowKey): string;
-  /** The backend recorded for a flow, if it still takes flows. */
-  trackedBackend(key: string, now: number): BackendState | undefined;
   /** The PROXY header the listener sends ahead of the client's bytes, if any. */
   proxyHeader(flow: FlowKey): Buffer | undefined;
   sessionEnded(session: TcpSession): void;
@@ -34,15 +33,16 @@ export interface SessionHost {
  * One client connection: pick a backend, connect (retrying on another backend when refused or timed out,
  * while the client's bytes wait unread in its socket), then relay both ways ({@link RawSocket.relayTo}).
  */
-export class TcpSession implements TrackedConn, RawSocketEvents {
+export class TcpSession implements TrackedConn, RawSocketEvents, PendingConnect {
   private upstream: RawSocket | undefined;
   private backend: BackendState | undefined;
   private tried: BackendState[] | undefined;
   private attempts = 0;
-  private connectTimer: NodeJS.Timeout | undefined;
+  connectDeadline = 0;
+  prevPending: PendingConnect | undefined;
+  nextPending: PendingConnect | undefined;
   private connected = false;
   private finished = false;
-  private key: string | undefined;
   private reportedIn = 0;
   private reportedOut = 0;
   /** For the idle timeout, checked on the listener's one-second tick instead of a timer per socket. */
@@ -61,9 +61,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
 
   start(): void {
     const now = this.listener.deps.now();
-    this.key = this.listener.flowKey(this.flow);
-    const tracked = this.listener.trackedBackend(this.key, now);
-    this.connect(tracked ?? this.listener.pool.pick(this.flow, now, undefined));
+    this.connect(this.listener.pool.pick(this.flow, now, undefined), now);
   }
 
   /** Draining, the idle timeout or a failure: cut both sides now. */
@@ -72,7 +70,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     this.upstream?.close();
   }
 
-  private connect(backend: BackendState | undefined): void {
+  private connect(backend: BackendState | undefined, now: number): void {
     const l = this.listener;
     if (backend === undefined || this.attempts >= l.maxAttempts) {
       l.lm.noBackend.inc();
@@ -83,12 +81,11 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     this.attempts++;
     this.backend = backend;
     this.upstream = connectRaw(backend.address, backend.port, this, l.cfg.sourceAddress);
-    this.connectTimer = setTimeout(this.onConnectTimeout, l.connectTimeoutMs);
+    l.pendingConnects.add(this, now + l.connectTimeoutMs);
   }
 
   private retry(reason: string): void {
-    clearTimeout(this.connectTimer);
-    this.connectTimer = undefined;
+    this.listener.pendingConnects.remove(this);
     const failed = this.backend!;
     failed.metrics.connectFailures.inc();
     this.listener.deps.logger.debug(
@@ -101,13 +98,13 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     up.close();
     this.tried ??= [];
     this.tried.push(failed);
-    this.connect(this.listener.pool.pick(this.flow, this.listener.deps.now(), this.tried));
+    const now = this.listener.deps.now();
+    this.connect(this.listener.pool.pick(this.flow, now, this.tried), now);
   }
 
-  private readonly onConnectTimeout = (): void => {
-    this.connectTimer = undefined;
+  connectTimedOut(): void {
     if (!this.connected && this.upstream !== undefined) this.retry('timeout');
-  };
+  }
 
   rawConnected(up: RawSocket, status: number): void {
     if (up !== this.upstream || this.connected) return;
@@ -115,10 +112,9 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
       this.retry(uvError(status, 'connect').code ?? String(status));
       return;
     }
-    clearTimeout(this.connectTimer);
-    this.connectTimer = undefined;
-    this.connected = true;
     const l = this.listener;
+    l.pendingConnects.remove(this);
+    this.connected = true;
     const b = this.backend!;
     b.active++;
     b.track(this);
@@ -127,9 +123,6 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     const now = l.deps.now();
     l.pool.remember(this.flow.srcAddr, b, now);
     l.sync.publishPersistence(this.flow.srcAddr, b.id);
-    // Over the insert-rate cap the connection is simply not tracked (compute-only): a proxied TCP
-    // connection is pinned to its backend by its own sockets, so all it loses is the conntrack entry.
-    if (l.conntrack.insert(this.key!, b.id, 'tcp-established', now) === 'rate-limited') l.lm.untracked.inc();
     const header = l.proxyHeader(this.flow);
     if (header !== undefined) up.write(header);
     this.lastActive = now;
@@ -138,11 +131,7 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
     up.relayTo(this.client);
   }
 
-  rawEnded(socket: RawSocket): void {
-    if (socket === this.client && this.key !== undefined) {
-      this.listener.conntrack.setState(this.key, 'tcp-closing', this.listener.deps.now());
-    }
-  }
+  rawEnded(): void {}
 
   /** A reset, or a write toward a peer that went away: the connection is over both ways. */
   rawFailed(): void {
@@ -178,11 +167,9 @@ export class TcpSession implements TrackedConn, RawSocketEvents {
       return;
     }
     this.finished = true;
-    clearTimeout(this.connectTimer);
-    this.connectTimer = undefined;
     const l = this.listener;
+    l.pendingConnects.remove(this);
     l.sessionEnded(this);
-    if (this.key !== undefined) l.conntrack.delete(this.key);
     if (!this.connected) return;
     const b = this.backend!;
     b.active--;

@@ -101,4 +101,22 @@ describe('TCP connection limits', () => {
     const text = await metrics.registry.metrics();
     expect(text).not.toMatch(/127\.0\.0\./);
   });
+
+  it("counts a TCP listener's open connections as its conntrack entries (its sessions: no flow table beside them)", async () => {
+    const { metrics, port, lsn } = await setup(undefined, { maxConnectionsPerClient: 0 });
+    const entries = async () => {
+      const text = await metrics.registry.getSingleMetricAsString('slb_l4_conntrack_entries');
+      const m = new RegExp(`slb_l4_conntrack_entries\\{listener="${lsn.id}"\\} (\\d+)`).exec(text);
+      return m ? Number(m[1]) : -1;
+    };
+    const open = await Promise.all([1, 2].map(() => LineClient.connect(port)));
+    cleanup.push(() => {
+      for (const c of open) c.destroy();
+    });
+    for (const c of open) expect(await c.line()).toBe('b');
+    // Reported on the listener's one-second sweep.
+    await vi.waitUntil(async () => (await entries()) === 2, { timeout: 5_000, interval: 100 });
+    for (const c of open) c.destroy();
+    await vi.waitUntil(async () => (await entries()) === 0, { timeout: 5_000, interval: 100 });
+  });
 });
