@@ -38,11 +38,13 @@ if (vitestArgs.length > 0) vitestArgs.push('--passWithNoTests');
 // vitest's own bin (not `npx vitest`): no shell or npm between us and it.
 const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
 
-// vitest's default for `run` is one worker fewer than the cores: one worker on CI's two. The unit, integration and
-// postgres tiers' files spend much of their time waiting on sockets, timers and child processes, so they take
-// every core (Node 20, two cores: unit 309 -> 174 s, integration 241 -> 139 s). The e2e tier keeps the default:
-// each of its files starts a whole local cloud, which wants a core of its own.
-const WORKERS = { unit: availableParallelism(), integration: availableParallelism(), postgres: availableParallelism() };
+// vitest's default for `run` is one worker fewer than the cores: one worker on CI's two. The unit and postgres
+// tiers' files spend much of their time waiting on sockets and timers, so they take every core (Node 20, two
+// cores: unit 309 -> 174 s). The integration tier keeps the default: its files start processes and time
+// health checks and failovers, and two workers (241 -> 139 s) exposed a race in one test that one worker had
+// hidden (fixed); until the tier has run that way many times, a red CI landing nothing costs more than 100 s.
+// The e2e tier keeps it too: each of its files starts a whole local cloud.
+const WORKERS = { unit: availableParallelism(), postgres: availableParallelism() };
 const workersGiven = vitestArgs.some((arg) => arg.startsWith('--maxWorkers'));
 
 const PG_URL = new URL(process.env.SLB_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
