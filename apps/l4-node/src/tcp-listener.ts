@@ -63,8 +63,8 @@ export class TcpListener implements SessionHost {
   /**
    * The listener's connection table. A proxied TCP connection is pinned to its backend by its own two sockets
    * and lives exactly as long as they do, so no flow table keyed by 5-tuple is kept beside them (one was, at
-   * a flow-key string and four Map operations per connection, and could only ever find its own sessions):
-   * `slb_l4_conntrack_entries` counts these. Session sync shares TCP persistence only, never TCP flows.
+   * a flow-key string and four Map operations per connection, and its lookup at connect never found an
+   * entry): `slb_l4_conntrack_entries` counts these. Session sync shares TCP persistence only, never TCP flows.
    */
   readonly sessions = new Set<TcpSession>();
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
