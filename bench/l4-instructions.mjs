@@ -2,13 +2,13 @@
 // node bench/l4-instructions.mjs (after npm run build): user-space instructions per proxied TCP connection, counted
 // by valgrind's callgrind, for the L4 node and for the floor beside it (bench/raw-relay.mjs: accept, connect,
 // relay both ways on the node's raw sockets, nothing else). The difference is the node's own work per connection:
-// backend choice, limits, conntrack, metrics, timers, the client's address. Counts, not seconds (see
+// backend choice, limits, sessions, metrics, timers, the client's address. Counts, not seconds (see
 // bench/l7-instructions.mjs): a change of a few percent shows here where bench/l4.mjs's CPU figures move by ±15%
 // between rounds. Kernel time is not counted; bench/l4.mjs stays the judge of the goals.
 //
 //   node bench/l4-instructions.mjs                        # the floor and this checkout's l4-node
 //   L4_BASELINE=../other node bench/l4-instructions.mjs   # and another built checkout's l4-node
-//   N=4000 ROUNDS=3 WARM=8000 TOP=25 node bench/l4-instructions.mjs
+//   N=20000 ROUNDS=3 WARM=20000 TOP=25 node bench/l4-instructions.mjs
 //
 // Layout: one TCP listener in file mode (bench/l4.mjs's: wrr, one backend, no persistence, no PROXY header,
 // no session sync) in front of a backend in this process that answers each connection's first bytes with an
@@ -26,9 +26,10 @@ import { l4Snapshot } from './file-mode-snapshots.mjs';
 import { freePort } from './free-port.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const N = Number(process.env.N ?? 4_000);
+// 20,000 a round: fewer let one major GC more or less move a round's count by several percent.
+const N = Number(process.env.N ?? 20_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const WARM = Number(process.env.WARM ?? 8_000);
+const WARM = Number(process.env.WARM ?? 20_000);
 const C = Number(process.env.C ?? 8);
 const TOP = Number(process.env.TOP ?? 0);
 const REQUEST = Buffer.from('GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', 'latin1');
