@@ -1,11 +1,31 @@
-import { createScheduler, type FlowKey, PersistenceTable, type Scheduler, type SchedulerKind } from '@slb/balancing';
+import {
+  createScheduler,
+  DenseSet,
+  type DenseSlot,
+  type FlowKey,
+  PersistenceTable,
+  type Scheduler,
+  type SchedulerKind,
+} from '@slb/balancing';
 import type { BackendMetrics, L4Metrics, ListenerMetrics } from './metrics.js';
 
 /** Something forwarded to a backend that draining may have to cut: a TCP session or a UDP flow. */
 export interface TrackedConn {
   /** Closes it now because its drain timeout passed. */
   drainClose(): void;
+  /** Its place among its backend's open connections (-1 until tracked); the backend's set keeps it. */
+  backendSlot: number;
 }
+
+const BACKEND_SLOT: DenseSlot<TrackedConn> = {
+  get: (c) => c.backendSlot,
+  set: (c, slot) => {
+    c.backendSlot = slot;
+  },
+};
+
+/** What a backend's open connections are read as. */
+export type OpenConns = Iterable<TrackedConn> & { readonly size: number };
 
 /**
  * The pool's view of a backend as the snapshot describes it (TCP/UDP servers or, for HTTP, L7 nodes): the
@@ -20,11 +40,11 @@ export interface BackendSpec {
 }
 
 /** No connection open: shared by every backend that has none (most of a fleet's, most of the time). */
-const NO_CONNS: ReadonlySet<TrackedConn> = new Set();
+const NO_CONNS: OpenConns = { size: 0, [Symbol.iterator]: () => [][Symbol.iterator]() };
 
 /** What only a backend that carried traffic, drains or left needs: most of a fleet's never do. */
 interface BackendLife {
-  open: Set<TrackedConn> | undefined;
+  open: DenseSet<TrackedConn> | undefined;
   handles: BackendMetrics | undefined;
   drainTimer: NodeJS.Timeout | undefined;
   /** No longer in its listener's config: its metric series go with its last connection. */
@@ -85,7 +105,7 @@ export class BackendState {
   }
 
   /** Connections and flows forwarded to it now. */
-  get conns(): ReadonlySet<TrackedConn> {
+  get conns(): OpenConns {
     return this.life?.open ?? NO_CONNS;
   }
 
@@ -103,7 +123,7 @@ export class BackendState {
   /** A connection or flow on it started. */
   track(conn: TrackedConn): void {
     const life = this.lived;
-    life.open ??= new Set();
+    life.open ??= new DenseSet(BACKEND_SLOT);
     life.open.add(conn);
   }
 

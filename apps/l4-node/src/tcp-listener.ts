@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { clientKey, type FlowKey } from '@slb/balancing';
+import { clientKey, DenseSet, type DenseSlot, type FlowKey } from '@slb/balancing';
 import { DEFAULT_LISTENER_MAX_CONNECTIONS, type SnapshotListener } from '@slb/model';
 import { type AclCheck, encodeProxyV1, encodeProxyV2, type SessionSync } from '@slb/node-runtime';
 import type { Logger } from 'pino';
@@ -49,6 +49,13 @@ export interface ResolvedListener {
 
 const WILDCARDS = new Set(['0.0.0.0', '::']);
 
+const LISTENER_SLOT: DenseSlot<TcpSession> = {
+  get: (s) => s.listenerSlot,
+  set: (s, slot) => {
+    s.listenerSlot = slot;
+  },
+};
+
 export const DEFAULT_CONNECT_TIMEOUT_S = 2;
 export const DEFAULT_MAX_CONNECT_ATTEMPTS = 3;
 
@@ -65,8 +72,9 @@ export class TcpListener implements SessionHost {
    * and lives exactly as long as they do, so no flow table keyed by 5-tuple is kept beside them (one was, at
    * a flow-key string and four Map operations per connection, and its lookup at connect never found an
    * entry): `slb_l4_conntrack_entries` counts these. Session sync shares TCP persistence only, never TCP flows.
+   * A DenseSet, not a Set: see dense-set.ts for what a Set's tables did to the garbage collector.
    */
-  readonly sessions = new Set<TcpSession>();
+  readonly sessions = new DenseSet<TcpSession>(LISTENER_SLOT);
   /** TCP publishes persistence only: a proxied connection is pinned to its backend by its own sockets. */
   readonly sync: ListenerSync;
   private readonly servers: RawServer[] = [];

@@ -39,6 +39,9 @@ export class TcpSession implements TrackedConn, RawSocketEvents, PendingConnect 
   private tried: BackendState[] | undefined;
   private attempts = 0;
   connectDeadline = 0;
+  /** Its places among the listener's sessions and its backend's open connections (DenseSet). */
+  listenerSlot = -1;
+  backendSlot = -1;
   prevPending: PendingConnect | undefined;
   nextPending: PendingConnect | undefined;
   private connected = false;

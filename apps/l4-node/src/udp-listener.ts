@@ -26,6 +26,8 @@ class UdpFlow implements TrackedConn {
   private syncedAt = Number.NEGATIVE_INFINITY;
   /** The backend has answered: the flow is established and worth syncing (IPVS never syncs half-open). */
   established = false;
+  /** Its place among its backend's open connections (DenseSet). */
+  backendSlot = -1;
   /** Bytes not yet added to the metrics (flushed every second and at close). */
   bytesIn = 0;
   bytesOut = 0;

@@ -87,7 +87,7 @@ describe('BackendPool', () => {
     const p = newPool('p6');
     p.update([spec('a')], { ...settings, drainTimeoutMs: 0 });
     const closed: string[] = [];
-    p.get('a')!.track({ drainClose: () => closed.push('x') });
+    p.get('a')!.track({ drainClose: () => closed.push('x'), backendSlot: -1 });
     p.update([spec('a', { weight: 0 })], { ...settings, drainTimeoutMs: 0 });
     expect(closed).toEqual(['x']);
   });

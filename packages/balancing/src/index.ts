@@ -8,6 +8,7 @@ export {
   flowKeyString,
   type InsertResult,
 } from './conntrack.js';
+export { DenseSet, type DenseSlot } from './dense-set.js';
 export { fmix32, hashCombine, hashFourTuple, hashSource, hashString } from './hash.js';
 export {
   buildMaglevTable,
