@@ -40,7 +40,7 @@ export interface BackendSpec {
 }
 
 /** No connection open: shared by every backend that has none (most of a fleet's, most of the time). */
-const NO_CONNS: OpenConns = { size: 0, [Symbol.iterator]: () => [][Symbol.iterator]() };
+const NO_CONNS: OpenConns = new DenseSet(BACKEND_SLOT);
 
 /** What only a backend that carried traffic, drains or left needs: most of a fleet's never do. */
 interface BackendLife {

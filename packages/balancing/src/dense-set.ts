@@ -39,8 +39,8 @@ export class DenseSet<T> implements Iterable<T> {
 
   /** Takes `member` out; false if it was not in. The last member takes its place (order is not kept). */
   delete(member: T): boolean {
-    if (!this.has(member)) return false;
     const i = this.slot.get(member);
+    if (i < 0 || this.members[i] !== member) return false;
     const last = this.members.pop() as T;
     if (last !== member) {
       this.members[i] = last;
